@@ -1,0 +1,24 @@
+"""The agent API under /v1/api: one folder per endpoint group, registered from one list."""
+
+from __future__ import annotations
+
+from flask import Flask, send_from_directory
+
+from app.api.bookings.routes import blp as bookings_blp
+from app.api.smorest import Api
+from app.config import API_PREFIX
+
+BLUEPRINTS = [bookings_blp]
+
+
+def register_api(app: Flask) -> None:
+    api = Api(app)
+    for blp in BLUEPRINTS:
+        api.register_blueprint(blp, url_prefix=API_PREFIX + blp.url_prefix)
+
+    assets = app.config["SWAGGER_UI_ASSETS"]
+
+    @app.get(f"{API_PREFIX}/docs/assets/<path:filename>")
+    def swagger_ui_assets(filename: str):  # noqa: ANN202 - a plain file response
+        """Swagger UI's files, served locally so the docs work without internet access."""
+        return send_from_directory(assets, filename, max_age=86400)

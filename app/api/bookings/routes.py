@@ -1,0 +1,42 @@
+"""Bookings: list and read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+
+from app.api.auth import current_sub_account
+from app.api.bookings.schemas import BookingListArgsSchema, BookingListSchema, BookingSchema
+from app.api.smorest import Blueprint
+from app.models import Booking, Permission
+from app.services.booking_queries import BookingListQuery, get_booking, list_bookings
+
+blp = Blueprint(
+    "bookings", __name__, url_prefix="/calendar/bookings", description="Bookings of the calendar"
+)
+
+
+@blp.route("")
+class BookingViews(MethodView):
+    @blp.requires(Permission.GET_BOOKINGS)
+    @blp.arguments(BookingListArgsSchema, location="query", as_kwargs=False)
+    @blp.response(200, BookingListSchema)
+    def get(self, query: BookingListQuery) -> dict[str, Any]:
+        """List bookings
+
+        Ordered by start time, then id. `startDate` and `endDate` accept an ISO 8601 instant
+        or a date; a naive value is read in the sub account's timezone.
+        """
+        bookings, total = list_bookings(current_sub_account(), query)
+        return {"bookings": bookings, "total": total, "limit": query.limit, "offset": query.offset}
+
+
+@blp.route("/<id:booking_id>")
+class BookingByIdViews(MethodView):
+    @blp.requires(Permission.GET_BOOKINGS)
+    @blp.response(200, BookingSchema)
+    @blp.error(404, "Booking not found")
+    def get(self, booking_id: int) -> Booking:
+        """Get one booking"""
+        return get_booking(current_sub_account(), booking_id)

@@ -1,0 +1,78 @@
+"""Booking resources as the spec shows them, and the list query."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, fields, post_load, validate
+
+from app.api.fields import UTCTimestamp
+from app.api.smorest import MAX_ID
+from app.models import BookingStatus
+from app.services.booking_queries import BookingListQuery
+from app.validation import InstantField
+
+STATUSES = [s.value for s in BookingStatus]
+
+
+class AttendeeSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    email = fields.String()
+    name = fields.String()
+    firstName = fields.String(attribute="first_name", allow_none=True)
+    lastName = fields.String(attribute="last_name", allow_none=True)
+    phone = fields.String(allow_none=True)
+    timezone = fields.String()
+    isOrganizer = fields.Boolean(attribute="is_organizer")
+    createdAt = UTCTimestamp(attribute="created_at")
+    updatedAt = UTCTimestamp(attribute="updated_at")
+
+
+class BookingSchema(Schema):
+    id = fields.Integer(dump_only=True)
+    uid = fields.String(dump_only=True)
+    startTime = UTCTimestamp(attribute="start_at")
+    endTime = UTCTimestamp(attribute="end_at")
+    status = fields.String(validate=validate.OneOf(STATUSES))
+    title = fields.String()
+    description = fields.String(allow_none=True)
+    location = fields.String(allow_none=True)
+    timezone = fields.String()
+    metadata = fields.Dict(attribute="meta", keys=fields.String())
+    attendees = fields.List(fields.Nested(AttendeeSchema))
+    confirmedAt = UTCTimestamp(attribute="confirmed_at", allow_none=True)
+    cancelledAt = UTCTimestamp(attribute="cancelled_at", allow_none=True)
+    completedAt = UTCTimestamp(attribute="completed_at", allow_none=True)
+
+
+class BookingListSchema(Schema):
+    bookings = fields.List(fields.Nested(BookingSchema), required=True)
+    total = fields.Integer(required=True, metadata={"description": "Count of all matches"})
+    limit = fields.Integer(required=True)
+    offset = fields.Integer(required=True)
+
+
+class BookingListArgsSchema(Schema):
+    startDate = InstantField(
+        metadata={"description": "Bookings starting at or after this instant (a date: its start)"}
+    )
+    endDate = InstantField(
+        metadata={"description": "Bookings ending at or before this instant (a date: its end)"}
+    )
+    status = fields.String(validate=validate.OneOf(STATUSES))
+    eventTypeId = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
+    email = fields.String(validate=validate.Length(min=1, max=254))
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=100))
+    offset = fields.Integer(load_default=0, validate=validate.Range(min=0, max=2**31 - 1))
+
+    @post_load
+    def to_query(self, data: dict[str, Any], **kwargs: Any) -> BookingListQuery:
+        return BookingListQuery(
+            start_date=data.get("startDate"),
+            end_date=data.get("endDate"),
+            status=data.get("status"),
+            event_type_id=data.get("eventTypeId"),
+            email=data.get("email"),
+            limit=data["limit"],
+            offset=data["offset"],
+        )

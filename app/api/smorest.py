@@ -1,0 +1,98 @@
+"""flask-smorest, subclassed once: the error envelope in the OpenAPI document, validation
+failures as 400, and the API-key decorator with its documented 401/403 answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import flask_smorest
+import marshmallow as ma
+from flask import Flask
+from webargs.flaskparser import FlaskParser
+from werkzeug.routing import IntegerConverter
+
+from app.api.auth import authorize
+from app.errors import handle_http_exception
+from app.models import Permission
+from app.validation import InstantField, TimezoneField
+
+MAX_ID = 2**63 - 1
+
+
+class ErrorSchema(ma.Schema):
+    statusCode = ma.fields.Integer(required=True, metadata={"description": "HTTP status code"})
+    message = ma.fields.String(required=True, metadata={"description": "What went wrong"})
+    errors = ma.fields.Dict(
+        keys=ma.fields.String(),
+        values=ma.fields.List(ma.fields.String()),
+        metadata={"description": "Validation problems by field path"},
+    )
+
+
+class IdConverter(IntegerConverter):
+    """Integer path ids within PostgreSQL's bigint: larger ones cannot exist, so they are a
+    plain 404 instead of a database error."""
+
+    def __init__(self, map: Any) -> None:
+        super().__init__(map, min=1, max=MAX_ID)
+
+
+def _id_parameter_schema(converter: IdConverter) -> dict[str, Any]:
+    return {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}
+
+
+class ApiParser(FlaskParser):
+    # The spec answers bad input with 400, not webargs' default 422.
+    DEFAULT_VALIDATION_STATUS = 400
+
+
+class Api(flask_smorest.Api):
+    ERROR_SCHEMA = ErrorSchema
+
+    def init_app(self, app: Flask, *, spec_kwargs: dict | None = None) -> None:
+        app.url_map.converters["id"] = IdConverter
+        super().init_app(app, spec_kwargs=spec_kwargs)
+        self.spec.components.security_scheme(
+            "ApiKeyAuth", {"type": "apiKey", "in": "header", "name": "x-calendar-api-key"}
+        )
+        self.register_converter(IdConverter, _id_parameter_schema)
+        self.register_field(InstantField, "string", None)
+        self.register_field(TimezoneField, "string", None)
+
+    def handle_http_exception(self, error: Any) -> Any:
+        return handle_http_exception(error)
+
+
+_AUTH_RESPONSES = {
+    401: "Missing, unknown, inactive or expired API key, or a key without a sub account",
+    403: "The API key lacks the permission this operation needs",
+}
+
+
+class Blueprint(flask_smorest.Blueprint):
+    ARGUMENTS_PARSER = ApiParser()
+
+    def requires(self, permission: Permission) -> Callable[[Callable], Callable]:
+        """Authenticate the API key and check ``permission`` before anything else runs
+        (so a bad key is a 401 even when the request is also malformed). Put it first."""
+
+        def decorator(func: Callable) -> Callable:
+            @wraps(func)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                authorize(permission)
+                return func(*args, **kwargs)
+
+            wrapper = self.doc(security=[{"ApiKeyAuth": []}])(wrapper)
+            for status, description in _AUTH_RESPONSES.items():
+                wrapper = self.alt_response(status, schema=ErrorSchema, description=description)(
+                    wrapper
+                )
+            return wrapper
+
+        return decorator
+
+    def error(self, status: int, description: str) -> Callable[[Callable], Callable]:
+        """Document an error answer of one operation."""
+        return self.alt_response(status, schema=ErrorSchema, description=description)

@@ -1,0 +1,77 @@
+"""Configuration: defaults first, then the environment.
+
+With nothing set the service runs embedded: SQLite under ``instance/``, a secret key generated
+into ``instance/``, in-memory rate limits. Production sets ``APP_ENV=production`` and must
+provide ``SECRET_KEY`` and ``DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import swagger_ui_bundle
+
+API_PREFIX = "/v1/api"
+
+
+class Config:
+    APP_ENV = "development"
+    SQLALCHEMY_ENGINE_OPTIONS: dict[str, Any] = {"pool_pre_ping": True}
+    MAX_CONTENT_LENGTH = 1024 * 1024
+
+    API_TITLE = "Calendar Booking API"
+    API_VERSION = "v1"
+    OPENAPI_VERSION = "3.0.3"
+    OPENAPI_URL_PREFIX = API_PREFIX
+    OPENAPI_JSON_PATH = "openapi.json"
+    OPENAPI_SWAGGER_UI_PATH = "docs"
+    OPENAPI_SWAGGER_UI_URL = f"{API_PREFIX}/docs/assets/"
+    SWAGGER_UI_ASSETS = swagger_ui_bundle.swagger_ui_path
+
+    # How often an API key's lastUsedAt is written at most, in seconds: a write per request
+    # would turn every read into a write.
+    API_KEY_LAST_USED_RESOLUTION = 60
+
+
+def database_url_from_env(url: str) -> str:
+    """Normalise the URL forms hosting providers hand out to the psycopg 3 driver."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
+def _instance_secret_key(instance_path: Path) -> str:
+    key_file = instance_path / "secret_key"
+    if not key_file.exists():
+        instance_path.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(secrets.token_urlsafe(48))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+def load_config(app_config: dict[str, Any], instance_path: str) -> None:
+    """Fill ``app_config`` from the environment, after the class defaults were applied."""
+    env = os.environ
+    instance = Path(instance_path)
+    app_config["APP_ENV"] = env.get("APP_ENV", app_config["APP_ENV"])
+
+    if env.get("DATABASE_URL"):
+        app_config["SQLALCHEMY_DATABASE_URI"] = database_url_from_env(env["DATABASE_URL"])
+    elif "SQLALCHEMY_DATABASE_URI" not in app_config:
+        instance.mkdir(parents=True, exist_ok=True)
+        app_config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{instance / 'calendar.sqlite3'}"
+
+    if env.get("REDIS_URL"):
+        app_config["REDIS_URL"] = env["REDIS_URL"]
+
+    if env.get("SECRET_KEY"):
+        app_config["SECRET_KEY"] = env["SECRET_KEY"]
+    elif not app_config.get("SECRET_KEY"):
+        if app_config["APP_ENV"] == "production":
+            raise RuntimeError("SECRET_KEY must be set when APP_ENV=production")
+        app_config["SECRET_KEY"] = _instance_secret_key(instance)

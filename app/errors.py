@@ -1,0 +1,88 @@
+"""One error envelope for everything the app can answer: ``{"statusCode", "message"}`` plus,
+for validation failures, ``errors`` keyed by field path. Handlers never send exception text to
+the client; unexpected failures are logged with their traceback and answered with a generic
+500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, current_app, jsonify
+from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from app.services.errors import ServiceError
+from app.validation import describe_errors, flatten_errors
+
+# Short, stable messages instead of werkzeug's HTML-minded descriptions.
+HTTP_MESSAGES = {
+    400: "Invalid request",
+    401: "Authentication failed",
+    403: "Permission denied",
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Request body too large (limit: 1 MiB)",
+    415: "Unsupported media type: send application/json",
+    429: "Too many requests",
+    500: "Internal server error",
+}
+
+# Response headers worth keeping from a werkzeug exception.
+_PASSED_HEADERS = ("Allow", "Retry-After")
+
+
+def envelope(
+    status: int,
+    message: str,
+    errors: dict[str, list[str]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> ResponseReturnValue:
+    body: dict[str, Any] = {"statusCode": status, "message": message}
+    if errors:
+        body["errors"] = errors
+    return jsonify(body), status, headers or {}
+
+
+def handle_http_exception(error: HTTPException) -> ResponseReturnValue:
+    status = error.code or 500
+    if isinstance(error, InternalServerError):
+        # The traceback was already logged by Flask; the client learns nothing about it.
+        return envelope(500, HTTP_MESSAGES[500])
+    headers = {k: v for k, v in error.get_headers() if k in _PASSED_HEADERS}
+    data = getattr(error, "data", None) or {}
+    headers.update(data.get("headers") or {})
+    messages = data.get("errors") or data.get("messages")
+    if messages:
+        flat = flatten_errors(_drop_location(messages))
+        return envelope(status, describe_errors(flat), flat, headers)
+    message = data.get("message") or HTTP_MESSAGES.get(status) or error.name
+    return envelope(status, message, None, headers)
+
+
+def handle_service_error(error: ServiceError) -> ResponseReturnValue:
+    return envelope(error.status_code, error.message, error.errors)
+
+
+def handle_unexpected(error: Exception) -> ResponseReturnValue:
+    current_app.logger.exception("Unhandled exception", exc_info=error)
+    return envelope(500, HTTP_MESSAGES[500])
+
+
+def _drop_location(messages: Any) -> Any:
+    """webargs files errors under the request location (``json``, ``query``); the client
+    knows where it sent a field, so the envelope names only the field."""
+    if isinstance(messages, dict) and set(messages) <= {"json", "query", "path", "headers"}:
+        merged: dict[str, Any] = {}
+        for value in messages.values():
+            if isinstance(value, dict):
+                merged.update(value)
+            else:
+                merged.setdefault("_body", []).extend(value if isinstance(value, list) else [value])
+        return merged
+    return messages
+
+
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(ServiceError, handle_service_error)
+    app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,36 @@
+"""SQLAlchemy models, one module per aggregate; imported here so Alembic sees them all."""
+
+from app.models.api_key import ApiKey, Permission
+from app.models.availability import (
+    AvailabilityProfile,
+    BlockedTime,
+    BlockedTimeSource,
+    DateOverride,
+    WeeklyHours,
+)
+from app.models.booking import ACTIVE_STATUSES, Attendee, Booking, BookingStatus, Contact
+from app.models.calendar_connection import CalendarConnection
+from app.models.event_type import EventType
+from app.models.tenancy import Agency, CalendarSettings, Role, SubAccount, User
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "Agency",
+    "ApiKey",
+    "Attendee",
+    "AvailabilityProfile",
+    "BlockedTime",
+    "BlockedTimeSource",
+    "Booking",
+    "BookingStatus",
+    "CalendarConnection",
+    "CalendarSettings",
+    "Contact",
+    "DateOverride",
+    "EventType",
+    "Permission",
+    "Role",
+    "SubAccount",
+    "User",
+    "WeeklyHours",
+]

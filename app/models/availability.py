@@ -1,0 +1,115 @@
+"""When a calendar is open (profiles of weekly hours and date overrides) and when it is not
+(blocked time, manual or synced from an external calendar)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from enum import StrEnum
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Date,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.types import UTCDateTime, utcnow
+
+_MINUTE_RANGE = "start_minute >= 0 AND end_minute <= 1440 AND start_minute < end_minute"
+
+
+class AvailabilityProfile(db.Model):
+    __tablename__ = "availability_profiles"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sub_account_id: Mapped[int] = mapped_column(
+        ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(255))
+    timezone: Mapped[str] = mapped_column(String(64))
+    is_default: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    weekly_hours: Mapped[list[WeeklyHours]] = relationship(
+        cascade="all, delete-orphan", order_by="(WeeklyHours.weekday, WeeklyHours.start_minute)"
+    )
+    date_overrides: Mapped[list[DateOverride]] = relationship(
+        cascade="all, delete-orphan", order_by="(DateOverride.date, DateOverride.start_minute)"
+    )
+
+
+class WeeklyHours(db.Model):
+    """One open range on a weekday, in minutes after local midnight (1440 = end of day)."""
+
+    __tablename__ = "weekly_hours"
+    __table_args__ = (
+        CheckConstraint("weekday BETWEEN 0 AND 6", name="weekday"),
+        CheckConstraint(_MINUTE_RANGE, name="minute_range"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    profile_id: Mapped[int] = mapped_column(
+        ForeignKey("availability_profiles.id", ondelete="CASCADE"), index=True
+    )
+    weekday: Mapped[int] = mapped_column(SmallInteger)  # 0 = Monday, as date.weekday()
+    start_minute: Mapped[int] = mapped_column(Integer)
+    end_minute: Mapped[int] = mapped_column(Integer)
+
+
+class DateOverride(db.Model):
+    """Replaces one date's weekly hours. A row without minutes marks the date closed; rows
+    with minutes are that date's open ranges."""
+
+    __tablename__ = "date_overrides"
+    __table_args__ = (
+        CheckConstraint(
+            f"(start_minute IS NULL AND end_minute IS NULL) OR ({_MINUTE_RANGE})",
+            name="minute_range",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    profile_id: Mapped[int] = mapped_column(
+        ForeignKey("availability_profiles.id", ondelete="CASCADE"), index=True
+    )
+    date: Mapped[date] = mapped_column(Date)
+    start_minute: Mapped[int | None] = mapped_column(Integer)
+    end_minute: Mapped[int | None] = mapped_column(Integer)
+
+
+class BlockedTimeSource(StrEnum):
+    MANUAL = "manual"
+    EXTERNAL = "external"
+
+
+class BlockedTime(db.Model):
+    """Time the calendar is busy outside of bookings.
+
+    ``manual`` rows are entered in the dashboard; ``external`` rows are the busy time of a
+    connected calendar, replaced by each sync of that connection.
+    """
+
+    __tablename__ = "blocked_times"
+    __table_args__ = (
+        CheckConstraint("start_at < end_at", name="interval"),
+        CheckConstraint("source IN ('manual', 'external')", name="source"),
+        Index("ix_blocked_times_sub_account_span", "sub_account_id", "start_at", "end_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    reason: Mapped[str | None] = mapped_column(String(500))
+    source: Mapped[str] = mapped_column(String(16), default=BlockedTimeSource.MANUAL)
+    calendar_connection_id: Mapped[int | None] = mapped_column(
+        ForeignKey("calendar_connections.id", ondelete="CASCADE"), index=True
+    )
+    external_uid: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

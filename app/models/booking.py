@@ -1,0 +1,125 @@
+"""Bookings, their attendees, and the contacts attendees become."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.event_type import EventType
+from app.models.types import UTCDateTime, utcnow
+
+
+class BookingStatus(StrEnum):
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    CANCELLED = "cancelled"
+    COMPLETED = "completed"
+    NO_SHOW = "no_show"
+
+
+# Bookings in these states hold their time; the others free it.
+ACTIVE_STATUSES = (BookingStatus.PENDING, BookingStatus.CONFIRMED)
+
+_STATUS_LIST = ", ".join(f"'{s}'" for s in BookingStatus)
+
+
+class Booking(db.Model):
+    """A booking of an event type.
+
+    ``occupied_start``/``occupied_end`` are the booking widened by its event type's buffers,
+    copied at write time so conflict checks (and PostgreSQL's exclusion constraint) need no
+    join and are not changed after the fact by an edit of the event type.
+    """
+
+    __tablename__ = "bookings"
+    __table_args__ = (
+        CheckConstraint(f"status IN ({_STATUS_LIST})", name="status"),
+        CheckConstraint("start_at < end_at", name="interval"),
+        CheckConstraint(
+            "occupied_start <= start_at AND occupied_end >= end_at", name="occupied_interval"
+        ),
+        Index("ix_bookings_sub_account_start", "sub_account_id", "start_at", "id"),
+        Index(
+            "ix_bookings_sub_account_occupied", "sub_account_id", "occupied_start", "occupied_end"
+        ),
+        Index("uq_bookings_idempotency_key", "sub_account_id", "idempotency_key", unique=True),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    uid: Mapped[str] = mapped_column(String(64), unique=True)
+    sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    event_type_id: Mapped[int] = mapped_column(
+        ForeignKey("event_types.id", ondelete="RESTRICT"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(16), default=BookingStatus.PENDING)
+    title: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(Text)
+    location: Mapped[str | None] = mapped_column(String(500))
+    timezone: Mapped[str] = mapped_column(String(64))
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    occupied_start: Mapped[datetime] = mapped_column(UTCDateTime)
+    occupied_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cancelled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cancellation_reason: Mapped[str | None] = mapped_column(String(500))
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    request_fingerprint: Mapped[str | None] = mapped_column(String(64))
+    api_key_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="SET NULL"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    event_type: Mapped[EventType] = relationship()
+    attendees: Mapped[list[Attendee]] = relationship(
+        back_populates="booking",
+        cascade="all, delete-orphan",
+        order_by="Attendee.id",
+        lazy="selectin",
+    )
+
+
+class Attendee(db.Model):
+    __tablename__ = "attendees"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    booking_id: Mapped[int] = mapped_column(
+        ForeignKey("bookings.id", ondelete="CASCADE"), index=True
+    )
+    email: Mapped[str] = mapped_column(String(254), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    first_name: Mapped[str | None] = mapped_column(String(255))
+    last_name: Mapped[str | None] = mapped_column(String(255))
+    phone: Mapped[str | None] = mapped_column(String(50))
+    timezone: Mapped[str] = mapped_column(String(64))
+    is_organizer: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    booking: Mapped[Booking] = relationship(back_populates="attendees")
+
+
+class Contact(db.Model):
+    """Everyone who was ever an attendee of the sub account's bookings. Dashboard only: the
+    API never exposes contacts."""
+
+    __tablename__ = "contacts"
+    __table_args__ = (Index("uq_contacts_sub_account_email", "sub_account_id", "email", unique=True),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    email: Mapped[str] = mapped_column(String(254))
+    name: Mapped[str | None] = mapped_column(String(255))
+    first_name: Mapped[str | None] = mapped_column(String(255))
+    last_name: Mapped[str | None] = mapped_column(String(255))
+    phone: Mapped[str | None] = mapped_column(String(50))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

@@ -1,0 +1,45 @@
+"""Bookable services."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.availability import AvailabilityProfile
+from app.models.types import UTCDateTime, utcnow
+
+
+class EventType(db.Model):
+    """A bookable service. Notice and horizon left empty fall back to the calendar settings;
+    an empty slot interval means "step by the duration"."""
+
+    __tablename__ = "event_types"
+    __table_args__ = (
+        CheckConstraint("duration BETWEEN 5 AND 1440", name="duration"),
+        CheckConstraint("buffer_before >= 0 AND buffer_after >= 0", name="buffers"),
+        CheckConstraint("slot_interval IS NULL OR slot_interval BETWEEN 5 AND 1440", name="step"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sub_account_id: Mapped[int] = mapped_column(
+        ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(255))
+    duration: Mapped[int] = mapped_column(Integer)
+    buffer_before: Mapped[int] = mapped_column(Integer, default=0)
+    buffer_after: Mapped[int] = mapped_column(Integer, default=0)
+    slot_interval: Mapped[int | None] = mapped_column(Integer)
+    location: Mapped[str | None] = mapped_column(String(500))
+    availability_profile_id: Mapped[int | None] = mapped_column(
+        ForeignKey("availability_profiles.id", ondelete="SET NULL")
+    )
+    minimum_notice_minutes: Mapped[int | None] = mapped_column(Integer)
+    booking_horizon_days: Mapped[int | None] = mapped_column(Integer)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    availability_profile: Mapped[AvailabilityProfile | None] = relationship()

@@ -1,0 +1,100 @@
+"""Who owns what: agencies, their users, and the sub accounts (one calendar each)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, String, Table
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.types import UTCDateTime, utcnow
+
+
+class Role(StrEnum):
+    AGENCY_OWNER = "agency_owner"
+    AGENCY_USER = "agency_user"
+
+
+class Agency(db.Model):
+    __tablename__ = "agencies"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    users: Mapped[list[User]] = relationship(back_populates="agency")
+    sub_accounts: Mapped[list[SubAccount]] = relationship(back_populates="agency")
+
+
+# Which sub accounts an agency_user may open in the dashboard (owners see all of them).
+user_sub_account_access = Table(
+    "user_sub_account_access",
+    db.Model.metadata,
+    Column("user_id", ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("sub_account_id", ForeignKey("sub_accounts.id", ondelete="CASCADE"), primary_key=True),
+)
+
+
+class User(db.Model):
+    __tablename__ = "users"
+    __table_args__ = (
+        CheckConstraint(f"role IN ('{Role.AGENCY_OWNER}', '{Role.AGENCY_USER}')", name="role"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agency_id: Mapped[int] = mapped_column(ForeignKey("agencies.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(20), default=Role.AGENCY_USER)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    agency: Mapped[Agency] = relationship(back_populates="users")
+    granted_sub_accounts: Mapped[list[SubAccount]] = relationship(
+        secondary=user_sub_account_access
+    )
+
+
+class SubAccount(db.Model):
+    """A client workspace. It has exactly one calendar, so calendar data hangs off it."""
+
+    __tablename__ = "sub_accounts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    agency_id: Mapped[int] = mapped_column(ForeignKey("agencies.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    agency: Mapped[Agency] = relationship(back_populates="sub_accounts")
+    settings: Mapped[CalendarSettings] = relationship(
+        back_populates="sub_account", uselist=False, cascade="all, delete-orphan"
+    )
+
+
+class CalendarSettings(db.Model):
+    """The sub account calendar's defaults: what applies when an event type says nothing."""
+
+    __tablename__ = "calendar_settings"
+    __table_args__ = (
+        CheckConstraint("default_duration BETWEEN 5 AND 1440", name="default_duration"),
+        CheckConstraint("minimum_notice_minutes >= 0", name="minimum_notice"),
+        CheckConstraint("booking_horizon_days BETWEEN 1 AND 3650", name="booking_horizon"),
+    )
+
+    sub_account_id: Mapped[int] = mapped_column(
+        ForeignKey("sub_accounts.id", ondelete="CASCADE"), primary_key=True
+    )
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    default_duration: Mapped[int] = mapped_column(Integer, default=30)
+    minimum_notice_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    booking_horizon_days: Mapped[int] = mapped_column(Integer, default=60)
+    default_location: Mapped[str | None] = mapped_column(String(500))
+    notify_on_booking: Mapped[bool] = mapped_column(Boolean, default=True)
+    notification_email: Mapped[str | None] = mapped_column(String(254))
+    reminder_minutes_before: Mapped[int | None] = mapped_column(Integer)
+    auto_complete_bookings: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    sub_account: Mapped[SubAccount] = relationship(back_populates="settings")

@@ -1,0 +1,101 @@
+"""Instants in and out of the API, and IANA timezone names.
+
+Every instant inside the service is a timezone-aware UTC ``datetime``. Input may carry ``Z`` or
+an offset; a naive date-time is wall-clock time in the request's timezone; a date alone means
+the start of that day (or, for the end of a window, the end of it: the next day's midnight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
+from typing import Literal
+from zoneinfo import ZoneInfo, available_timezones
+
+
+class InvalidTimezone(ValueError):
+    pass
+
+
+class InvalidInstant(ValueError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def _iana_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def is_timezone(name: str) -> bool:
+    return name in _iana_names()
+
+
+@lru_cache(maxsize=512)
+def zone(name: str) -> ZoneInfo:
+    """The zone for an IANA name; anything else (paths, abbreviations, blanks) is refused."""
+    if not isinstance(name, str) or not is_timezone(name):
+        raise InvalidTimezone(f"Unknown timezone '{name}'")
+    return ZoneInfo(name)
+
+
+def local_to_utc(day: date, at: time, tz: ZoneInfo) -> datetime:
+    """Wall-clock time on ``day`` in ``tz`` as a UTC instant.
+
+    A wall time that does not exist (skipped by a spring-forward change) or exists twice (a
+    fall-back change) resolves with ``fold=0``: the offset in force before the change. So a
+    non-existent 02:30 becomes 03:30 after a one-hour jump, and a doubled 01:30 is the first one.
+    """
+    return datetime.combine(day, at, tzinfo=tz).astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class InstantInput:
+    """An ISO 8601 value as the client wrote it, before a timezone gives it meaning.
+
+    ``value`` is an aware or naive ``datetime``, or a ``date`` for a date alone. Parsing
+    happens before authentication decides which calendar (and so which timezone) applies.
+    """
+
+    value: datetime | date
+
+    @property
+    def is_date(self) -> bool:
+        return not isinstance(self.value, datetime)
+
+    def resolve(self, tz: ZoneInfo, *, date_means: Literal["start", "end"] = "start") -> datetime:
+        """The UTC instant this input names, reading naive values in ``tz``."""
+        try:
+            if not isinstance(self.value, datetime):
+                day = self.value + timedelta(days=1) if date_means == "end" else self.value
+                return local_to_utc(day, time(0), tz)
+            if self.value.tzinfo is None:
+                return self.value.replace(tzinfo=tz).astimezone(UTC)
+            return self.value.astimezone(UTC)
+        except OverflowError:
+            raise InvalidInstant(f"'{self.value.isoformat()}' is out of range") from None
+
+
+def read_instant(text: str) -> InstantInput:
+    """Syntax check of an ISO 8601 date or date-time (``Z``, offset or naive)."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInstant("expected an ISO 8601 date or date-time")
+    text = text.strip()
+    try:
+        if "T" not in text and " " not in text:
+            return InstantInput(date.fromisoformat(text))
+        return InstantInput(datetime.fromisoformat(text))
+    except ValueError:
+        raise InvalidInstant(f"'{text}' is not an ISO 8601 date or date-time") from None
+
+
+def parse_instant(
+    text: str, tz: ZoneInfo, *, date_means: Literal["start", "end"] = "start"
+) -> datetime:
+    """Parse an ISO 8601 instant or date into a UTC ``datetime``."""
+    return read_instant(text).resolve(tz, date_means=date_means)
+
+
+def format_utc(instant: datetime) -> str:
+    """UTC, second precision, trailing ``Z``: the one form every response uses."""
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,82 @@
+"""Shared marshmallow fields, and turning nested error dictionaries into messages that name
+the field. Used by the API schemas and by provisioning alike; no Flask here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from marshmallow import fields
+
+from app.scheduling.timezones import InstantInput, InvalidInstant, is_timezone, read_instant, zone
+
+
+def flatten_errors(messages: Any, path: str = "") -> dict[str, list[str]]:
+    """``{"attendees": {0: {"email": ["Not a valid email."]}}}`` →
+    ``{"attendees[0].email": ["Not a valid email."]}``. Errors about the whole document
+    (marshmallow's ``_schema``) are filed under the enclosing path, or ``_body`` at the top."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(messages, Mapping):
+        for key, value in messages.items():
+            if key == "_schema":
+                child = path
+            elif isinstance(key, int):
+                child = f"{path}[{key}]"
+            else:
+                child = f"{path}.{key}" if path else str(key)
+            for field, errors in flatten_errors(value, child).items():
+                flat.setdefault(field, []).extend(errors)
+    elif isinstance(messages, list | tuple):
+        for item in messages:
+            if isinstance(item, Mapping | list | tuple):
+                for field, errors in flatten_errors(item, path).items():
+                    flat.setdefault(field, []).extend(errors)
+            else:
+                flat.setdefault(path or "_body", []).append(str(item))
+    else:
+        flat.setdefault(path or "_body", []).append(str(messages))
+    return flat
+
+
+def describe_errors(flat: dict[str, list[str]]) -> str:
+    """One line for the envelope's ``message``: ``field: problem; other: problem``."""
+    parts = []
+    for field, errors in flat.items():
+        text = " ".join(e.rstrip(".") for e in errors)
+        parts.append(text if field == "_body" else f"{field}: {text}")
+    return "; ".join(parts)
+
+
+class InstantField(fields.Field):
+    """An ISO 8601 date or date-time, kept as ``InstantInput`` until a timezone is known."""
+
+    default_error_messages = {"invalid": "Not a valid ISO 8601 date or date-time."}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> InstantInput:
+        try:
+            return read_instant(value)
+        except InvalidInstant:
+            raise self.make_error("invalid") from None
+
+
+class UTCInstantField(InstantField):
+    """An ISO 8601 instant resolved at once; naive values and dates are read as UTC."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        try:
+            return super()._deserialize(value, attr, data, **kwargs).resolve(zone("UTC"))
+        except InvalidInstant:
+            raise self.make_error("invalid") from None
+
+
+class TimezoneField(fields.String):
+    """An IANA timezone name."""
+
+    default_error_messages = {"timezone": "Unknown timezone '{value}'; use an IANA name."}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        name = super()._deserialize(value, attr, data, **kwargs)
+        if not is_timezone(name):
+            raise self.make_error("timezone", value=name[:64])
+        return name

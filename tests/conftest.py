@@ -1,0 +1,143 @@
+"""Fixtures: an app per test on each database backend, a clean database per test, and
+factories for provisioned tenants, API keys and bookings.
+
+Every test that uses ``app`` runs twice: on SQLite and on PostgreSQL. PostgreSQL is found at
+``TEST_POSTGRES_URL`` (default: the machine's 127.0.0.1:5432, user postgres). When it is not
+reachable the PostgreSQL runs are skipped, except with ``CI`` set, where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from flask_migrate import upgrade
+from sqlalchemy import text
+
+from app import create_app
+from app.extensions import db
+from tests.factories import TenantFactory
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def backend_unavailable(reason: str) -> None:
+    """Skip locally, fail in CI: with CI set no backend may be skipped."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+def _migrated(url: str) -> None:
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "test"})
+    with app.app_context():
+        upgrade()
+        db.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    try:
+        psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3).close()
+    except psycopg.OperationalError as err:
+        backend_unavailable(f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL}: {err}")
+    return POSTGRES_ADMIN_URL
+
+
+@pytest.fixture(scope="session")
+def postgres_database(postgres_admin_url: str) -> Callable[[], str]:
+    """Creates throw-away PostgreSQL databases; drops them at the end of the run."""
+    created: list[str] = []
+
+    def create() -> str:
+        name = f"calbook_test_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        base = postgres_admin_url.rsplit("/", 1)[0]
+        return f"postgresql+psycopg://{base.split('://', 1)[1]}/{name}"
+
+    yield create
+    with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
+        for name in created:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A migrated database for the whole run, per backend."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'test.sqlite3'}"
+    else:
+        url = request.getfixturevalue("postgres_database")()
+    _migrated(url)
+    return url
+
+
+def _empty_all_tables() -> None:
+    tables = list(reversed(db.metadata.sorted_tables))
+    if db.engine.dialect.name == "postgresql":
+        names = ", ".join(f'"{t.name}"' for t in tables)
+        db.session.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    else:
+        for table in tables:
+            db.session.execute(table.delete())
+    db.session.commit()
+
+
+@pytest.fixture
+def make_app(database_url: str, tmp_path: Path) -> Iterator[Callable[..., Flask]]:
+    """Builds apps on this run's database; the database is emptied after the test."""
+    apps: list[Flask] = []
+
+    def make(**overrides: Any) -> Flask:
+        config = {
+            "TESTING": True,
+            "SQLALCHEMY_DATABASE_URI": database_url,
+            "SECRET_KEY": "test-secret-key",
+            **overrides,
+        }
+        app = create_app(config)
+        apps.append(app)
+        return app
+
+    yield make
+    if apps:
+        with apps[0].app_context():
+            db.session.remove()
+            _empty_all_tables()
+            db.engine.dispose()
+
+
+@pytest.fixture
+def app(make_app: Callable[..., Flask]) -> Iterator[Flask]:
+    app = make_app()
+    with app.app_context():
+        yield app
+        db.session.remove()
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def tenants(app: Flask) -> TenantFactory:
+    return TenantFactory()
+
+
+@pytest.fixture
+def tenant(tenants: TenantFactory) -> dict[str, Any]:
+    """One provisioned agency with one sub account and a key per permission set."""
+    return tenants.create()

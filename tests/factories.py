@@ -1,0 +1,129 @@
+"""Test data builders: provisioned tenants (through the real provisioning service) and
+bookings inserted as rows (the booking write API is tested on its own)."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.extensions import db
+from app.models import Attendee, Booking, EventType, Permission
+from app.services.provisioning import provision
+
+ALL_PERMISSIONS = [p.value for p in Permission]
+_counter = itertools.count(1)
+
+
+def tenant_document(**sub_account_overrides: Any) -> dict[str, Any]:
+    """A provisioning document: one agency, one sub account, and API keys named after what
+    they can do: ``all``, ``none``, ``without-<permission>``, ``expired``, ``inactive``, and
+    the agency-level ``agency-level``."""
+    n = next(_counter)
+    keys = [
+        {"name": "all", "permissions": ALL_PERMISSIONS},
+        {"name": "none", "permissions": []},
+        {"name": "expired", "permissions": ALL_PERMISSIONS, "expiresAt": "2020-01-01T00:00:00Z"},
+        {"name": "inactive", "permissions": ALL_PERMISSIONS, "active": False},
+        *(
+            {"name": f"without-{p}", "permissions": [q for q in ALL_PERMISSIONS if q != p]}
+            for p in ALL_PERMISSIONS
+        ),
+    ]
+    sub_account = {
+        "name": f"Clinic {n}",
+        "timezone": "America/New_York",
+        "settings": {"defaultDuration": 30, "minimumNoticeMinutes": 0, "bookingHorizonDays": 60},
+        "availabilityProfiles": [
+            {
+                "name": "Office",
+                "default": True,
+                "weeklyHours": {d: [["09:00", "17:00"]] for d in ("mon", "tue", "wed", "thu", "fri")},
+            }
+        ],
+        "eventTypes": [
+            {"name": "Cleaning", "duration": 30, "bufferAfter": 10, "availabilityProfile": "Office"},
+            {"name": "Checkup", "duration": 60},
+        ],
+        "apiKeys": keys,
+        **sub_account_overrides,
+    }
+    return {
+        "agencies": [
+            {
+                "name": f"Agency {n}",
+                "owner": {"email": f"owner{n}-{secrets.token_hex(3)}@example.test", "password": "s3cret-pass"},
+                "apiKeys": [{"name": "agency-level", "permissions": ALL_PERMISSIONS}],
+                "subAccounts": [sub_account],
+            }
+        ]
+    }
+
+
+@dataclass
+class Tenant:
+    agency_id: int
+    sub_account_id: int
+    event_types: dict[str, int]
+    keys: dict[str, str]
+    raw: dict[str, Any] = field(repr=False)
+
+    def headers(self, key: str = "all") -> dict[str, str]:
+        return {"x-calendar-api-key": self.keys[key]}
+
+
+class TenantFactory:
+    def create(self, **sub_account_overrides: Any) -> Tenant:
+        created = provision(tenant_document(**sub_account_overrides))
+        db.session.commit()
+        agency = created["agencies"][0]
+        sub = agency["subAccounts"][0]
+        return Tenant(
+            agency_id=agency["id"],
+            sub_account_id=sub["id"],
+            event_types=sub["eventTypes"],
+            keys={**sub["apiKeys"], **agency["apiKeys"]},
+            raw=created,
+        )
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)
+
+
+def make_booking(
+    tenant: Tenant,
+    start: datetime,
+    *,
+    minutes: int = 30,
+    event_type: str = "Cleaning",
+    status: str = "pending",
+    emails: tuple[str, ...] = ("pat@example.test",),
+    **fields: Any,
+) -> Booking:
+    """Insert a booking row as the write path would leave it (occupied interval included)."""
+    et = db.session.get(EventType, tenant.event_types[event_type])
+    end = start + timedelta(minutes=minutes)
+    booking = Booking(
+        uid=secrets.token_urlsafe(16),
+        sub_account_id=tenant.sub_account_id,
+        event_type_id=et.id,
+        status=status,
+        title=fields.pop("title", f"{et.name} with {emails[0]}"),
+        timezone=fields.pop("timezone", "America/New_York"),
+        meta=fields.pop("meta", {}),
+        start_at=start,
+        end_at=end,
+        occupied_start=start - timedelta(minutes=et.buffer_before),
+        occupied_end=end + timedelta(minutes=et.buffer_after),
+        **fields,
+    )
+    for email in emails:
+        booking.attendees.append(
+            Attendee(email=email, name=email.split("@")[0], timezone=booking.timezone)
+        )
+    db.session.add(booking)
+    db.session.commit()
+    return booking

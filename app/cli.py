@@ -32,8 +32,9 @@ def provision_command(file: click.utils.LazyFile) -> None:
     except ProvisioningInvalid as err:
         db.session.rollback()
         lines = [f"  {path}: {' '.join(msgs)}" for path, msgs in (err.errors or {}).items()]
-        raise click.ClickException("\n".join(["invalid provisioning document", *lines])
-                                   if lines else err.message) from None
+        raise click.ClickException(
+            "\n".join(["invalid provisioning document", *lines]) if lines else err.message
+        ) from None
     click.echo(json.dumps(created, indent=2))
 
 

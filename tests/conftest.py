@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from argon2 import PasswordHasher, profiles
 from flask import Flask
 from flask.testing import FlaskClient
 from flask_migrate import upgrade
@@ -23,11 +24,16 @@ from sqlalchemy import text
 
 from app import create_app
 from app.extensions import db
+from app.services import passwords
 from tests.factories import TenantFactory
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
+# argon2id at production cost takes ~0.1 s a hash; tests hash many owners, so they use the
+# cheapest parameters (the hash format records them, so verification is unaffected).
+passwords._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

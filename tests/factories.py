@@ -40,11 +40,18 @@ def tenant_document(**sub_account_overrides: Any) -> dict[str, Any]:
             {
                 "name": "Office",
                 "default": True,
-                "weeklyHours": {d: [["09:00", "17:00"]] for d in ("mon", "tue", "wed", "thu", "fri")},
+                "weeklyHours": {
+                    d: [["09:00", "17:00"]] for d in ("mon", "tue", "wed", "thu", "fri")
+                },
             }
         ],
         "eventTypes": [
-            {"name": "Cleaning", "duration": 30, "bufferAfter": 10, "availabilityProfile": "Office"},
+            {
+                "name": "Cleaning",
+                "duration": 30,
+                "bufferAfter": 10,
+                "availabilityProfile": "Office",
+            },
             {"name": "Checkup", "duration": 60},
         ],
         "apiKeys": keys,
@@ -54,7 +61,10 @@ def tenant_document(**sub_account_overrides: Any) -> dict[str, Any]:
         "agencies": [
             {
                 "name": f"Agency {n}",
-                "owner": {"email": f"owner{n}-{secrets.token_hex(3)}@example.test", "password": "s3cret-pass"},
+                "owner": {
+                    "email": f"owner{n}-{secrets.token_hex(3)}@example.test",
+                    "password": "s3cret-pass",
+                },
                 "apiKeys": [{"name": "agency-level", "permissions": ALL_PERMISSIONS}],
                 "subAccounts": [sub_account],
             }

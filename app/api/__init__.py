@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Flask, send_from_directory
+from flask import Flask, Response, send_from_directory
 
 from app.api.bookings.routes import blp as bookings_blp
 from app.api.smorest import Api
@@ -19,6 +19,6 @@ def register_api(app: Flask) -> None:
     assets = app.config["SWAGGER_UI_ASSETS"]
 
     @app.get(f"{API_PREFIX}/docs/assets/<path:filename>")
-    def swagger_ui_assets(filename: str):  # noqa: ANN202 - a plain file response
+    def swagger_ui_assets(filename: str) -> Response:
         """Swagger UI's files, served locally so the docs work without internet access."""
         return send_from_directory(assets, filename, max_age=86400)

@@ -27,7 +27,9 @@ class ApiKey(db.Model):
     __tablename__ = "api_keys"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    agency_id: Mapped[int] = mapped_column(ForeignKey("agencies.id", ondelete="CASCADE"), index=True)
+    agency_id: Mapped[int] = mapped_column(
+        ForeignKey("agencies.id", ondelete="CASCADE"), index=True
+    )
     sub_account_id: Mapped[int | None] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )

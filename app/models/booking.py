@@ -112,7 +112,9 @@ class Contact(db.Model):
     API never exposes contacts."""
 
     __tablename__ = "contacts"
-    __table_args__ = (Index("uq_contacts_sub_account_email", "sub_account_id", "email", unique=True),)
+    __table_args__ = (
+        Index("uq_contacts_sub_account_email", "sub_account_id", "email", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))

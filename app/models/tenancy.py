@@ -44,7 +44,9 @@ class User(db.Model):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    agency_id: Mapped[int] = mapped_column(ForeignKey("agencies.id", ondelete="CASCADE"), index=True)
+    agency_id: Mapped[int] = mapped_column(
+        ForeignKey("agencies.id", ondelete="CASCADE"), index=True
+    )
     email: Mapped[str] = mapped_column(String(254), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(20), default=Role.AGENCY_USER)
@@ -52,9 +54,7 @@ class User(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     agency: Mapped[Agency] = relationship(back_populates="users")
-    granted_sub_accounts: Mapped[list[SubAccount]] = relationship(
-        secondary=user_sub_account_access
-    )
+    granted_sub_accounts: Mapped[list[SubAccount]] = relationship(secondary=user_sub_account_access)
 
 
 class SubAccount(db.Model):
@@ -63,7 +63,9 @@ class SubAccount(db.Model):
     __tablename__ = "sub_accounts"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    agency_id: Mapped[int] = mapped_column(ForeignKey("agencies.id", ondelete="CASCADE"), index=True)
+    agency_id: Mapped[int] = mapped_column(
+        ForeignKey("agencies.id", ondelete="CASCADE"), index=True
+    )
     name: Mapped[str] = mapped_column(String(255))
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

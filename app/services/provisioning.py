@@ -200,7 +200,9 @@ class ProvisioningDoc(Schema):
     def owner_emails_free(self, data: dict, **kwargs: Any) -> None:
         emails = [a["owner"]["email"].lower() for a in data["agencies"]]
         taken = set(
-            db.session.scalars(select(func.lower(User.email)).where(func.lower(User.email).in_(emails)))
+            db.session.scalars(
+                select(func.lower(User.email)).where(func.lower(User.email).in_(emails))
+            )
         )
         errors: dict[int, Any] = {}
         for index, email in enumerate(emails):
@@ -340,4 +342,3 @@ def provision(document: Any) -> dict[str, Any]:
             }
         )
     return {"agencies": created}
-

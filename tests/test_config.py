@@ -1,0 +1,72 @@
+"""Configuration from the environment, with an embedded default."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.config import Config, database_url_from_env, load_config
+
+ENV_VARS = ("APP_ENV", "DATABASE_URL", "SECRET_KEY", "REDIS_URL")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def defaults():
+    return {k: getattr(Config, k) for k in dir(Config) if k.isupper()}
+
+
+def test_no_environment_means_sqlite_under_instance(clean_env, tmp_path):
+    config = defaults()
+    load_config(config, str(tmp_path / "instance"))
+    assert (
+        config["SQLALCHEMY_DATABASE_URI"]
+        == f"sqlite:///{tmp_path / 'instance' / 'calendar.sqlite3'}"
+    )
+
+
+def test_secret_key_is_generated_once_into_instance(clean_env, tmp_path):
+    first, second = defaults(), defaults()
+    load_config(first, str(tmp_path))
+    load_config(second, str(tmp_path))
+    assert len(first["SECRET_KEY"]) >= 32
+    assert first["SECRET_KEY"] == second["SECRET_KEY"]
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+
+
+def test_production_requires_secret_key(clean_env, tmp_path):
+    clean_env.setenv("APP_ENV", "production")
+    with pytest.raises(RuntimeError, match="SECRET_KEY"):
+        load_config(defaults(), str(tmp_path))
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_environment_secret_key_wins(clean_env, tmp_path):
+    clean_env.setenv("SECRET_KEY", "from-env")
+    config = defaults()
+    load_config(config, str(tmp_path))
+    assert config["SECRET_KEY"] == "from-env"
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("postgres://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("postgresql://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("postgresql+psycopg://u@h/db", "postgresql+psycopg://u@h/db"),
+        ("sqlite:////tmp/x.db", "sqlite:////tmp/x.db"),
+    ],
+)
+def test_database_url_uses_psycopg3(given, expected):
+    assert database_url_from_env(given) == expected
+
+
+def test_database_url_from_environment(clean_env, tmp_path):
+    clean_env.setenv("DATABASE_URL", "postgres://app@db.internal/calendar")
+    config = defaults()
+    load_config(config, str(tmp_path))
+    assert config["SQLALCHEMY_DATABASE_URI"] == "postgresql+psycopg://app@db.internal/calendar"

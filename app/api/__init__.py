@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from flask import Flask, Response, send_from_directory
 
+from app.api.availability.routes import blp as availability_blp
 from app.api.bookings.routes import blp as bookings_blp
 from app.api.smorest import Api
 from app.config import API_PREFIX
 
-BLUEPRINTS = [bookings_blp]
+BLUEPRINTS = [availability_blp, bookings_blp]
 
 
 def register_api(app: Flask) -> None:

@@ -1,0 +1,51 @@
+"""Availability query and the days it answers with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, fields, post_load, validate
+
+from app.api.fields import UTCTimestamp
+from app.api.smorest import MAX_ID
+from app.services.availability import AvailabilityQuery
+from app.validation import InstantField, TimezoneField
+
+
+class AvailabilityArgsSchema(Schema):
+    startDate = InstantField(
+        required=True,
+        metadata={"description": "Start of the window: an instant, or a date (its start)"},
+    )
+    endDate = InstantField(
+        required=True,
+        metadata={"description": "End of the window: an instant, or a date (its end)"},
+    )
+    eventTypeId = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
+    duration = fields.Integer(
+        validate=validate.Range(min=5, max=1440),
+        metadata={"description": "Slot length in minutes (5–1440)"},
+    )
+    timezone = TimezoneField(
+        metadata={"description": "IANA timezone for dates and day grouping"},
+    )
+
+    @post_load
+    def to_query(self, data: dict[str, Any], **kwargs: Any) -> AvailabilityQuery:
+        return AvailabilityQuery(
+            start_date=data["startDate"],
+            end_date=data["endDate"],
+            event_type_id=data.get("eventTypeId"),
+            duration=data.get("duration"),
+            timezone=data.get("timezone"),
+        )
+
+
+class SlotSchema(Schema):
+    start = UTCTimestamp(required=True)
+    end = UTCTimestamp(required=True)
+
+
+class AvailabilityDaySchema(Schema):
+    date = fields.Date(required=True)
+    slots = fields.List(fields.Nested(SlotSchema), required=True)

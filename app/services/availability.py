@@ -1,0 +1,203 @@
+"""When a sub account's calendar can be booked: loading the inputs of the scheduling rules
+(working hours, busy time, the event type's rules) and asking ``app.scheduling`` for slots.
+
+Booking writes load the same inputs through ``booking_context`` so both apply one rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from itertools import chain
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import (
+    ACTIVE_STATUSES,
+    AvailabilityProfile,
+    BlockedTime,
+    BlockedTimeSource,
+    Booking,
+    DateOverride,
+    EventType,
+    SubAccount,
+)
+from app.scheduling.intervals import Interval, merge
+from app.scheduling.slots import SlotRules, open_slots, slots_by_day
+from app.scheduling.timezones import InstantInput, zone
+from app.scheduling.working_hours import WeeklySchedule, working_intervals
+from app.services.errors import EventTypeNotFound, InvalidRequest
+
+MAX_WINDOW = timedelta(days=93)
+
+
+@dataclass(frozen=True)
+class AvailabilityQuery:
+    start_date: InstantInput
+    end_date: InstantInput
+    event_type_id: int | None = None
+    duration: int | None = None
+    timezone: str | None = None
+
+
+@dataclass(frozen=True)
+class AvailabilityDay:
+    date: date
+    slots: list[Interval]
+
+
+@dataclass(frozen=True)
+class BusyTime:
+    """Merged busy intervals of one sub account, by kind (so a conflict can say which)."""
+
+    bookings: list[Interval]
+    blocked: list[Interval]
+    external: list[Interval]
+
+    def all(self) -> list[Interval]:
+        return merge(chain(self.bookings, self.blocked, self.external))
+
+
+def find_event_type(sub_account: SubAccount, event_type_id: int) -> EventType:
+    event_type = db.session.scalar(
+        select(EventType).where(
+            EventType.id == event_type_id,
+            EventType.sub_account_id == sub_account.id,
+            EventType.active.is_(True),
+        )
+    )
+    if event_type is None:
+        raise EventTypeNotFound()
+    return event_type
+
+
+def profile_for(
+    sub_account: SubAccount, event_type: EventType | None
+) -> AvailabilityProfile | None:
+    """The event type's profile, else the sub account's default (else its first) profile."""
+    if event_type is not None and event_type.availability_profile is not None:
+        return event_type.availability_profile
+    return db.session.scalars(
+        select(AvailabilityProfile)
+        .where(AvailabilityProfile.sub_account_id == sub_account.id)
+        .order_by(AvailabilityProfile.is_default.desc(), AvailabilityProfile.id)
+        .limit(1)
+    ).first()
+
+
+def load_schedule(
+    profile: AvailabilityProfile | None, fallback_timezone: str, span: Interval
+) -> WeeklySchedule:
+    """The profile's weekly hours and the overrides of the dates ``span`` touches."""
+    if profile is None:
+        return WeeklySchedule(timezone=fallback_timezone)
+    tz = zone(profile.timezone)
+    first = span.start.astimezone(tz).date() - timedelta(days=1)
+    last = span.end.astimezone(tz).date() + timedelta(days=1)
+    weekly: dict[int, list[tuple[int, int]]] = {}
+    for hours in profile.weekly_hours:
+        weekly.setdefault(hours.weekday, []).append((hours.start_minute, hours.end_minute))
+    overrides: dict[date, list[tuple[int, int]]] = {}
+    rows = db.session.execute(
+        select(DateOverride.date, DateOverride.start_minute, DateOverride.end_minute).where(
+            DateOverride.profile_id == profile.id, DateOverride.date.between(first, last)
+        )
+    )
+    for day, start_minute, end_minute in rows:
+        ranges = overrides.setdefault(day, [])
+        if start_minute is not None:
+            ranges.append((start_minute, end_minute))
+    return WeeklySchedule(timezone=profile.timezone, weekly=weekly, overrides=overrides)
+
+
+def load_busy(
+    sub_account_id: int, span: Interval, exclude_booking_id: int | None = None
+) -> BusyTime:
+    """Busy time overlapping ``span``: one query for bookings, one for blocked time."""
+    bookings_stmt = select(Booking.occupied_start, Booking.occupied_end).where(
+        Booking.sub_account_id == sub_account_id,
+        Booking.status.in_(ACTIVE_STATUSES),
+        Booking.occupied_start < span.end,
+        Booking.occupied_end > span.start,
+    )
+    if exclude_booking_id is not None:
+        bookings_stmt = bookings_stmt.where(Booking.id != exclude_booking_id)
+    bookings = [Interval(s, e) for s, e in db.session.execute(bookings_stmt)]
+    blocked: list[Interval] = []
+    external: list[Interval] = []
+    rows = db.session.execute(
+        select(BlockedTime.start_at, BlockedTime.end_at, BlockedTime.source).where(
+            BlockedTime.sub_account_id == sub_account_id,
+            BlockedTime.start_at < span.end,
+            BlockedTime.end_at > span.start,
+        )
+    )
+    for start, end, source in rows:
+        (external if source == BlockedTimeSource.EXTERNAL else blocked).append(Interval(start, end))
+    return BusyTime(merge(bookings), merge(blocked), merge(external))
+
+
+def slot_rules(
+    sub_account: SubAccount,
+    event_type: EventType | None,
+    now: datetime,
+    duration_minutes: int | None = None,
+) -> SlotRules:
+    """Slot length, grid step, buffers, notice and horizon: the event type's, else the
+    calendar settings'."""
+    settings = sub_account.settings
+    if event_type is None:
+        minutes = duration_minutes or settings.default_duration
+        step, before, after = minutes, 0, 0
+        notice, horizon = settings.minimum_notice_minutes, settings.booking_horizon_days
+    else:
+        minutes = duration_minutes or event_type.duration
+        step = event_type.slot_interval or event_type.duration
+        before, after = event_type.buffer_before, event_type.buffer_after
+        notice = _first_set(event_type.minimum_notice_minutes, settings.minimum_notice_minutes)
+        horizon = _first_set(event_type.booking_horizon_days, settings.booking_horizon_days)
+    return SlotRules(
+        duration=timedelta(minutes=minutes),
+        step=timedelta(minutes=step),
+        buffer_before=timedelta(minutes=before),
+        buffer_after=timedelta(minutes=after),
+        earliest_start=now + timedelta(minutes=notice),
+        latest_start=now + timedelta(days=horizon),
+    )
+
+
+def _first_set(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def check_availability(
+    sub_account: SubAccount, query: AvailabilityQuery, now: datetime
+) -> list[AvailabilityDay]:
+    """Open slots per calendar date of the window, in the requested timezone."""
+    event_type = find_event_type(sub_account, query.event_type_id) if query.event_type_id else None
+    profile = profile_for(sub_account, event_type)
+    tz_name = query.timezone or (profile.timezone if profile else sub_account.settings.timezone)
+    tz = zone(tz_name)
+    window = Interval(
+        query.start_date.resolve(tz, date_means="start"),
+        query.end_date.resolve(tz, date_means="end"),
+    )
+    if window.end < window.start:
+        raise InvalidRequest("endDate must not be before startDate")
+    if window.end - window.start > MAX_WINDOW:
+        raise InvalidRequest("The availability window may span at most 93 days")
+
+    rules = slot_rules(sub_account, event_type, now, query.duration)
+    schedule = load_schedule(profile, sub_account.settings.timezone, window)
+    occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
+    busy = load_busy(sub_account.id, occupied_span)
+    slots = open_slots(working_intervals(schedule, *window), busy.all(), rules, window)
+
+    first_day = window.start.astimezone(tz).date()
+    # A date-only endDate resolves to the next midnight; its own date is the last day.
+    last_day = query.end_date.value if query.end_date.is_date else window.end.astimezone(tz).date()
+    return [
+        AvailabilityDay(day, day_slots)
+        for day, day_slots in slots_by_day(slots, tz, first_day, last_day)
+    ]

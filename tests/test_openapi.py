@@ -6,6 +6,7 @@ import pytest
 
 # (path, method, the error statuses it documents besides 401/403 and the default)
 OPERATIONS = [
+    ("/v1/api/calendar/availability", "get", ["400", "404"]),
     ("/v1/api/calendar/bookings", "get", ["400"]),
     ("/v1/api/calendar/bookings/{booking_id}", "get", ["404"]),
 ]

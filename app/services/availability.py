@@ -183,7 +183,10 @@ def check_availability(
         query.start_date.resolve(tz, date_means="start"),
         query.end_date.resolve(tz, date_means="end"),
     )
-    if window.end < window.start:
+    first_day = window.start.astimezone(tz).date()
+    # A date-only endDate resolves to the next midnight; its own date is the last day.
+    last_day = query.end_date.value if query.end_date.is_date else window.end.astimezone(tz).date()
+    if window.end < window.start or last_day < first_day:
         raise InvalidRequest("endDate must not be before startDate")
     if window.end - window.start > MAX_WINDOW:
         raise InvalidRequest("The availability window may span at most 93 days")
@@ -194,9 +197,6 @@ def check_availability(
     busy = load_busy(sub_account.id, occupied_span)
     slots = open_slots(working_intervals(schedule, *window), busy.all(), rules, window)
 
-    first_day = window.start.astimezone(tz).date()
-    # A date-only endDate resolves to the next midnight; its own date is the last day.
-    last_day = query.end_date.value if query.end_date.is_date else window.end.astimezone(tz).date()
     return [
         AvailabilityDay(day, day_slots)
         for day, day_slots in slots_by_day(slots, tz, first_day, last_day)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select, update
+from sqlalchemy.orm import joinedload
 
 from app.extensions import db
 from app.models import Agency, ApiKey, Permission, SubAccount
@@ -66,7 +67,11 @@ def authenticate_api_key(plain_key: str | None, now: datetime) -> ApiKey:
     if not plain_key:
         raise AuthenticationFailed(INVALID_KEY)
     digest = key_digest(plain_key)
-    api_key = db.session.scalar(select(ApiKey).where(ApiKey.digest == digest))
+    api_key = db.session.scalar(
+        select(ApiKey)
+        .where(ApiKey.digest == digest)
+        .options(joinedload(ApiKey.sub_account).joinedload(SubAccount.settings))
+    )
     if api_key is None or not hmac.compare_digest(api_key.digest, digest) or not api_key.active:
         raise AuthenticationFailed(INVALID_KEY)
     if api_key.expires_at is not None and api_key.expires_at <= now:

@@ -1,8 +1,12 @@
 """Extension singletons, bound to an app in ``create_app``."""
 
+import sqlite3
+from typing import Any
+
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase
 
 # Stable constraint names, so Alembic migrations can name what they alter or drop.
@@ -21,3 +25,16 @@ class Base(DeclarativeBase):
 
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_connection_setup(dbapi_connection: Any, connection_record: Any) -> None:
+    """SQLite, the embedded default: enforce foreign keys (off by default), let readers work
+    beside the one writer (WAL), and make a writer wait its turn instead of failing."""
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=15000")
+    cursor.close()

@@ -70,7 +70,7 @@ class UTCInstantField(InstantField):
             raise self.make_error("invalid") from None
 
 
-class TimezoneField(fields.String):
+class TimezoneField(fields.String):  # IANA names never contain NUL, so no Text needed
     """An IANA timezone name."""
 
     default_error_messages = {"timezone": "Unknown timezone '{value}'; use an IANA name."}
@@ -80,3 +80,15 @@ class TimezoneField(fields.String):
         if not is_timezone(name):
             raise self.make_error("timezone", value=name[:64])
         return name
+
+
+class Text(fields.String):
+    """A string that PostgreSQL can store: NUL characters are refused, not a server error."""
+
+    default_error_messages = {"nul": "Must not contain NUL characters."}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if "\x00" in text:
+            raise self.make_error("nul")
+        return text

@@ -89,6 +89,9 @@ def run_migrations_online():
     connectable = get_engine()
 
     with connectable.connect() as connection:
+        if connection.dialect.name == "sqlite":
+            # Batch migrations copy and drop tables; enforced foreign keys would get in the way.
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
         context.configure(connection=connection, target_metadata=get_metadata(), **conf_args)
 
         with context.begin_transaction():

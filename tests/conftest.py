@@ -8,6 +8,7 @@ reachable the PostgreSQL runs are skipped, except with ``CI`` set, where they fa
 
 from __future__ import annotations
 
+import contextvars
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -101,6 +102,15 @@ def _empty_all_tables() -> None:
     db.session.commit()
 
 
+class IsolatedClient(FlaskClient):
+    """Runs each request in a fresh context, as a server would: its own app context, ``g``
+    and database session, never the test's (Flask would otherwise reuse the app context the
+    test holds, and with it ``g`` and the session, across requests)."""
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        return contextvars.Context().run(super().open, *args, **kwargs)
+
+
 @pytest.fixture
 def make_app(database_url: str, tmp_path: Path) -> Iterator[Callable[..., Flask]]:
     """Builds apps on this run's database; the database is emptied after the test."""
@@ -114,6 +124,7 @@ def make_app(database_url: str, tmp_path: Path) -> Iterator[Callable[..., Flask]
             **overrides,
         }
         app = create_app(config)
+        app.test_client_class = IsolatedClient
         apps.append(app)
         return app
 

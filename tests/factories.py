@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 import secrets
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from app.extensions import db
 from app.models import Attendee, Booking, EventType, Permission
@@ -137,3 +138,22 @@ def make_booking(
     db.session.add(booking)
     db.session.commit()
     return booking
+
+
+NEW_YORK = ZoneInfo("America/New_York")
+
+
+def next_monday(weeks_ahead: int = 1) -> date:
+    """A Monday at least a week away: inside the default 60-day horizon, past any notice."""
+    today = datetime.now(NEW_YORK).date()
+    return today + timedelta(days=(7 - today.weekday()) % 7 + 7 * weeks_ahead)
+
+
+def ny(day: date, hour: int, minute: int = 0) -> datetime:
+    """New York wall time on ``day`` as a UTC instant."""
+    return datetime.combine(day, time(hour, minute), tzinfo=NEW_YORK).astimezone(UTC)
+
+
+def z(instant: datetime) -> str:
+    """The API's form of an instant."""
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -7,31 +7,16 @@ are covered by the engine's unit tests.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from datetime import date, datetime, timedelta
 
 import pytest
 from sqlalchemy import event
 
 from app.extensions import db
 from app.models import BlockedTime
-from tests.factories import make_booking
+from tests.factories import NEW_YORK, make_booking, next_monday, ny, z
 
 AVAILABILITY = "/v1/api/calendar/availability"
-NEW_YORK = ZoneInfo("America/New_York")
-
-
-def next_monday(weeks_ahead: int = 1) -> date:
-    today = datetime.now(NEW_YORK).date()
-    return today + timedelta(days=(7 - today.weekday()) % 7 + 7 * weeks_ahead)
-
-
-def ny(day: date, hour: int, minute: int = 0) -> datetime:
-    return datetime.combine(day, time(hour, minute), tzinfo=NEW_YORK).astimezone(UTC)
-
-
-def z(instant: datetime) -> str:
-    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def availability(client, tenant, key="all", **params):

@@ -166,14 +166,14 @@ def test_filter_by_attendee_email_ignores_case(client, tenant):
 
 
 def test_start_date_matches_bookings_starting_at_or_after(client, tenant):
-    make_booking(tenant, utc(2026, 12, 1, 14, 59))
+    make_booking(tenant, utc(2026, 12, 1, 14, 59), status="cancelled")  # may overlap: inactive
     at = make_booking(tenant, utc(2026, 12, 1, 15))
     assert ids(listed(client, tenant, "?startDate=2026-12-01T15:00:00Z")) == [at.id]
 
 
 def test_end_date_matches_bookings_ending_at_or_before(client, tenant):
     ends_at = make_booking(tenant, utc(2026, 12, 1, 15))  # ends 15:30
-    make_booking(tenant, utc(2026, 12, 1, 15, 1))
+    make_booking(tenant, utc(2026, 12, 1, 15, 1), status="cancelled")
     assert ids(listed(client, tenant, "?endDate=2026-12-01T15:30:00Z")) == [ends_at.id]
 
 
@@ -185,10 +185,10 @@ def test_dates_with_offsets_are_instants(client, tenant):
 
 def test_plain_dates_cover_whole_days_in_the_sub_account_timezone(client, tenant):
     # New York: 2026-12-01 is 05:00Z on Dec 1 to 05:00Z on Dec 2.
-    make_booking(tenant, utc(2026, 12, 1, 4, 30))  # Nov 30 local
+    make_booking(tenant, utc(2026, 12, 1, 4, 30), status="cancelled")  # Nov 30 local
     first = make_booking(tenant, utc(2026, 12, 1, 5))
     last = make_booking(tenant, utc(2026, 12, 2, 4, 30))  # ends 05:00Z, still Dec 1 local
-    make_booking(tenant, utc(2026, 12, 2, 4, 45))  # ends after local midnight
+    make_booking(tenant, utc(2026, 12, 2, 4, 45), status="cancelled")  # ends after midnight
     query = "?startDate=2026-12-01&endDate=2026-12-01"
     assert ids(listed(client, tenant, query)) == [first.id, last.id]
 

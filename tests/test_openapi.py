@@ -9,6 +9,9 @@ OPERATIONS = [
     ("/v1/api/calendar/availability", "get", ["400", "404"]),
     ("/v1/api/calendar/bookings", "get", ["400"]),
     ("/v1/api/calendar/bookings/{booking_id}", "get", ["404"]),
+    ("/v1/api/calendar/bookings/{booking_id}", "delete", ["400", "404"]),
+    ("/v1/api/calendar/event-types/{event_type_id}/bookings", "post", ["400", "404"]),
+    ("/v1/api/calendar/event-types/{event_type_id}/bookings/{booking_id}", "put", ["400", "404"]),
 ]
 
 

@@ -168,7 +168,11 @@ class SubAccountDoc(Schema):
                 errors[field] = duplicates
         profiles = {p["name"] for p in data["availabilityProfiles"]}
         unknown = {
-            index: {"availabilityProfile": [f"Unknown availability profile '{et['name']}'."]}
+            index: {
+                "availabilityProfile": [
+                    f"Unknown availability profile '{et['availabilityProfile']}'."
+                ]
+            }
             for index, et in enumerate(data["eventTypes"])
             if et["availabilityProfile"] is not None and et["availabilityProfile"] not in profiles
         }

@@ -1,4 +1,4 @@
-"""Bookings: list and read."""
+"""Bookings by id: list, read and cancel."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ from flask.views import MethodView
 
 from app.api.auth import current_sub_account
 from app.api.bookings.schemas import BookingListArgsSchema, BookingListSchema, BookingSchema
+from app.api.bookings.write_schemas import CancelBookingSchema, CancellationSchema
 from app.api.smorest import Blueprint
+from app.extensions import db
 from app.models import Booking, Permission
+from app.models.types import utcnow
 from app.services.booking_queries import BookingListQuery, get_booking, list_bookings
+from app.services.bookings import cancel_booking
 
 blp = Blueprint(
     "bookings", __name__, url_prefix="/calendar/bookings", description="Bookings of the calendar"
@@ -40,3 +44,18 @@ class BookingByIdViews(MethodView):
     def get(self, booking_id: int) -> Booking:
         """Get one booking"""
         return get_booking(current_sub_account(), booking_id)
+
+    @blp.requires(Permission.CANCEL)
+    @blp.arguments(CancelBookingSchema, required=False)
+    @blp.response(200, CancellationSchema)
+    @blp.error(404, "Booking not found")
+    def delete(self, body: dict[str, Any], booking_id: int) -> Booking:
+        """Cancel a booking
+
+        Only pending or confirmed bookings can be cancelled; the time is free at once.
+        """
+        booking = cancel_booking(
+            current_sub_account(), booking_id, body.get("reason"), now=utcnow()
+        )
+        db.session.commit()
+        return booking

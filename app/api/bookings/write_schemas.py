@@ -1,0 +1,154 @@
+"""Request bodies of the booking writes, and the reduced forms they answer with."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, post_load, validate
+
+from app.api.fields import UTCTimestamp
+from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
+from app.validation import InstantField, Text, TimezoneField
+
+METADATA_MAX_KEYS = 50
+METADATA_KEY_MAX = 40
+METADATA_VALUE_MAX = 500
+MAX_ATTENDEES = 50
+
+
+class Metadata(fields.Dict):
+    """Flat key-value data: at most 50 keys of 1–40 characters; values are strings of up to
+    500 characters, numbers, booleans or null (no nesting). Errors name ``metadata`` (a bad
+    key is not echoed back) or ``metadata.<key>``."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict:
+        result = super()._deserialize(value, attr, data, **kwargs)
+        if len(result) > METADATA_MAX_KEYS:
+            raise ValidationError(f"At most {METADATA_MAX_KEYS} keys.")
+        for key, item in result.items():
+            if not isinstance(key, str) or not 1 <= len(key) <= METADATA_KEY_MAX or "\x00" in key:
+                raise ValidationError(f"Keys must be strings of 1–{METADATA_KEY_MAX} characters.")
+            if isinstance(item, str):
+                if len(item) > METADATA_VALUE_MAX:
+                    raise ValidationError({key: [f"At most {METADATA_VALUE_MAX} characters."]})
+                if "\x00" in item:
+                    raise ValidationError({key: ["Must not contain NUL characters."]})
+            elif item is not None and not isinstance(item, bool | int | float):
+                raise ValidationError({key: ["Values must be strings, numbers, booleans or null."]})
+            elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 2**53:
+                raise ValidationError({key: ["Integers must lie within ±2^53."]})
+            elif isinstance(item, float) and not math.isfinite(item):
+                raise ValidationError({key: ["Numbers must be finite."]})
+        return result
+
+
+class AttendeeInputSchema(Schema):
+    email = fields.Email(required=True, validate=validate.Length(max=254))
+    name = Text(validate=validate.Length(min=1, max=255))
+    firstName = Text(allow_none=True, validate=validate.Length(max=255))
+    lastName = Text(allow_none=True, validate=validate.Length(max=255))
+    phone = Text(allow_none=True, validate=validate.Length(max=50))
+    timezone = TimezoneField(allow_none=True)
+
+    @post_load
+    def to_input(self, data: dict[str, Any], **kwargs: Any) -> AttendeeInput:
+        return AttendeeInput(
+            email=data["email"],
+            name=data.get("name"),
+            first_name=data.get("firstName"),
+            last_name=data.get("lastName"),
+            phone=data.get("phone"),
+            timezone=data.get("timezone"),
+        )
+
+
+class _BookingFields(Schema):
+    startTime = InstantField(
+        metadata={"description": "ISO 8601; naive values are read in `timezone`"}
+    )
+    endTime = InstantField(
+        metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
+    )
+    attendees = fields.List(
+        fields.Nested(AttendeeInputSchema), validate=validate.Length(min=1, max=MAX_ATTENDEES)
+    )
+    timezone = TimezoneField(metadata={"description": "IANA timezone of the booking"})
+    title = Text(validate=validate.Length(min=1, max=255))
+    description = Text(allow_none=True, validate=validate.Length(max=5000))
+    metadata = Metadata()
+
+
+class CreateBookingSchema(_BookingFields):
+    startTime = InstantField(required=True)
+    endTime = InstantField(required=True)
+    attendees = fields.List(
+        fields.Nested(AttendeeInputSchema),
+        required=True,
+        validate=validate.Length(min=1, max=MAX_ATTENDEES),
+    )
+    idempotencyKey = Text(
+        validate=validate.Length(min=1, max=255),
+        metadata={"description": "Retry key: the same key and body return the same booking"},
+    )
+
+    @post_load(pass_original=True)
+    def to_new_booking(self, data: dict[str, Any], original: Any, **kwargs: Any) -> NewBooking:
+        return NewBooking(
+            start_time=data["startTime"],
+            end_time=data["endTime"],
+            attendees=data["attendees"],
+            timezone=data.get("timezone"),
+            title=data.get("title"),
+            description=data.get("description"),
+            idempotency_key=data.get("idempotencyKey"),
+            metadata=data.get("metadata", {}),
+            body=original,
+        )
+
+
+class UpdateBookingSchema(_BookingFields):
+    @post_load
+    def to_changes(self, data: dict[str, Any], **kwargs: Any) -> BookingChanges:
+        return BookingChanges(
+            sent=frozenset(data),
+            start_time=data.get("startTime"),
+            end_time=data.get("endTime"),
+            attendees=data.get("attendees", ()),
+            timezone=data.get("timezone"),
+            title=data.get("title"),
+            description=data.get("description"),
+            metadata=data.get("metadata", {}),
+        )
+
+
+class CancelBookingSchema(Schema):
+    reason = Text(allow_none=True, validate=validate.Length(max=500))
+
+
+class AttendeeBriefSchema(Schema):
+    id = fields.Integer()
+    email = fields.String()
+    name = fields.String()
+    createdAt = UTCTimestamp(attribute="created_at")
+    updatedAt = UTCTimestamp(attribute="updated_at")
+
+
+class BookingUpdateResultSchema(Schema):
+    """The reduced booking form the update answers with."""
+
+    id = fields.Integer()
+    startTime = UTCTimestamp(attribute="start_at")
+    endTime = UTCTimestamp(attribute="end_at")
+    status = fields.String()
+    title = fields.String()
+    description = fields.String(allow_none=True)
+    timezone = fields.String()
+    attendees = fields.List(fields.Nested(AttendeeBriefSchema))
+
+
+class CancellationSchema(Schema):
+    id = fields.Integer()
+    status = fields.String(metadata={"description": "Always `cancelled`"})
+    cancelledAt = UTCTimestamp(attribute="cancelled_at")
+    cancellationReason = fields.String(attribute="cancellation_reason", allow_none=True)

@@ -1,0 +1,76 @@
+"""Booking writes addressed through the event type: create, and update/reschedule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask.views import MethodView
+
+from app.api.auth import current_api_key, current_sub_account
+from app.api.bookings.schemas import BookingSchema
+from app.api.bookings.write_schemas import (
+    BookingUpdateResultSchema,
+    CreateBookingSchema,
+    UpdateBookingSchema,
+)
+from app.api.smorest import Blueprint
+from app.extensions import db
+from app.models import Booking, Permission
+from app.models.types import utcnow
+from app.services.bookings import BookingChanges, NewBooking, create_booking, update_booking
+
+blp = Blueprint(
+    "event_type_bookings",
+    __name__,
+    url_prefix="/calendar/event-types",
+    description="Creating and changing bookings of an event type",
+)
+
+REPLAY_HEADER = {
+    "Idempotent-Replayed": {
+        "description": "`true` when an earlier request with this idempotencyKey made the booking",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
+
+
+@blp.route("/<id:event_type_id>/bookings")
+class EventTypeBookingViews(MethodView):
+    @blp.requires(Permission.BOOK)
+    @blp.arguments(CreateBookingSchema)
+    @blp.response(201, BookingSchema, headers=REPLAY_HEADER)
+    @blp.error(404, "Event type not found")
+    def post(self, new: NewBooking, event_type_id: int) -> tuple[Booking, dict[str, str]]:
+        """Create a booking
+
+        The booking starts `pending`. Reusing an idempotencyKey with the same body returns the
+        original booking (header `Idempotent-Replayed: true`); with another body it is a 400.
+        """
+        booking, replayed = create_booking(
+            current_sub_account(),
+            event_type_id,
+            new,
+            now=utcnow(),
+            api_key_id=current_api_key().id,
+        )
+        db.session.commit()
+        return booking, ({"Idempotent-Replayed": "true"} if replayed else {})
+
+
+@blp.route("/<id:event_type_id>/bookings/<id:booking_id>")
+class EventTypeBookingByIdViews(MethodView):
+    @blp.requires(Permission.BOOK)
+    @blp.arguments(UpdateBookingSchema)
+    @blp.response(200, BookingUpdateResultSchema)
+    @blp.error(404, "Event type or booking not found")
+    def put(self, changes: BookingChanges, event_type_id: int, booking_id: int) -> Any:
+        """Update or reschedule a booking
+
+        Only the fields sent change. A sent `attendees` list replaces the attendees (those
+        whose email stays keep their id). Answers with the reduced booking form.
+        """
+        booking = update_booking(
+            current_sub_account(), event_type_id, booking_id, changes, now=utcnow()
+        )
+        db.session.commit()
+        return booking

@@ -1,0 +1,366 @@
+"""Booking writes: create, update/reschedule and cancel.
+
+Each function is one use case in the caller's transaction: it takes the calendar's write lock
+first (``locking.lock_calendar``), checks, writes, flushes and emits its domain event; the
+caller commits. The time rule is the availability engine's (``app.scheduling.slots``), fed by
+the same loaders as ``GET /availability``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app.extensions import db
+from app.models import (
+    ACTIVE_STATUSES,
+    Attendee,
+    Booking,
+    BookingStatus,
+    Contact,
+    EventType,
+    SubAccount,
+)
+from app.scheduling.intervals import Interval
+from app.scheduling.slots import MAX_BOOKING_LENGTH, conflicting, time_problem
+from app.scheduling.timezones import InstantInput, zone
+from app.scheduling.working_hours import working_intervals
+from app.services.availability import (
+    find_event_type,
+    load_busy,
+    load_schedule,
+    profile_for,
+    slot_rules,
+)
+from app.services.errors import BookingNotFound, InvalidRequest
+from app.services.events import BookingEvent, BookingEventKind, emit
+from app.services.locking import lock_calendar
+
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+
+CONFLICT_BOOKING = "Time slot conflicts with an existing booking"
+CONFLICT_BLOCKED = "Time slot conflicts with blocked time"
+CONFLICT_EXTERNAL = "Time slot conflicts with an event in a connected calendar"
+IDEMPOTENCY_MISMATCH = "idempotencyKey has already been used with a different request"
+
+
+class BookingConflict(InvalidRequest):
+    """The time is taken (by a booking, blocked time or an external event)."""
+
+
+@dataclass(frozen=True)
+class AttendeeInput:
+    email: str
+    name: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    phone: str | None = None
+    timezone: str | None = None
+
+    @property
+    def normalized_email(self) -> str:
+        return self.email.strip().lower()
+
+    def display_name(self) -> str:
+        """``name``, else first and last name joined, else the part of the email before @."""
+        if self.name:
+            return self.name
+        joined = " ".join(p for p in (self.first_name, self.last_name) if p)
+        return joined or self.normalized_email.split("@", 1)[0]
+
+
+@dataclass(frozen=True)
+class NewBooking:
+    start_time: InstantInput
+    end_time: InstantInput
+    attendees: Sequence[AttendeeInput]
+    timezone: str | None = None
+    title: str | None = None
+    description: str | None = None
+    idempotency_key: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    body: Mapping[str, Any] = field(default_factory=dict)  # as received, for the fingerprint
+
+
+@dataclass(frozen=True)
+class BookingChanges:
+    """An update: only the fields in ``sent`` change."""
+
+    sent: frozenset[str]
+    start_time: InstantInput | None = None
+    end_time: InstantInput | None = None
+    attendees: Sequence[AttendeeInput] = ()
+    timezone: str | None = None
+    title: str | None = None
+    description: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def request_fingerprint(event_type_id: int, body: Mapping[str, Any]) -> str:
+    """SHA-256 of the event type id and the body as canonical JSON (key order and
+    whitespace do not matter; values do)."""
+    canonical = json.dumps(
+        {"eventTypeId": event_type_id, "body": body}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _check_time(
+    sub_account: SubAccount,
+    event_type: EventType,
+    slot: Interval,
+    now: datetime,
+    exclude_booking_id: int | None = None,
+) -> Interval:
+    """Apply the time rule to ``slot``; returns its occupied interval."""
+    rules = slot_rules(sub_account, event_type, now)
+    working: list[Interval] = []
+    if slot.start < slot.end <= slot.start + MAX_BOOKING_LENGTH:
+        profile = profile_for(sub_account, event_type)
+        schedule = load_schedule(profile, sub_account.settings.timezone, slot)
+        working = working_intervals(schedule, *slot)
+    problem = time_problem(slot, working, rules)
+    if problem is not None:
+        raise InvalidRequest(problem.value)
+    occupied = rules.occupied_interval(slot)
+    busy = load_busy(sub_account.id, occupied, exclude_booking_id=exclude_booking_id)
+    for busy_kind, message in (
+        (busy.bookings, CONFLICT_BOOKING),
+        (busy.blocked, CONFLICT_BLOCKED),
+        (busy.external, CONFLICT_EXTERNAL),
+    ):
+        if conflicting(slot, busy_kind, rules) is not None:
+            raise BookingConflict(message)
+    return occupied
+
+
+def _flush_booking() -> None:
+    """Flush; PostgreSQL's exclusion constraint, the last line of defence against an overlap
+    the lock somehow missed, becomes the same 400 as a detected conflict."""
+    try:
+        db.session.flush()
+    except IntegrityError as err:
+        if getattr(err.orig, "sqlstate", None) == "23P01":  # exclusion_violation
+            raise BookingConflict(CONFLICT_BOOKING) from None
+        raise
+
+
+def _upsert_contacts(sub_account_id: int, attendees: Sequence[AttendeeInput]) -> None:
+    emails = {a.normalized_email for a in attendees}
+    existing = {
+        c.email: c
+        for c in db.session.scalars(
+            select(Contact).where(
+                Contact.sub_account_id == sub_account_id, Contact.email.in_(emails)
+            )
+        )
+    }
+    for attendee in attendees:
+        contact = existing.get(attendee.normalized_email)
+        if contact is None:
+            contact = Contact(sub_account_id=sub_account_id, email=attendee.normalized_email)
+            existing[contact.email] = contact
+            db.session.add(contact)
+        contact.name = attendee.display_name()
+        for attr in ("first_name", "last_name", "phone"):
+            value = getattr(attendee, attr)
+            if value is not None:
+                setattr(contact, attr, value)
+
+
+def _attendee_row(attendee: AttendeeInput, booking_timezone: str) -> Attendee:
+    return Attendee(
+        email=attendee.normalized_email,
+        name=attendee.display_name(),
+        first_name=attendee.first_name,
+        last_name=attendee.last_name,
+        phone=attendee.phone,
+        timezone=attendee.timezone or booking_timezone,
+    )
+
+
+def _idempotent_replay(
+    sub_account_id: int, key: str, fingerprint: str, now: datetime
+) -> Booking | None:
+    """The booking an earlier request with ``key`` created, if the key is still remembered.
+
+    A key older than the window is forgotten: it is released so it can name a new booking.
+    """
+    earlier = db.session.scalar(
+        select(Booking).where(
+            Booking.sub_account_id == sub_account_id, Booking.idempotency_key == key
+        )
+    )
+    if earlier is None:
+        return None
+    if earlier.created_at <= now - IDEMPOTENCY_WINDOW:
+        earlier.idempotency_key = None
+        db.session.flush()
+        return None
+    if earlier.request_fingerprint != fingerprint:
+        raise InvalidRequest(IDEMPOTENCY_MISMATCH)
+    return earlier
+
+
+def create_booking(
+    sub_account: SubAccount,
+    event_type_id: int,
+    new: NewBooking,
+    *,
+    now: datetime,
+    api_key_id: int | None = None,
+) -> tuple[Booking, bool]:
+    """Book ``new`` on the event type. Returns the booking and whether it is an idempotent
+    replay of an earlier request (then nothing was written)."""
+    event_type = find_event_type(sub_account, event_type_id)
+    lock_calendar(sub_account.id)
+    fingerprint = request_fingerprint(event_type_id, new.body)
+    if new.idempotency_key is not None:
+        earlier = _idempotent_replay(sub_account.id, new.idempotency_key, fingerprint, now)
+        if earlier is not None:
+            return earlier, True
+
+    timezone = new.timezone or sub_account.settings.timezone
+    tz = zone(timezone)
+    slot = Interval(new.start_time.resolve(tz), new.end_time.resolve(tz))
+    occupied = _check_time(sub_account, event_type, slot, now)
+    first = new.attendees[0]
+    booking = Booking(
+        uid=secrets.token_urlsafe(16),
+        sub_account_id=sub_account.id,
+        event_type_id=event_type.id,
+        status=BookingStatus.PENDING,
+        title=new.title or f"{event_type.name} with {first.display_name()}",
+        description=new.description,
+        location=event_type.location or sub_account.settings.default_location,
+        timezone=timezone,
+        meta=dict(new.metadata),
+        start_at=slot.start,
+        end_at=slot.end,
+        occupied_start=occupied.start,
+        occupied_end=occupied.end,
+        idempotency_key=new.idempotency_key,
+        request_fingerprint=fingerprint,
+        api_key_id=api_key_id,
+        created_at=now,
+        updated_at=now,
+    )
+    booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
+    db.session.add(booking)
+    _upsert_contacts(sub_account.id, new.attendees)
+    _flush_booking()
+    emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
+    return booking, False
+
+
+def _booking_for_update(sub_account: SubAccount, booking_id: int) -> Booking:
+    booking = db.session.scalar(
+        select(Booking).where(Booking.id == booking_id, Booking.sub_account_id == sub_account.id)
+    )
+    if booking is None:
+        raise BookingNotFound()
+    return booking
+
+
+def update_booking(
+    sub_account: SubAccount,
+    event_type_id: int,
+    booking_id: int,
+    changes: BookingChanges,
+    *,
+    now: datetime,
+) -> Booking:
+    """Change the sent fields of a pending or confirmed booking; a new time must pass the
+    time rule (the booking's own current time does not count as busy)."""
+    event_type = find_event_type(sub_account, event_type_id)
+    lock_calendar(sub_account.id)
+    booking = _booking_for_update(sub_account, booking_id)
+    if booking.event_type_id != event_type.id:
+        raise BookingNotFound()
+    if booking.status not in ACTIVE_STATUSES:
+        raise InvalidRequest(f"A {booking.status} booking cannot be updated")
+
+    changed: list[str] = []
+    if "timezone" in changes.sent and changes.timezone != booking.timezone:
+        booking.timezone = changes.timezone
+        changed.append("timezone")
+    tz = zone(booking.timezone)
+    start, end = booking.start_at, booking.end_at
+    if "startTime" in changes.sent:
+        start = changes.start_time.resolve(tz)
+        if "endTime" not in changes.sent:
+            end = start + (booking.end_at - booking.start_at)  # keep the length
+    if "endTime" in changes.sent:
+        end = changes.end_time.resolve(tz)
+    rescheduled = (start, end) != (booking.start_at, booking.end_at)
+    if rescheduled:
+        occupied = _check_time(sub_account, event_type, Interval(start, end), now, booking.id)
+        booking.start_at, booking.end_at = start, end
+        booking.occupied_start, booking.occupied_end = occupied
+        changed += ["startTime", "endTime"]
+    for name, attr in (("title", "title"), ("description", "description"), ("metadata", "meta")):
+        value = getattr(changes, name)
+        if name in changes.sent and value != getattr(booking, attr):
+            setattr(booking, attr, dict(value) if name == "metadata" else value)
+            changed.append(name)
+    if "attendees" in changes.sent:
+        if _replace_attendees(booking, changes.attendees, now):
+            changed.append("attendees")
+        _upsert_contacts(sub_account.id, changes.attendees)
+    if changed:
+        booking.updated_at = now
+        _flush_booking()
+        kind = BookingEventKind.RESCHEDULED if rescheduled else BookingEventKind.UPDATED
+        emit(db.session, BookingEvent(kind, booking.id, sub_account.id, now, tuple(changed)))
+    return booking
+
+
+def _replace_attendees(booking: Booking, attendees: Sequence[AttendeeInput], now: datetime) -> bool:
+    """Make the attendee list ``attendees``: rows whose email stays keep their id."""
+    by_email = {a.email: a for a in booking.attendees}
+    before = [
+        (a.id, a.email, a.name, a.first_name, a.last_name, a.phone, a.timezone)
+        for a in booking.attendees
+    ]
+    kept: list[Attendee] = []
+    for attendee in attendees:
+        row = by_email.pop(attendee.normalized_email, None)
+        fresh = _attendee_row(attendee, booking.timezone)
+        if row is None:
+            kept.append(fresh)
+            continue
+        for attr in ("name", "first_name", "last_name", "phone", "timezone"):
+            if getattr(row, attr) != getattr(fresh, attr):
+                setattr(row, attr, getattr(fresh, attr))
+                row.updated_at = now
+        kept.append(row)
+    booking.attendees = kept
+    after = [(a.id, a.email, a.name, a.first_name, a.last_name, a.phone, a.timezone) for a in kept]
+    return before != after
+
+
+def cancel_booking(
+    sub_account: SubAccount, booking_id: int, reason: str | None, *, now: datetime
+) -> Booking:
+    """Cancel a pending or confirmed booking; its time is free from the commit on."""
+    lock_calendar(sub_account.id)
+    booking = _booking_for_update(sub_account, booking_id)
+    if booking.status == BookingStatus.CANCELLED:
+        raise InvalidRequest("Booking is already cancelled")
+    if booking.status not in ACTIVE_STATUSES:
+        raise InvalidRequest(f"A {booking.status} booking cannot be cancelled")
+    booking.status = BookingStatus.CANCELLED
+    booking.cancelled_at = now
+    booking.cancellation_reason = reason
+    booking.updated_at = now
+    db.session.flush()
+    emit(db.session, BookingEvent(BookingEventKind.CANCELLED, booking.id, sub_account.id, now))
+    return booking

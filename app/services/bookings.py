@@ -255,8 +255,9 @@ def create_booking(
     )
     booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
     db.session.add(booking)
-    _upsert_contacts(sub_account.id, new.attendees)
     _flush_booking()
+    _upsert_contacts(sub_account.id, new.attendees)
+    db.session.flush()
     emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
     return booking, False
 
@@ -311,13 +312,14 @@ def update_booking(
         if name in changes.sent and value != getattr(booking, attr):
             setattr(booking, attr, dict(value) if name == "metadata" else value)
             changed.append(name)
+    _flush_booking()  # a new time meets PostgreSQL's exclusion constraint here
     if "attendees" in changes.sent:
         if _replace_attendees(booking, changes.attendees, now):
             changed.append("attendees")
         _upsert_contacts(sub_account.id, changes.attendees)
     if changed:
         booking.updated_at = now
-        _flush_booking()
+        db.session.flush()
         kind = BookingEventKind.RESCHEDULED if rescheduled else BookingEventKind.UPDATED
         emit(db.session, BookingEvent(kind, booking.id, sub_account.id, now, tuple(changed)))
     return booking

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ def _deliver(session: Session) -> None:
                 log.exception("subscriber %r failed on %s", subscriber, booking_event.kind)
 
 
-@event.listens_for(Session, "after_rollback")
-def _discard(session: Session) -> None:
-    session.info.pop(_PENDING, None)
+@event.listens_for(Session, "after_soft_rollback")
+def _discard(session: Session, previous_transaction: SessionTransaction) -> None:
+    if not previous_transaction.nested:
+        session.info.pop(_PENDING, None)

@@ -1,0 +1,76 @@
+"""Real server processes for tests that need real HTTP: gunicorn on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_serving(url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing serving at {url}")
+
+
+@contextmanager
+def gunicorn(
+    database_url: str, *, workers: int = 2, threads: int = 1, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """A gunicorn serving ``wsgi:app`` on ``database_url``; yields its base URL."""
+    port = free_port()
+    process_env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": "test-secret-key",
+        **(env or {}),
+    }
+    command = [
+        str(BIN / "gunicorn"),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--timeout",
+        "60",
+        "wsgi:app",
+    ]
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=process_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(base + "/v1/api/openapi.json")
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

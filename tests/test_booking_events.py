@@ -1,0 +1,126 @@
+"""Domain events of booking writes: one per write, delivered only after the commit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import text
+
+from app.extensions import db
+from app.models.types import utcnow
+from app.services import events
+from app.services.events import BookingEvent, BookingEventKind
+from tests.factories import make_booking, next_monday, ny, z
+
+MONDAY = next_monday()
+
+
+@pytest.fixture
+def received(app):
+    """Events delivered, each with whether its booking was already committed (seen from a
+    separate connection) at delivery time."""
+    got: list[tuple[BookingEvent, bool]] = []
+
+    def record(booking_event: BookingEvent) -> None:
+        with db.engine.connect() as conn:
+            committed = conn.execute(
+                text("SELECT count(*) FROM bookings WHERE id = :id"),
+                {"id": booking_event.booking_id},
+            ).scalar_one()
+        got.append((booking_event, committed == 1))
+
+    events.subscribe(record)
+    yield got
+    events.unsubscribe(record)
+
+
+def create(client, tenant, start, **extra):
+    payload = {
+        "startTime": z(start),
+        "endTime": z(start + timedelta(minutes=30)),
+        "attendees": [{"email": "pat@example.test"}],
+        **extra,
+    }
+    url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
+    return client.post(url, json=payload, headers=tenant.headers())
+
+
+def put(client, tenant, booking_id, payload):
+    url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings/{booking_id}"
+    return client.put(url, json=payload, headers=tenant.headers())
+
+
+def kinds(received):
+    return [e.kind for e, _ in received]
+
+
+def test_create_emits_created_after_commit(client, tenant, received):
+    booking_id = create(client, tenant, ny(MONDAY, 10)).json["id"]
+    ((event, committed),) = received
+    assert (event.kind, event.booking_id, event.sub_account_id) == (
+        BookingEventKind.CREATED,
+        booking_id,
+        tenant.sub_account_id,
+    )
+    assert committed
+
+
+def test_idempotent_replay_emits_nothing(client, tenant, received):
+    create(client, tenant, ny(MONDAY, 10), idempotencyKey="k")
+    create(client, tenant, ny(MONDAY, 10), idempotencyKey="k")
+    assert kinds(received) == [BookingEventKind.CREATED]
+
+
+def test_refused_create_emits_nothing(client, tenant, received):
+    make_booking(tenant, ny(MONDAY, 10))
+    assert create(client, tenant, ny(MONDAY, 10)).status_code == 400
+    assert received == []
+
+
+def test_time_change_emits_rescheduled(client, tenant, received):
+    booking = make_booking(tenant, ny(MONDAY, 10))
+    put(client, tenant, booking.id, {"startTime": z(ny(MONDAY, 12)), "title": "Moved"})
+    ((event, committed),) = received
+    assert event.kind is BookingEventKind.RESCHEDULED and committed
+    assert set(event.changed) == {"startTime", "endTime", "title"}
+
+
+def test_other_changes_emit_updated(client, tenant, received):
+    booking = make_booking(tenant, ny(MONDAY, 10))
+    put(client, tenant, booking.id, {"title": "Renamed"})
+    assert kinds(received) == [BookingEventKind.UPDATED]
+    assert received[0][0].changed == ("title",)
+
+
+def test_update_that_changes_nothing_emits_nothing(client, tenant, received):
+    booking = make_booking(tenant, ny(MONDAY, 10), title="Same")
+    put(client, tenant, booking.id, {"title": "Same", "startTime": z(ny(MONDAY, 10))})
+    assert received == []
+
+
+def test_cancel_emits_cancelled(client, tenant, received):
+    booking = make_booking(tenant, ny(MONDAY, 10))
+    client.delete(f"/v1/api/calendar/bookings/{booking.id}", headers=tenant.headers())
+    assert kinds(received) == [BookingEventKind.CANCELLED]
+
+
+def test_rollback_discards_pending_events(app, received):
+    db.session.execute(text("SELECT 1"))  # a use case has always begun its transaction
+    events.emit(db.session, BookingEvent(BookingEventKind.CREATED, 1, 1, utcnow()))
+    db.session.rollback()
+    db.session.commit()
+    assert received == []
+
+
+def test_a_failing_subscriber_does_not_fail_the_request(client, tenant, received):
+    def broken(booking_event):
+        raise RuntimeError("subscriber bug")
+
+    events.subscribe(broken)
+    try:
+        response = create(client, tenant, ny(MONDAY, 10))
+    finally:
+        events.unsubscribe(broken)
+    assert response.status_code == 201
+    assert kinds(received) == [BookingEventKind.CREATED]

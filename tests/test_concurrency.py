@@ -1,0 +1,112 @@
+"""No double booking and one booking per idempotency key under concurrent requests to
+several real server processes, on PostgreSQL and on SQLite."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from app.extensions import db
+from app.models import Booking
+from tests.factories import next_monday, ny, z
+from tests.servers import gunicorn
+
+MONDAY = next_monday()
+
+
+def post_all(urls_and_bodies, headers):
+    """Send every request at the same moment (a barrier releases the threads together)."""
+    barrier = threading.Barrier(len(urls_and_bodies))
+
+    def send(item):
+        url, payload = item
+        request = urllib.request.Request(
+            url,
+            data=json.dumps(payload).encode(),
+            method="POST",
+            headers={**headers, "Content-Type": "application/json"},
+        )
+        barrier.wait()
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    with ThreadPoolExecutor(max_workers=len(urls_and_bodies)) as pool:
+        return list(pool.map(send, urls_and_bodies))
+
+
+def slot_body(start, **extra):
+    return {
+        "startTime": z(start),
+        "endTime": z(start + timedelta(minutes=30)),
+        "attendees": [{"email": "race@example.test"}],
+        **extra,
+    }
+
+
+def bookings_in_database(tenant):
+    db.session.expire_all()
+    return db.session.scalars(
+        select(Booking).where(Booking.sub_account_id == tenant.sub_account_id)
+    ).all()
+
+
+@pytest.fixture
+def servers(database_url):
+    """Two gunicorn masters, each with two worker processes and four threads."""
+    with gunicorn(database_url, threads=4) as first, gunicorn(database_url, threads=4) as second:
+        yield [first, second]
+
+
+@pytest.mark.slow
+def test_fifty_simultaneous_creates_for_one_slot_make_one_booking(servers, tenant):
+    path = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
+    # Each request has its own attendee and title, so none is a retry of another.
+    requests = [
+        (servers[i % 2] + path, slot_body(ny(MONDAY, 10), title=f"Request {i}")) for i in range(50)
+    ]
+    results = post_all(requests, tenant.headers())
+    statuses = sorted(status for status, _ in results)
+    assert statuses == [201] + [400] * 49, results
+    assert {body["message"] for status, body in results if status == 400} == {
+        "Time slot conflicts with an existing booking"
+    }
+    active = [b for b in bookings_in_database(tenant) if b.status in ("pending", "confirmed")]
+    assert len(active) == 1
+
+
+@pytest.mark.slow
+def test_twenty_simultaneous_retries_with_one_key_make_one_booking(servers, tenant):
+    path = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
+    payload = slot_body(ny(MONDAY, 11), idempotencyKey="agent-retry-7")
+    results = post_all([(servers[i % 2] + path, payload) for i in range(20)], tenant.headers())
+    assert [status for status, _ in results] == [201] * 20, results
+    assert len({body["id"] for _, body in results}) == 1
+    assert len(bookings_in_database(tenant)) == 1
+
+
+@pytest.mark.slow
+def test_simultaneous_creates_for_different_slots_all_succeed(servers, tenant):
+    path = f"/v1/api/calendar/event-types/{tenant.event_types['Checkup']}/bookings"
+    requests = [
+        (
+            servers[i % 2] + path,
+            {
+                **slot_body(ny(MONDAY, 9) + timedelta(minutes=30 * i)),
+                "endTime": z(ny(MONDAY, 9) + timedelta(minutes=30 * i + 30)),
+            },
+        )
+        for i in range(16)
+    ]
+    results = post_all(requests, tenant.headers())
+    assert [status for status, _ in results] == [201] * 16, results
+    assert db.session.scalar(select(func.count()).select_from(Booking)) == 16

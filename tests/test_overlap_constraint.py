@@ -1,0 +1,56 @@
+"""PostgreSQL's exclusion constraint: the last line of defence against overlapping bookings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.exc import IntegrityError
+
+from app.extensions import db
+from app.services import bookings
+from app.services.availability import BusyTime
+from tests.factories import make_booking, next_monday, ny, z
+
+MONDAY = next_monday()
+
+
+# The constraint is PostgreSQL's; on SQLite the single-writer lock is the whole guarantee.
+pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+
+
+def test_overlapping_active_bookings_cannot_be_stored(tenant):
+    make_booking(tenant, ny(MONDAY, 10))
+    with pytest.raises(IntegrityError) as refused:
+        make_booking(tenant, ny(MONDAY, 10, 35))  # inside the first one's 10-minute buffer
+    assert refused.value.orig.sqlstate == "23P01"
+    db.session.rollback()
+
+
+def test_inactive_bookings_may_overlap(tenant):
+    make_booking(tenant, ny(MONDAY, 10))
+    make_booking(tenant, ny(MONDAY, 10), status="cancelled")
+    make_booking(tenant, ny(MONDAY, 10), status="completed")
+
+
+def test_other_sub_accounts_may_overlap(tenants, tenant):
+    make_booking(tenant, ny(MONDAY, 10))
+    make_booking(tenants.create(), ny(MONDAY, 10))
+
+
+def test_a_constraint_violation_is_the_same_400_conflict(client, tenant, monkeypatch):
+    make_booking(tenant, ny(MONDAY, 10))
+    # Blind the check, as a bug or a forgotten lock would: only the constraint is left.
+    monkeypatch.setattr(bookings, "load_busy", lambda *args, **kwargs: BusyTime([], [], []))
+    payload = {
+        "startTime": z(ny(MONDAY, 10)),
+        "endTime": z(ny(MONDAY, 10) + timedelta(minutes=30)),
+        "attendees": [{"email": "pat@example.test"}],
+    }
+    url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
+    response = client.post(url, json=payload, headers=tenant.headers())
+    assert response.status_code == 400
+    assert response.json == {
+        "statusCode": 400,
+        "message": "Time slot conflicts with an existing booking",
+    }

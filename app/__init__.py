@@ -9,6 +9,7 @@ from flask import Flask
 
 from app import models  # noqa: F401 - every model registered before Alembic looks
 from app.api import register_api
+from app.api.rate_limit import register_rate_limits
 from app.cli import register_commands
 from app.config import Config, load_config
 from app.errors import register_error_handlers
@@ -34,5 +35,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     register_api(app)
+    register_rate_limits(app)
     register_commands(app)
     return app

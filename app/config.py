@@ -31,6 +31,11 @@ class Config:
     OPENAPI_SWAGGER_UI_URL = f"{API_PREFIX}/docs/assets/"
     SWAGGER_UI_ASSETS = swagger_ui_bundle.swagger_ui_path
 
+    # Requests per sliding window: per API key, and per client address for requests without a
+    # usable key. Any "N/second|minute|hour" or "N per M seconds" form of the limits library.
+    RATE_LIMIT = "60/minute"
+    RATE_LIMIT_UNAUTHENTICATED = "30/minute"
+
     # How often an API key's lastUsedAt is written at most, in seconds: a write per request
     # would turn every read into a write.
     API_KEY_LAST_USED_RESOLUTION = 60
@@ -66,8 +71,9 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         instance.mkdir(parents=True, exist_ok=True)
         app_config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{instance / 'calendar.sqlite3'}"
 
-    if env.get("REDIS_URL"):
-        app_config["REDIS_URL"] = env["REDIS_URL"]
+    for name in ("REDIS_URL", "RATE_LIMIT", "RATE_LIMIT_UNAUTHENTICATED", "RATELIMIT_KEY_PREFIX"):
+        if env.get(name):
+            app_config[name] = env[name]
 
     if env.get("SECRET_KEY"):
         app_config["SECRET_KEY"] = env["SECRET_KEY"]

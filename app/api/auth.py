@@ -1,7 +1,13 @@
-"""API-key authentication for the agent API. The request's key and sub account live on
-``flask.g`` for the rest of the request."""
+"""API-key authentication for the agent API.
+
+The key is authenticated once per request, when the rate limiter asks whose request it is
+(``authentication``); the view's ``authorize`` then turns a failure into the 401 and checks the
+permission. The request's key lives on ``flask.g``.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from flask import current_app, g, request
 
@@ -9,16 +15,37 @@ from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
 from app.models.types import utcnow
 from app.services.api_keys import authenticate_api_key, record_key_use, require_permission
+from app.services.errors import AuthenticationFailed
 
 API_KEY_HEADER = "x-calendar-api-key"
 
 
+@dataclass(frozen=True)
+class Authentication:
+    api_key: ApiKey | None
+    failure: AuthenticationFailed | None = None
+
+
+def authentication() -> Authentication:
+    """Who sent this request, decided once per request."""
+    if "authentication" not in g:
+        try:
+            api_key = authenticate_api_key(request.headers.get(API_KEY_HEADER), utcnow())
+            g.authentication = Authentication(api_key)
+        except AuthenticationFailed as failure:
+            g.authentication = Authentication(None, failure)
+    return g.authentication
+
+
 def authorize(permission: Permission) -> None:
+    """401 unless the request carries a usable key; 403 unless it grants ``permission``."""
+    result = authentication()
+    if result.failure is not None:
+        raise result.failure
+    api_key = result.api_key
     now = utcnow()
-    api_key = authenticate_api_key(request.headers.get(API_KEY_HEADER), now)
-    last_used = api_key.last_used_at
     resolution = current_app.config["API_KEY_LAST_USED_RESOLUTION"]
-    if last_used is None or (now - last_used).total_seconds() >= resolution:
+    if api_key.last_used_at is None or (now - api_key.last_used_at).total_seconds() >= resolution:
         record_key_use(api_key.id, now, resolution)
         db.session.commit()
     g.api_key = api_key

@@ -1,0 +1,78 @@
+"""Request rate limits of the agent API, with Flask-Limiter.
+
+Every request to an agent endpoint counts against one sliding one-minute window (Flask-Limiter's
+``moving-window`` strategy, a true sliding log): the API key's when the key is valid (60 a
+minute by default), the client address's otherwise (30 a minute by default), so guessing keys
+stays slow whichever keys are tried, and a valid key's traffic never counts against its address
+or other keys. The key is authenticated before the limit is applied (``rate_limit_identity``);
+the view's own authorization reuses that result.
+
+With ``REDIS_URL`` set, counts live in Redis and every process shares them. If Redis goes away,
+Flask-Limiter falls back to per-process in-memory counts (logging the failure) and returns to
+Redis once it answers again: the API keeps answering rather than refusing or failing requests.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, current_app, request
+from flask.typing import ResponseReturnValue
+from flask_limiter import Limiter, RateLimitExceeded
+from limits import RateLimitItem, parse
+
+from app.api.auth import authentication
+from app.config import API_PREFIX
+from app.errors import envelope
+
+
+def rate_limit_identity() -> str:
+    """The bucket a request counts against: its API key, or its client address."""
+    api_key = authentication().api_key
+    return f"key:{api_key.id}" if api_key is not None else f"addr:{request.remote_addr}"
+
+
+def current_limit() -> str:
+    """The limit of the bucket ``rate_limit_identity`` chooses."""
+    if authentication().api_key is not None:
+        return current_app.config["RATE_LIMIT"]
+    return current_app.config["RATE_LIMIT_UNAUTHENTICATED"]
+
+
+def is_not_agent_api() -> bool:
+    """Documentation and anything outside the agent endpoints is not limited."""
+    return not request.path.startswith(API_PREFIX + "/calendar/") or request.endpoint is None
+
+
+def describe(limit: RateLimitItem) -> str:
+    """``60/minute`` → ``60 requests per minute`` (for the 429 message)."""
+    unit = limit.GRANULARITY.name
+    if limit.multiples != 1:
+        unit = f"{limit.multiples} {unit}s"
+    return f"{limit.amount} requests per {unit}"
+
+
+def handle_rate_limit_exceeded(error: RateLimitExceeded) -> ResponseReturnValue:
+    """429 in the envelope; Flask-Limiter adds ``Retry-After`` and the X-RateLimit headers."""
+    return envelope(429, f"Rate limit exceeded: {describe(error.limit.limit)}")
+
+
+def register_rate_limits(app: Flask) -> Limiter:
+    redis_url = app.config.get("REDIS_URL")
+    app.config.setdefault("RATELIMIT_STORAGE_URI", redis_url or "memory://")
+    app.config.setdefault("RATELIMIT_STRATEGY", "moving-window")
+    app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
+    if redis_url:
+        app.config.setdefault("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True)
+        # Fail fast when Redis is unreachable, so the fallback costs milliseconds, not seconds.
+        app.config.setdefault(
+            "RATELIMIT_STORAGE_OPTIONS", {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
+        )
+    limiter = Limiter(
+        key_func=rate_limit_identity,
+        application_limits=[current_limit],
+        application_limits_exempt_when=is_not_agent_api,
+    )
+    limiter.init_app(app)
+    app.register_error_handler(RateLimitExceeded, handle_rate_limit_exceeded)
+    for name in ("RATE_LIMIT", "RATE_LIMIT_UNAUTHENTICATED"):
+        parse(app.config[name])  # a bad value fails at start-up, not on the first request
+    return limiter

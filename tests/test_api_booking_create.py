@@ -58,6 +58,16 @@ def test_create_is_201_pending_with_uid_and_empty_lifecycle_stamps(client, tenan
         None,
     )
     assert booking["startTime"] == z(ny(MONDAY, 10)) and booking["endTime"] == z(ny(MONDAY, 10, 30))
+    attendee = booking["attendees"][0]
+    assert (
+        attendee["id"]
+        and attendee["createdAt"].endswith("Z")
+        and attendee["updatedAt"].endswith("Z")
+    )
+    assert (
+        client.get(f"/v1/api/calendar/bookings/{booking['id']}", headers=tenant.headers()).json
+        == booking
+    )
 
 
 def test_uids_are_unique(client, tenant):

@@ -144,6 +144,11 @@ def test_attendees_replace_the_list_keeping_ids_of_unchanged_emails(client, tena
         "pat@example.test",
         "lee@example.test",
     ]
+    assert all(a["createdAt"].endswith("Z") and a["updatedAt"].endswith("Z") for a in attendees)
+    shown = client.get(f"/v1/api/calendar/bookings/{booking.id}", headers=tenant.headers()).json
+    assert [(a["id"], a["name"]) for a in shown["attendees"]] == [
+        (a["id"], a["name"]) for a in attendees
+    ]
 
 
 def test_empty_attendee_list_is_400(client, tenant, booking):

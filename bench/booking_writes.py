@@ -1,0 +1,472 @@
+"""Benchmark of booking creation: POST /v1/api/calendar/event-types/<id>/bookings.
+
+Run from the project root (about a minute; needs the venv and PostgreSQL at
+``TEST_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``)::
+
+    .venv/bin/python -m bench.booking_writes
+
+The workload never conflicts, so every create does the whole write path (per-calendar advisory
+lock, idempotency-key lookup, working hours and busy-time check, insert of the booking, its
+attendee and a new contact, commit) and answers 201:
+
+* A throw-away PostgreSQL database (created through the admin database, migrated, dropped at
+  the end) with 4 identical sub accounts: calendar open 24/7 in UTC, no minimum notice, a
+  3,650-day horizon, one 15-minute event type without buffers on a 15-minute grid, one
+  full-permission API key each.
+* Request n books slot n, ``BASE + n × 15 min`` (``BASE`` is midnight UTC two days ahead), so
+  no two requests of the whole run overlap, on any sub account. Each body carries a unique
+  ``idempotencyKey`` (as a careful agent sends) and one attendee with a fresh email.
+
+1. Latency: a real gunicorn (``wsgi:app``, 2 sync workers) on a free loopback port; sequential
+   requests, 20 warm-up then 300 timed, alternating the create with the minimal authenticated
+   request ``GET /v1/api/calendar/bookings?limit=1`` (same key, same server) as the baseline.
+   Median and p95.
+2. Throughput: 8 client threads, each creating back-to-back on its own connection; creates per
+   second = completed requests / wall time until the last answer. Rows: 2 and 4 gunicorn
+   workers (both servers run side by side), all clients on ONE sub account (every write waits
+   for that calendar's advisory lock: the worst case) or spread over 4 sub accounts (writes
+   proceed in parallel). The rows take turns, 4 rounds of 2.5 s each, so drift in the
+   machine's speed (large on shared virtual machines) hits every row alike; the per-round
+   spread is printed. Any non-201 answer fails the run; at the end a SQL count must find
+   exactly as many active bookings as 201 answers. The client threads run on the same machine
+   and their CPU share is printed: on a small machine they compete with the server for cores.
+   Bookings accumulate over the run (a few thousand in all); the queries use indexes.
+3. Latency as in 1 on SQLite (a temporary file), with the same count check.
+
+gunicorn's sync workers close the connection after each response, so every request includes a
+loopback TCP connect (``http.client`` reconnects by itself); the baseline pays it too.
+"""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, redirect_stderr
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from datetime import time as clock
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from flask_migrate import upgrade
+from sqlalchemy import func, select
+
+from app import create_app
+from app.extensions import db
+from app.models import ACTIVE_STATUSES, Booking, Permission
+from app.models.types import utcnow
+from app.services.provisioning import WEEKDAYS, provision
+from bench.availability import (
+    API_KEY_HEADER,
+    GUNICORN,
+    ROOT,
+    SERVER_START_TIMEOUT,
+    Timing,
+    free_port,
+    postgres_database,
+    postgres_version,
+    stop,
+)
+
+SUB_ACCOUNTS = 4
+SLOT = timedelta(minutes=15)
+HORIZON_DAYS = 3650
+WARMUP, RUNS = 20, 300
+LATENCY_WORKERS = 2
+CLIENTS = 8
+LOAD_ROUNDS, ROUND_SECONDS = 4, 2.5
+LOAD_ROWS = ((2, 1), (2, SUB_ACCOUNTS), (4, 1), (4, SUB_ACCOUNTS))  # (workers, sub accounts)
+BASELINE = "/v1/api/calendar/bookings?limit=1"
+SHOWN_ERRORS = 3
+
+
+# --- the calendars ---------------------------------------------------------------------------
+
+
+def tenant_document() -> dict[str, Any]:
+    open_all_day = {day: [["00:00", "24:00"]] for day in WEEKDAYS}
+    sub_accounts = [
+        {
+            "name": f"Bench calendar {n}",
+            "timezone": "UTC",
+            "settings": {"minimumNoticeMinutes": 0, "bookingHorizonDays": HORIZON_DAYS},
+            "availabilityProfiles": [
+                {"name": "Always", "default": True, "weeklyHours": open_all_day}
+            ],
+            "eventTypes": [
+                {
+                    "name": "Call",
+                    "duration": SLOT.seconds // 60,
+                    "slotInterval": SLOT.seconds // 60,
+                    "availabilityProfile": "Always",
+                }
+            ],
+            "apiKeys": [{"name": "bench", "permissions": [p.value for p in Permission]}],
+        }
+        for n in range(SUB_ACCOUNTS)
+    ]
+    return {
+        "agencies": [
+            {
+                "name": "Bench agency",
+                "owner": {"email": "owner@bench.test", "password": "s3cret-pass"},
+                "subAccounts": sub_accounts,
+            }
+        ]
+    }
+
+
+@dataclass(frozen=True)
+class Calendar:
+    """One sub account as a client sees it."""
+
+    api_key: str
+    create_path: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {
+            API_KEY_HEADER: self.api_key,
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+        }
+
+
+def prepare(url: str) -> list[Calendar]:
+    """Migrate and provision the sub accounts."""
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
+    with app.app_context():
+        with redirect_stderr(io.StringIO()):  # alembic's INFO lines
+            upgrade()
+        created = provision(tenant_document())["agencies"][0]["subAccounts"]
+        db.session.commit()
+        db.session.remove()
+        db.engine.dispose()
+    return [
+        Calendar(
+            s["apiKeys"]["bench"],
+            f"/v1/api/calendar/event-types/{s['eventTypes']['Call']}/bookings",
+        )
+        for s in created
+    ]
+
+
+def active_bookings(url: str) -> int:
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
+    with app.app_context():
+        count = db.session.scalar(
+            select(func.count()).select_from(Booking).where(Booking.status.in_(ACTIVE_STATUSES))
+        )
+        db.session.remove()
+        db.engine.dispose()
+    return count
+
+
+class Slots:
+    """Hands out slot n = BASE + n × 15 min, each once, to any thread."""
+
+    def __init__(self) -> None:
+        self.base = datetime.combine(utcnow().date() + timedelta(days=2), clock(0), UTC)
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def body(self) -> bytes:
+        with self._lock:
+            n, self._next = self._next, self._next + 1
+        start = self.base + n * SLOT
+        return json.dumps(
+            {
+                "startTime": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "endTime": (start + SLOT).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "attendees": [{"email": f"caller{n}@bench.test"}],
+                "idempotencyKey": uuid.uuid4().hex,
+            }
+        ).encode()
+
+
+# --- the server and the client ---------------------------------------------------------------
+
+
+@contextmanager
+def gunicorn(database_url: str, workers: int, log_path: Path) -> Iterator[int]:
+    """``gunicorn wsgi:app`` with ``workers`` sync workers on a free loopback port, until it
+    answers (bench.availability's, with the worker count as a parameter)."""
+    port = free_port()
+    # The benchmark sends far more than the 60 requests a minute an API key may make.
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "SECRET_KEY": "bench",
+        "RATE_LIMIT": "1000000/minute",
+    }
+    command = [str(GUNICORN), "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "wsgi:app"]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not come up:\n{log_path.read_text()[-2000:]}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", BASELINE)  # 401 once the app answers
+                conn.getresponse().read()
+                conn.close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield port
+    finally:
+        stop(process)
+
+
+@dataclass
+class Tally:
+    """What a client saw: latencies of the 201s, and the other answers."""
+
+    created: list[float]
+    failures: list[str]
+
+    @classmethod
+    def empty(cls) -> Tally:
+        return cls([], [])
+
+    def add(self, other: Tally) -> None:
+        self.created += other.created
+        self.failures += other.failures
+
+    def check(self, what: str) -> None:
+        if self.failures:
+            shown = "\n  ".join(self.failures[:SHOWN_ERRORS])
+            raise SystemExit(f"FAILED: {len(self.failures)} non-201 answers to {what}:\n  {shown}")
+
+
+class Client:
+    """One connection to the server (reopened by ``http.client`` after each close)."""
+
+    def __init__(self, port: int, calendar: Calendar, slots: Slots) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.calendar = calendar
+        self.slots = slots
+
+    def send(self, method: str, path: str, body: bytes | None = None) -> tuple[float, int, bytes]:
+        started = time.perf_counter()
+        try:
+            self.conn.request(method, path, body=body, headers=self.calendar.headers)
+            response = self.conn.getresponse()
+            status, answer = response.status, response.read()
+        except OSError as err:
+            self.conn.close()
+            status, answer = 0, repr(err).encode()
+        return time.perf_counter() - started, status, answer
+
+    def create(self, tally: Tally) -> None:
+        elapsed, status, answer = self.send("POST", self.calendar.create_path, self.slots.body())
+        if status == 201:
+            tally.created.append(elapsed)
+        else:
+            tally.failures.append(f"{status} {answer[:300]!r}")
+
+    def baseline(self) -> float:
+        elapsed, status, answer = self.send("GET", BASELINE)
+        if status != 200:
+            raise SystemExit(f"FAILED: GET {BASELINE}: {status} {answer[:300]!r}")
+        return elapsed
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# --- 1: latency ------------------------------------------------------------------------------
+
+
+def bench_latency(label: str, port: int, calendar: Calendar, slots: Slots) -> int:
+    """Sequential creates alternating with the baseline; returns the number of 201s."""
+    client = Client(port, calendar, slots)
+    warm = Tally.empty()
+    for _ in range(WARMUP):
+        client.create(warm)
+        client.baseline()
+    timed, floor = Tally.empty(), []
+    for _ in range(RUNS):
+        client.create(timed)
+        floor.append(client.baseline())
+    client.close()
+    print(f"  {label}")
+    warm.check("the warm-up creates")
+    timed.check("the timed creates")
+    create, base = Timing(timed.created), Timing(floor)
+    print(f"    POST create (201)   {create}")
+    print(f"    bookings?limit=1    {base}")
+    print(f"    above the floor     median {create.median_ms - base.median_ms:7.2f} ms")
+    return len(warm.created) + len(timed.created)
+
+
+# --- 2: throughput ---------------------------------------------------------------------------
+
+
+@dataclass
+class Load:
+    """One row's rounds, summed."""
+
+    tally: Tally
+    seconds: float = 0.0
+    client_cpu_seconds: float = 0.0
+    round_rates: list[float] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return len(self.tally.created) / self.seconds
+
+
+def hammer(port: int, calendars: list[Calendar], slots: Slots, load: Load) -> None:
+    """One round: ``CLIENTS`` threads creating back-to-back for ``ROUND_SECONDS``; thread t
+    books on ``calendars[t % len(calendars)]``. The round lasts until the last answer."""
+    go = threading.Barrier(CLIENTS + 1)
+    done = threading.Event()
+    tallies = [Tally.empty() for _ in range(CLIENTS)]
+
+    def run(n: int) -> None:
+        client = Client(port, calendars[n % len(calendars)], slots)
+        go.wait()
+        while not done.is_set():
+            client.create(tallies[n])
+        client.close()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    go.wait()
+    started, cpu = time.perf_counter(), time.process_time()
+    time.sleep(ROUND_SECONDS)
+    done.set()
+    for thread in threads:
+        thread.join()
+    seconds = time.perf_counter() - started
+    load.client_cpu_seconds += time.process_time() - cpu
+    load.seconds += seconds
+    load.round_rates.append(sum(len(t.created) for t in tallies) / seconds)
+    for tally in tallies:
+        load.tally.add(tally)
+
+
+def load_row(workers: int, spread: int, load: Load) -> str:
+    latency = Timing(load.tally.created or [float("nan")])
+    rounds = f"{min(load.round_rates):.0f}–{max(load.round_rates):.0f}"
+    return (
+        f"  {workers:>7}  {spread:>12}  {len(load.tally.created):>7,}  {load.rate:>9.1f}"
+        f"  {rounds:>9}  {len(load.tally.failures):>7}  {latency.median_ms:>9.2f}"
+        f"  {latency.p95_ms:>7.2f}  {load.client_cpu_seconds / load.seconds:>10.0%}"
+    )
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def bench_postgres(label: str, url: str, log_dir: Path) -> None:
+    calendars = prepare(url)
+    slots = Slots()
+    loads = {row: Load(Tally.empty()) for row in LOAD_ROWS}
+    with ExitStack() as servers:
+        ports = {
+            workers: servers.enter_context(
+                gunicorn(url, workers, log_dir / f"gunicorn-{workers}.log")
+            )
+            for workers in sorted({w for w, _ in LOAD_ROWS} | {LATENCY_WORKERS})
+        }
+        created = bench_latency(
+            f"{label}, gunicorn {LATENCY_WORKERS} sync workers",
+            ports[LATENCY_WORKERS],
+            calendars[0],
+            slots,
+        )
+        for _ in range(LOAD_ROUNDS):
+            for (workers, spread), load in loads.items():
+                hammer(ports[workers], calendars[:spread], slots, load)
+    print()
+    print(
+        f"2. Throughput, PostgreSQL: {CLIENTS} client threads creating back-to-back,"
+        f" {LOAD_ROUNDS} rounds of {ROUND_SECONDS:g} s per row, rows interleaved"
+    )
+    print(
+        "  workers  sub accounts  creates  creates/s  per round  non-201  median ms   p95 ms"
+        "  client CPU"
+    )
+    for (workers, spread), load in loads.items():
+        print(load_row(workers, spread, load))
+    for (workers, spread), load in loads.items():
+        load.tally.check(f"{workers} workers, {spread} sub account(s)")
+        created += len(load.tally.created)
+    check_count(url, created)
+
+
+def check_count(url: str, created: int) -> None:
+    in_db = active_bookings(url)
+    verdict = "ok" if in_db == created else "MISMATCH"
+    print(f"  database check: {in_db:,} active bookings, {created:,} answers 201: {verdict}")
+    if in_db != created:
+        raise SystemExit("FAILED: the database does not hold one booking per 201")
+
+
+def bench_sqlite(label: str, log_dir: Path) -> None:
+    url = f"sqlite:///{log_dir / 'bench.sqlite3'}"
+    calendars = prepare(url)
+    with gunicorn(url, LATENCY_WORKERS, log_dir / "gunicorn-sqlite.log") as port:
+        label = f"{label}, gunicorn {LATENCY_WORKERS} sync workers"
+        created = bench_latency(label, port, calendars[0], Slots())
+    check_count(url, created)
+
+
+def main() -> None:
+    started = time.monotonic()
+    pg_version = postgres_version()
+    print("Booking-write benchmark")
+    print(
+        f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()} "
+        f"{platform.python_version()}, {platform.platform()}"
+    )
+    print(
+        f"         PostgreSQL {pg_version or 'unreachable'}, SQLite {sqlite3.sqlite_version},"
+        f" gunicorn {version('gunicorn')} (sync workers)"
+    )
+    print(f"         load average at start {os.getloadavg()[0]:.2f} (other work skews the figures)")
+    print(
+        f"calendars: {SUB_ACCOUNTS} sub accounts, UTC, open 24/7, no notice,"
+        f" {HORIZON_DAYS}-day horizon; 15-min event type, no buffers, 15-min grid"
+    )
+    print(
+        "requests:  each books its own 15-min slot (none overlap), unique idempotencyKey,"
+        " one attendee with a fresh email"
+    )
+    print()
+    print(
+        f"1. Latency, sequential, {WARMUP} warm-up + {RUNS} timed each, alternating the create"
+        f" with the baseline GET {BASELINE}"
+    )
+    with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
+        if pg_version is None:
+            raise SystemExit("PostgreSQL is not reachable: the throughput figures need it")
+        with postgres_database() as url:
+            bench_postgres(f"PostgreSQL {pg_version}", url, Path(tmp))
+        print()
+        print("3. Latency on SQLite, as in 1")
+        bench_sqlite(f"SQLite {sqlite3.sqlite_version}", Path(tmp))
+    print()
+    print(f"total {time.monotonic() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

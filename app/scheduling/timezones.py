@@ -14,6 +14,11 @@ from typing import Literal
 from zoneinfo import ZoneInfo, available_timezones
 
 
+# Instants far outside any calendar's use are refused up front, so no timezone arithmetic on
+# them can overflow ``datetime``'s range.
+MIN_YEAR, MAX_YEAR = 1900, 2199
+
+
 class InvalidTimezone(ValueError):
     pass
 
@@ -83,10 +88,14 @@ def read_instant(text: str) -> InstantInput:
     text = text.strip()
     try:
         if "T" not in text and " " not in text:
-            return InstantInput(date.fromisoformat(text))
-        return InstantInput(datetime.fromisoformat(text))
+            value: date = date.fromisoformat(text)
+        else:
+            value = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidInstant(f"'{text}' is not an ISO 8601 date or date-time") from None
+        raise InvalidInstant(f"'{text[:40]}' is not an ISO 8601 date or date-time") from None
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise InvalidInstant(f"years from {MIN_YEAR} to {MAX_YEAR} only")
+    return InstantInput(value)
 
 
 def parse_instant(

@@ -10,7 +10,7 @@ from app.api.fields import UTCTimestamp
 from app.api.smorest import MAX_ID
 from app.models import BookingStatus
 from app.services.booking_queries import BookingListQuery
-from app.validation import InstantField
+from app.validation import InstantField, Text
 
 STATUSES = [s.value for s in BookingStatus]
 
@@ -61,7 +61,7 @@ class BookingListArgsSchema(Schema):
     )
     status = fields.String(validate=validate.OneOf(STATUSES))
     eventTypeId = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
-    email = fields.String(validate=validate.Length(min=1, max=254))
+    email = Text(validate=validate.Length(min=1, max=254))
     limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=100))
     offset = fields.Integer(load_default=0, validate=validate.Range(min=0, max=2**31 - 1))
 

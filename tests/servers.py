@@ -38,7 +38,12 @@ def wait_until_serving(url: str, timeout: float = 30.0) -> None:
 
 @contextmanager
 def gunicorn(
-    database_url: str, *, workers: int = 2, threads: int = 1, env: dict[str, str] | None = None
+    database_url: str,
+    *,
+    workers: int = 2,
+    threads: int = 1,
+    env: dict[str, str] | None = None,
+    options: tuple[str, ...] = (),
 ) -> Iterator[str]:
     """A gunicorn serving ``wsgi:app`` on ``database_url``; yields its base URL."""
     port = free_port()
@@ -58,6 +63,7 @@ def gunicorn(
         str(threads),
         "--timeout",
         "60",
+        *options,
         "wsgi:app",
     ]
     server = subprocess.Popen(

@@ -187,6 +187,7 @@ def test_unknown_attendee_fields_are_400(client, tenant, create_url):
     [
         "/v1/api/calendar/bookings/" + "9" * 25,
         "/v1/api/calendar/bookings/9223372036854775808",
+        "/v1/api/calendar/bookings/2147483648",
         "/v1/api/calendar/bookings/-1",
         "/v1/api/calendar/bookings/0",
         "/v1/api/calendar/bookings/1.5",
@@ -195,6 +196,27 @@ def test_unknown_attendee_fields_are_400(client, tenant, create_url):
 )
 def test_odd_path_ids_are_404(client, tenant, path):
     assert_4xx(client.get(path, headers=tenant.headers()), 404)
+
+
+@pytest.mark.parametrize("method", ["put", "delete"])
+def test_id_beyond_the_id_columns_is_404_for_writes(client, tenant, booking, method):
+    url = (
+        f"/v1/api/calendar/event-types/2147483648/bookings/{booking.id}"
+        if method == "put"
+        else "/v1/api/calendar/bookings/2147483648"
+    )
+    response = getattr(client, method)(
+        url, json={"title": "x"} if method == "put" else None, headers=tenant.headers()
+    )
+    assert_4xx(response, 404)
+
+
+def test_event_type_id_beyond_the_id_columns_in_a_query_is_400(client, tenant):
+    query = f"startDate={MONDAY}&endDate={MONDAY}&eventTypeId=2147483648"
+    assert_4xx(client.get(f"/v1/api/calendar/availability?{query}", headers=tenant.headers()))
+    assert_4xx(
+        client.get("/v1/api/calendar/bookings?eventTypeId=2147483648", headers=tenant.headers())
+    )
 
 
 def test_overflowing_event_type_id_in_a_write_path_is_404(client, tenant):

@@ -20,7 +20,8 @@ from app.errors import handle_http_exception
 from app.models import Permission
 from app.validation import InstantField, describe_errors
 
-MAX_ID = 2**63 - 1
+# Ids are PostgreSQL ``integer`` columns: larger values cannot name anything.
+MAX_ID = 2**31 - 1
 
 
 class ErrorSchema(ma.Schema):
@@ -34,7 +35,7 @@ class ErrorSchema(ma.Schema):
 
 
 class IdConverter(IntegerConverter):
-    """Integer path ids within PostgreSQL's bigint: larger ones cannot exist, so they are a
+    """Integer path ids within the id columns' range: larger ones cannot exist, so they are a
     plain 404 instead of a database error."""
 
     def __init__(self, map: Any) -> None:
@@ -42,7 +43,7 @@ class IdConverter(IntegerConverter):
 
 
 def _id_parameter_schema(converter: IdConverter) -> dict[str, Any]:
-    return {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}
+    return {"type": "integer", "format": "int32", "minimum": 1, "maximum": MAX_ID}
 
 
 class ApiParser(FlaskParser):
@@ -95,10 +96,27 @@ class Api(flask_smorest.Api):
         return handle_http_exception(error)
 
 
+_INTEGER_HEADER = {"type": "integer", "minimum": 0}
+RATE_LIMIT_HEADERS = {
+    "X-RateLimit-Limit": {"description": "Requests allowed per window", "schema": _INTEGER_HEADER},
+    "X-RateLimit-Remaining": {
+        "description": "Requests left in the current window",
+        "schema": _INTEGER_HEADER,
+    },
+    "X-RateLimit-Reset": {
+        "description": "Epoch second by which the window has room again",
+        "schema": _INTEGER_HEADER,
+    },
+}
+RETRY_AFTER_HEADER = {
+    "Retry-After": {"description": "Seconds to wait before retrying", "schema": _INTEGER_HEADER}
+}
+
 _AUTH_RESPONSES = {
     401: "Missing, unknown, inactive or expired API key, or a key without a sub account",
     403: "The API key lacks the permission this operation needs",
 }
+_RATE_LIMITED = "Too many requests: 60 a minute per key (30 per address without a usable key)"
 
 
 class Blueprint(flask_smorest.Blueprint):
@@ -116,13 +134,27 @@ class Blueprint(flask_smorest.Blueprint):
 
             wrapper = self.doc(security=[{"ApiKeyAuth": []}])(wrapper)
             for status, description in _AUTH_RESPONSES.items():
-                wrapper = self.alt_response(status, schema=ErrorSchema, description=description)(
-                    wrapper
-                )
+                wrapper = self.error(status, description)(wrapper)
+            wrapper = self.alt_response(
+                429,
+                schema=ErrorSchema,
+                description=_RATE_LIMITED,
+                headers={**RATE_LIMIT_HEADERS, **RETRY_AFTER_HEADER},
+            )(wrapper)
             return wrapper
 
         return decorator
 
+    def response(
+        self, status_code: int, schema: Any = None, *, headers: dict | None = None, **kwargs: Any
+    ) -> Callable[[Callable], Callable]:
+        """flask-smorest's ``response``, with the rate-limit headers every answer carries."""
+        return super().response(
+            status_code, schema, headers={**RATE_LIMIT_HEADERS, **(headers or {})}, **kwargs
+        )
+
     def error(self, status: int, description: str) -> Callable[[Callable], Callable]:
         """Document an error answer of one operation."""
-        return self.alt_response(status, schema=ErrorSchema, description=description)
+        return self.alt_response(
+            status, schema=ErrorSchema, description=description, headers=RATE_LIMIT_HEADERS
+        )

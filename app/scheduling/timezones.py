@@ -13,7 +13,6 @@ from functools import lru_cache
 from typing import Literal
 from zoneinfo import ZoneInfo, available_timezones
 
-
 # Instants far outside any calendar's use are refused up front, so no timezone arithmetic on
 # them can overflow ``datetime``'s range.
 MIN_YEAR, MAX_YEAR = 1900, 2199

@@ -461,8 +461,9 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def gunicorn(database_url: str, log_path: Path) -> Iterator[int]:
-    """``gunicorn wsgi:app`` with 2 workers on a free loopback port, until it answers."""
+def gunicorn(database_url: str, log_path: Path, workers: int = 2) -> Iterator[int]:
+    """``gunicorn wsgi:app`` with ``workers`` sync workers on a free loopback port, until it
+    answers."""
     port = free_port()
     # The benchmark sends far more than the 60 requests a minute an API key may make.
     env = {
@@ -471,7 +472,7 @@ def gunicorn(database_url: str, log_path: Path) -> Iterator[int]:
         "SECRET_KEY": "bench",
         "RATE_LIMIT": "1000000/minute",
     }
-    command = [str(GUNICORN), "--bind", f"127.0.0.1:{port}", "--workers", "2", "wsgi:app"]
+    command = [str(GUNICORN), "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "wsgi:app"]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

@@ -45,13 +45,11 @@ import json
 import os
 import platform
 import sqlite3
-import subprocess
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, redirect_stderr
+from contextlib import ExitStack, redirect_stderr
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from datetime import time as clock
@@ -69,14 +67,10 @@ from app.models.types import utcnow
 from app.services.provisioning import WEEKDAYS, provision
 from bench.availability import (
     API_KEY_HEADER,
-    GUNICORN,
-    ROOT,
-    SERVER_START_TIMEOUT,
     Timing,
-    free_port,
+    gunicorn,
     postgres_database,
     postgres_version,
-    stop,
 )
 
 SUB_ACCOUNTS = 4
@@ -196,41 +190,6 @@ class Slots:
 
 
 # --- the server and the client ---------------------------------------------------------------
-
-
-@contextmanager
-def gunicorn(database_url: str, workers: int, log_path: Path) -> Iterator[int]:
-    """``gunicorn wsgi:app`` with ``workers`` sync workers on a free loopback port, until it
-    answers (bench.availability's, with the worker count as a parameter)."""
-    port = free_port()
-    # The benchmark sends far more than the 60 requests a minute an API key may make.
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "SECRET_KEY": "bench",
-        "RATE_LIMIT": "1000000/minute",
-    }
-    command = [str(GUNICORN), "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "wsgi:app"]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not come up:\n{log_path.read_text()[-2000:]}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", BASELINE)  # 401 once the app answers
-                conn.getresponse().read()
-                conn.close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield port
-    finally:
-        stop(process)
 
 
 @dataclass
@@ -383,7 +342,7 @@ def bench_postgres(label: str, url: str, log_dir: Path) -> None:
     with ExitStack() as servers:
         ports = {
             workers: servers.enter_context(
-                gunicorn(url, workers, log_dir / f"gunicorn-{workers}.log")
+                gunicorn(url, log_dir / f"gunicorn-{workers}.log", workers)
             )
             for workers in sorted({w for w, _ in LOAD_ROWS} | {LATENCY_WORKERS})
         }
@@ -424,7 +383,7 @@ def check_count(url: str, created: int) -> None:
 def bench_sqlite(label: str, log_dir: Path) -> None:
     url = f"sqlite:///{log_dir / 'bench.sqlite3'}"
     calendars = prepare(url)
-    with gunicorn(url, LATENCY_WORKERS, log_dir / "gunicorn-sqlite.log") as port:
+    with gunicorn(url, log_dir / "gunicorn-sqlite.log", LATENCY_WORKERS) as port:
         label = f"{label}, gunicorn {LATENCY_WORKERS} sync workers"
         created = bench_latency(label, port, calendars[0], Slots())
     check_count(url, created)

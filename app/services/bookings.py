@@ -40,6 +40,7 @@ from app.services.availability import (
     profile_for,
     slot_rules,
 )
+from app.services.booking_queries import get_booking
 from app.services.errors import BookingNotFound, InvalidRequest
 from app.services.events import BookingEvent, BookingEventKind, emit
 from app.services.locking import lock_calendar
@@ -262,15 +263,6 @@ def create_booking(
     return booking, False
 
 
-def _booking_for_update(sub_account: SubAccount, booking_id: int) -> Booking:
-    booking = db.session.scalar(
-        select(Booking).where(Booking.id == booking_id, Booking.sub_account_id == sub_account.id)
-    )
-    if booking is None:
-        raise BookingNotFound()
-    return booking
-
-
 def update_booking(
     sub_account: SubAccount,
     event_type_id: int,
@@ -283,7 +275,7 @@ def update_booking(
     time rule (the booking's own current time does not count as busy)."""
     event_type = find_event_type(sub_account, event_type_id)
     lock_calendar(sub_account.id)
-    booking = _booking_for_update(sub_account, booking_id)
+    booking = get_booking(sub_account, booking_id)
     if booking.event_type_id != event_type.id:
         raise BookingNotFound()
     if booking.status not in ACTIVE_STATUSES:
@@ -354,7 +346,7 @@ def cancel_booking(
 ) -> Booking:
     """Cancel a pending or confirmed booking; its time is free from the commit on."""
     lock_calendar(sub_account.id)
-    booking = _booking_for_update(sub_account, booking_id)
+    booking = get_booking(sub_account, booking_id)
     if booking.status == BookingStatus.CANCELLED:
         raise InvalidRequest("Booking is already cancelled")
     if booking.status not in ACTIVE_STATUSES:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from marshmallow import fields
+from marshmallow import ValidationError, fields
 
 from app.scheduling.timezones import InstantInput, InvalidInstant, is_timezone, read_instant, zone
 
@@ -82,13 +82,24 @@ class TimezoneField(fields.String):  # IANA names never contain NUL, so no Text 
         return name
 
 
-class Text(fields.String):
-    """A string that PostgreSQL can store: NUL characters are refused, not a server error."""
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored (PostgreSQL takes neither NUL characters nor lone UTF-16
+    surrogates, which JSON's ``\\ud800`` escapes can produce), or None."""
+    if "\x00" in text:
+        return "Must not contain NUL characters."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "Must be valid Unicode (no lone surrogates)."
+    return None
 
-    default_error_messages = {"nul": "Must not contain NUL characters."}
+
+class Text(fields.String):
+    """A string that can be stored: refused with a 400, not failing with a 500."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs)
-        if "\x00" in text:
-            raise self.make_error("nul")
+        problem = unstorable(text)
+        if problem is not None:
+            raise ValidationError(problem)
         return text

@@ -381,6 +381,17 @@ def test_contacts_are_never_in_api_responses(client, tenant):
         ({"attendees": [{"name": "No Email"}]}, "attendees[0].email"),
         ({"attendees": [{"email": "not-an-email"}]}, "attendees[0].email"),
         ({"attendees": [{"email": "a@example.test", "phone": "1" * 51}]}, "attendees[0].phone"),
+        ({"attendees": [{"email": "a@example.test", "name": "n" * 256}]}, "attendees[0].name"),
+        (
+            {"attendees": [{"email": "a@example.test", "firstName": "n" * 256}]},
+            "attendees[0].firstName",
+        ),
+        ({"attendees": [{"email": "a" * 243 + "@example.test"}]}, "attendees[0].email"),
+        (
+            {"attendees": [{"email": "a@example.test", "timezone": "Nowhere"}]},
+            "attendees[0].timezone",
+        ),
+        ({"attendees": [{"email": "a@example.test"}] * 51}, "attendees"),
         ({"timezone": "Mars/Base"}, "timezone"),
         ({"title": "x" * 256}, "title"),
         ({"description": "x" * 5001}, "description"),

@@ -144,6 +144,23 @@ def test_nul_in_attendee_and_metadata_is_400(client, tenant, create_url):
     )
 
 
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "x\\udc00y"])
+def test_lone_surrogates_are_400(client, tenant, create_url, escape):
+    body = json.dumps(valid_body())[:-1]
+    for extra, field in (
+        (f', "title": "{escape}"', "title"),
+        (f', "description": "{escape}"', "description"),
+        (f', "metadata": {{"k": "{escape}"}}', "metadata.k"),
+        (f', "metadata": {{"{escape}": 1}}', "metadata"),
+        (
+            f', "attendees": [{{"email": "a@example.test", "name": "{escape}"}}]',
+            "attendees[0].name",
+        ),
+    ):
+        response = post_raw(client, create_url, tenant, body + extra + "}")
+        assert field in assert_4xx(response)["errors"], field
+
+
 def test_nul_in_a_query_value_is_400(client, tenant):
     assert_4xx(
         client.get("/v1/api/calendar/bookings?email=a%00b@example.test", headers=tenant.headers())

@@ -27,7 +27,13 @@ from app.models import (
 from app.services.api_keys import issue_api_key
 from app.services.errors import InvalidRequest
 from app.services.passwords import hash_password
-from app.validation import TimezoneField, UTCInstantField, describe_errors, flatten_errors
+from app.validation import (
+    Text,
+    TimezoneField,
+    UTCInstantField,
+    describe_errors,
+    flatten_errors,
+)
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
@@ -70,7 +76,7 @@ def _unique_names(items: list[dict], field: str = "name") -> dict[int, dict[str,
 
 
 class ApiKeyDoc(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    name = Text(required=True, validate=validate.Length(min=1, max=255))
     permissions = fields.List(
         fields.String(validate=validate.OneOf([p.value for p in Permission])), required=True
     )
@@ -80,7 +86,7 @@ class ApiKeyDoc(Schema):
 
 class OwnerDoc(Schema):
     email = fields.Email(required=True, validate=validate.Length(max=254))
-    password = fields.String(required=True, validate=validate.Length(min=8, max=1024))
+    password = Text(required=True, validate=validate.Length(min=8, max=1024))
 
 
 class SettingsDoc(Schema):
@@ -91,9 +97,7 @@ class SettingsDoc(Schema):
     bookingHorizonDays = fields.Integer(
         load_default=60, validate=validate.Range(min=1, max=3650), strict=True
     )
-    defaultLocation = fields.String(
-        load_default=None, allow_none=True, validate=validate.Length(max=500)
-    )
+    defaultLocation = Text(load_default=None, allow_none=True, validate=validate.Length(max=500))
     notifyOnBooking = fields.Boolean(load_default=True)
     notificationEmail = fields.Email(load_default=None, allow_none=True)
     reminderMinutesBefore = fields.Integer(
@@ -108,7 +112,7 @@ class DateOverrideDoc(Schema):
 
 
 class ProfileDoc(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    name = Text(required=True, validate=validate.Length(min=1, max=255))
     timezone = TimezoneField(load_default=None)
     default = fields.Boolean(load_default=False)
     weeklyHours = fields.Dict(
@@ -122,7 +126,7 @@ class ProfileDoc(Schema):
 class BlockedTimeDoc(Schema):
     start = UTCInstantField(required=True)
     end = UTCInstantField(required=True)
-    reason = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=500))
+    reason = Text(load_default=None, allow_none=True, validate=validate.Length(max=500))
 
     @validates_schema
     def end_after_start(self, data: dict, **kwargs: Any) -> None:
@@ -131,7 +135,7 @@ class BlockedTimeDoc(Schema):
 
 
 class EventTypeDoc(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    name = Text(required=True, validate=validate.Length(min=1, max=255))
     duration = fields.Integer(required=True, validate=_MINUTES, strict=True)
     bufferBefore = fields.Integer(
         load_default=0, validate=validate.Range(min=0, max=1440), strict=True
@@ -140,8 +144,8 @@ class EventTypeDoc(Schema):
         load_default=0, validate=validate.Range(min=0, max=1440), strict=True
     )
     slotInterval = fields.Integer(load_default=None, allow_none=True, validate=_MINUTES)
-    location = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=500))
-    availabilityProfile = fields.String(load_default=None, allow_none=True)
+    location = Text(load_default=None, allow_none=True, validate=validate.Length(max=500))
+    availabilityProfile = Text(load_default=None, allow_none=True)
     minimumNoticeMinutes = fields.Integer(
         load_default=None, allow_none=True, validate=validate.Range(min=0, max=525600)
     )
@@ -151,7 +155,7 @@ class EventTypeDoc(Schema):
 
 
 class SubAccountDoc(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    name = Text(required=True, validate=validate.Length(min=1, max=255))
     timezone = TimezoneField(load_default="UTC")
     settings = fields.Nested(SettingsDoc, load_default=lambda: SettingsDoc().load({}))
     availabilityProfiles = fields.List(fields.Nested(ProfileDoc), load_default=list)
@@ -185,7 +189,7 @@ class SubAccountDoc(Schema):
 
 
 class AgencyDoc(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    name = Text(required=True, validate=validate.Length(min=1, max=255))
     owner = fields.Nested(OwnerDoc, required=True)
     apiKeys = fields.List(fields.Nested(ApiKeyDoc), load_default=list)
     subAccounts = fields.List(fields.Nested(SubAccountDoc), load_default=list)

@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate
 
 from app.api.fields import UTCTimestamp
 from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
-from app.validation import InstantField, Text, TimezoneField
+from app.validation import InstantField, Text, TimezoneField, unstorable
 
 METADATA_MAX_KEYS = 50
 METADATA_KEY_MAX = 40
@@ -27,13 +27,13 @@ class Metadata(fields.Dict):
         if len(result) > METADATA_MAX_KEYS:
             raise ValidationError(f"At most {METADATA_MAX_KEYS} keys.")
         for key, item in result.items():
-            if not isinstance(key, str) or not 1 <= len(key) <= METADATA_KEY_MAX or "\x00" in key:
+            if not isinstance(key, str) or not 1 <= len(key) <= METADATA_KEY_MAX or unstorable(key):
                 raise ValidationError(f"Keys must be strings of 1–{METADATA_KEY_MAX} characters.")
             if isinstance(item, str):
                 if len(item) > METADATA_VALUE_MAX:
                     raise ValidationError({key: [f"At most {METADATA_VALUE_MAX} characters."]})
-                if "\x00" in item:
-                    raise ValidationError({key: ["Must not contain NUL characters."]})
+                if problem := unstorable(item):
+                    raise ValidationError({key: [problem]})
             elif item is not None and not isinstance(item, bool | int | float):
                 raise ValidationError({key: ["Values must be strings, numbers, booleans or null."]})
             elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 2**53:

@@ -172,7 +172,7 @@ def test_instants_cut_the_window(client, tenant):
     assert starts_on(days, monday) == [z(ny(monday, 10, 30))]
 
 
-def next_spring_forward() -> date:
+def next_dst_change() -> date:
     day = datetime.now(NEW_YORK).date() + timedelta(days=1)
     while (
         ny(day, 12).astimezone(NEW_YORK).utcoffset()
@@ -183,7 +183,7 @@ def next_spring_forward() -> date:
 
 
 def test_hours_stay_local_across_the_dst_change(client, tenants):
-    change = next_spring_forward()  # a Sunday
+    change = next_dst_change()  # a Sunday in New York, either direction
     tenant = tenants.create(
         settings={"bookingHorizonDays": 3650},
         availabilityProfiles=[

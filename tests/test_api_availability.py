@@ -282,6 +282,14 @@ def test_window_of_93_days_is_allowed_and_94_is_400(client, tenant):
     assert too_long.json["message"] == "The availability window may span at most 93 days"
 
 
+def test_93_calendar_days_across_a_dst_change_are_allowed(client, tenants):
+    tenant = tenants.create(settings={"bookingHorizonDays": 3650})
+    change = next_dst_change()
+    start = change - timedelta(days=40)
+    response = availability(client, tenant, startDate=start, endDate=start + timedelta(days=92))
+    assert response.status_code == 200 and len(response.json) == 93
+
+
 def test_one_query_per_kind_of_busy_time_for_the_whole_window(app, client, tenant):
     monday = next_monday()
     for week in range(4):

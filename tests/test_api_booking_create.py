@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import BlockedTime, Booking, Contact
+from app.models import BlockedTime, Booking, Contact, EventType
 from tests.factories import make_booking, next_monday, ny, z
 
 MONDAY = next_monday()
@@ -444,3 +444,59 @@ def test_without_can_book_is_403(client, tenant):
 def test_records_the_creating_api_key(client, tenant):
     booking_id = create(client, tenant).json["id"]
     assert db.session.get(Booking, booking_id).api_key_id is not None
+
+
+# Values the server derives must fit where they are stored
+def test_long_default_title_is_cut_to_255(client, tenant):
+    payload = body(attendees=[{"email": "pat@example.test", "name": "N" * 255}])
+    booking = create(client, tenant, payload)
+    assert booking.status_code == 201
+    assert booking.json["title"] == ("Cleaning with " + "N" * 255)[:255]
+
+
+def test_long_first_and_last_name_make_a_name_cut_to_255(client, tenant):
+    payload = body(
+        attendees=[{"email": "kim@example.test", "firstName": "F" * 200, "lastName": "L" * 200}]
+    )
+    response = create(client, tenant, payload)
+    assert response.status_code == 201
+    assert len(response.json["attendees"][0]["name"]) == 255
+    contact = db.session.scalar(select(Contact).where(Contact.email == "kim@example.test"))
+    assert len(contact.name) == 255
+
+
+def test_email_too_long_once_lower_cased_is_400(client, tenant):
+    payload = body(attendees=[{"email": "\u0130" * 130 + "@example.com", "name": "x"}])
+    response = create(client, tenant, payload)
+    assert response.status_code == 400 and "attendees[0].email" in response.json["errors"]
+
+
+def test_the_same_email_twice_is_400(client, tenant):
+    payload = body(attendees=[{"email": "pat@example.test"}, {"email": "PAT@example.test"}])
+    response = create(client, tenant, payload)
+    assert response.status_code == 400
+    assert response.json["errors"] == {"attendees": ["Each attendee email may appear only once."]}
+
+
+def test_fractions_of_a_second_are_dropped(client, tenant):
+    start = ny(MONDAY, 10)
+    payload = body()
+    payload["startTime"] = z(start).replace("Z", ".5Z")
+    payload["endTime"] = z(start + timedelta(minutes=30)).replace("Z", ".999Z")
+    booking = create(client, tenant, payload, event_type="Checkup")
+    assert booking.json["endTime"] == z(start + timedelta(minutes=30))
+    follow_on = create(client, tenant, body(start + timedelta(minutes=30)), event_type="Checkup")
+    assert follow_on.status_code == 201, follow_on.json
+
+
+def test_replay_works_after_the_event_type_is_deactivated(client, tenant):
+    payload = body(idempotencyKey="before-deactivation")
+    first = create(client, tenant, payload).json
+    event_type = db.session.get(EventType, tenant.event_types["Cleaning"])
+    event_type.active = False
+    db.session.commit()
+    replay = create(client, tenant, payload)
+    assert replay.status_code == 201 and replay.json["id"] == first["id"]
+    assert replay.headers["Idempotent-Replayed"] == "true"
+    fresh = create(client, tenant, body(ny(MONDAY, 14), idempotencyKey="after"))
+    assert fresh.json == {"statusCode": 404, "message": "Event type not found"}

@@ -70,6 +70,14 @@ def test_description_can_be_cleared_with_null(client, tenant, booking):
     assert put(client, tenant, booking.id, {"description": None}).json["description"] is None
 
 
+def test_metadata_values_that_differ_only_in_type_are_changes(client, tenant, booking):
+    put(client, tenant, booking.id, {"metadata": {"a": 1, "b": 0}})
+    put(client, tenant, booking.id, {"metadata": {"a": True, "b": False}})
+    assert reload(booking.id).meta == {"a": True, "b": False}
+    shown = client.get(f"/v1/api/calendar/bookings/{booking.id}", headers=tenant.headers()).json
+    assert shown["metadata"] == {"a": True, "b": False}
+
+
 def test_metadata_is_replaced(client, tenant, booking):
     put(client, tenant, booking.id, {"metadata": {"b": "two"}})
     assert reload(booking.id).meta == {"b": "two"}

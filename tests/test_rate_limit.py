@@ -43,6 +43,27 @@ def test_error_responses_carry_the_headers_too(client, tenant):
     assert response.status_code == 403 and response.headers["X-RateLimit-Limit"] == "60"
 
 
+def test_retry_after_is_only_on_429(client, tenant):
+    assert "Retry-After" not in get(client, tenant.headers()).headers
+    assert "Retry-After" not in get(client, tenant.headers("none")).headers
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("patch", BOOKINGS),
+        ("get", f"{BOOKINGS}/99999999999"),
+        ("get", f"{BOOKINGS}/abc"),
+        ("post", "/v1/api/calendar/event-types/0/bookings"),
+    ],
+)
+def test_agent_paths_that_match_no_operation_are_counted_too(client, tenant, method, path):
+    response = getattr(client, method)(path, headers=tenant.headers())
+    assert response.status_code in (404, 405) and response.is_json
+    assert response.headers["X-RateLimit-Remaining"] == "59"
+    assert get(client, tenant.headers()).headers["X-RateLimit-Remaining"] == "58"
+
+
 def test_the_61st_request_in_a_minute_is_429(client, tenant):
     for _ in range(60):
         assert get(client, tenant.headers()).status_code == 200

@@ -17,7 +17,7 @@ from app.scheduling.slots import (
     slots_by_day,
     time_problem,
 )
-from app.scheduling.working_hours import WeeklySchedule, working_intervals
+from app.scheduling.working_hours import WeeklySchedule, working_intervals, working_ranges
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)  # a Tuesday
 
@@ -230,14 +230,15 @@ def scenarios(draw):
         latest_start=window.start + mins(draw(st.integers(0, 20000))),
     )
     schedule = WeeklySchedule(tz, weekly)
-    return working_intervals(schedule, *window), busy, slot_rules, window
+    return working_ranges(schedule, *window), busy, slot_rules, window
 
 
 @settings(max_examples=300, deadline=None)
 @given(scenarios())
 def test_slots_respect_every_rule(scenario):
-    working, busy, slot_rules, window = scenario
-    slots = open_slots(working, busy, slot_rules, window)
+    ranges, busy, slot_rules, window = scenario
+    working = merge(ranges)
+    slots = open_slots(ranges, busy, slot_rules, window)
     assert slots == sorted(slots)
     for slot in slots:
         assert window.contains(slot)
@@ -251,17 +252,52 @@ def test_slots_respect_every_rule(scenario):
 @settings(max_examples=300, deadline=None)
 @given(scenarios())
 def test_every_open_grid_point_is_returned(scenario):
-    working, busy, slot_rules, window = scenario
-    expected = []
-    for w in working:
-        start = w.start
-        while start + slot_rules.duration <= w.end:
+    """Oracle: a start is on the grid when it is a whole number of steps after the latest range
+    start at or before it (within the same stretch of working time)."""
+    ranges, busy, slot_rules, window = scenario
+    working = merge(ranges)
+    anchors = sorted({r.start for r in ranges})
+    expected = set()
+    for anchor in anchors:
+        stretch = next(w for w in working if w.start <= anchor < w.end)
+        start = anchor
+        while start + slot_rules.duration <= stretch.end:
+            latest_anchor = max(a for a in anchors if a <= start)
             slot = iv(start, start + slot_rules.duration)
             if (
-                window.contains(slot)
+                latest_anchor == anchor
+                and window.contains(slot)
                 and slot_rules.start_allowed(start)
                 and conflicting(slot, busy, slot_rules) is None
             ):
-                expected.append(slot)
+                expected.add(slot)
             start += slot_rules.step
-    assert open_slots(working, busy, slot_rules, window) == expected
+    assert open_slots(ranges, busy, slot_rules, window) == sorted(expected)
+
+
+def all_day_every_day(tz):
+    return WeeklySchedule(tz, dict.fromkeys(range(7), ((0, 1440),)))
+
+
+def day_slots(schedule, window_start, day, minutes):
+    window = iv(window_start, datetime(2026, 12, 10, tzinfo=UTC))
+    slots = open_slots(working_ranges(schedule, *window), [], rules(duration=minutes), window)
+    return [s for s in slots if s.start.date() == day]
+
+
+def test_a_days_slots_do_not_depend_on_where_the_window_starts():
+    schedule = all_day_every_day("UTC")
+    day = date(2026, 12, 2)
+    from_before = day_slots(schedule, datetime(2026, 12, 1, tzinfo=UTC), day, 25)
+    from_the_day = day_slots(schedule, datetime(2026, 12, 2, tzinfo=UTC), day, 25)
+    assert from_before == from_the_day
+    assert starts(from_the_day)[:3] == ["00:00", "00:25", "00:50"]
+
+
+def test_each_days_grid_starts_at_its_own_range_start():
+    # Ranges touch across midnight: the last slot of a day may run into the next day, and the
+    # next day's grid starts again at its midnight.
+    slots = day_slots(
+        all_day_every_day("UTC"), datetime(2026, 12, 1, tzinfo=UTC), date(2026, 12, 1), 25
+    )
+    assert starts(slots)[-1] == "23:45" and slots[-1].end == at(0, 10, day=2)

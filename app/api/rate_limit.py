@@ -14,7 +14,7 @@ Redis once it answers again: the API keeps answering rather than refusing or fai
 
 from __future__ import annotations
 
-from flask import Flask, current_app, request
+from flask import Flask, Response, current_app, request
 from flask.typing import ResponseReturnValue
 from flask_limiter import Limiter, RateLimitExceeded
 from limits import RateLimitItem, parse
@@ -37,9 +37,21 @@ def current_limit() -> str:
     return current_app.config["RATE_LIMIT_UNAUTHENTICATED"]
 
 
+AGENT_PATHS = API_PREFIX + "/calendar/"
+
+
 def is_not_agent_api() -> bool:
     """Documentation and anything outside the agent endpoints is not limited."""
-    return not request.path.startswith(API_PREFIX + "/calendar/") or request.endpoint is None
+    return not request.path.startswith(AGENT_PATHS)
+
+
+def request_identity() -> str:
+    """The endpoint, as Flask-Limiter's default; agent paths that match no operation (a 404 or
+    405 from routing) get a name too, so they are counted and carry the headers like any
+    other agent request instead of being skipped for having no endpoint."""
+    if request.endpoint is None and request.path.startswith(AGENT_PATHS):
+        return "agent-api-unmatched"
+    return request.endpoint or ""
 
 
 def describe(limit: RateLimitItem) -> str:
@@ -55,17 +67,28 @@ def handle_rate_limit_exceeded(error: RateLimitExceeded) -> ResponseReturnValue:
     return envelope(429, f"Rate limit exceeded: {describe(error.limit.limit)}")
 
 
+def _retry_after_only_when_limited(response: Response) -> Response:
+    """Flask-Limiter puts ``Retry-After`` on every answer; it means "wait" only on a 429."""
+    if response.status_code != 429:
+        response.headers.pop("Retry-After", None)
+    return response
+
+
 def register_rate_limits(app: Flask) -> Limiter:
     redis_url = app.config.get("REDIS_URL")
     app.config.setdefault("RATELIMIT_STORAGE_URI", redis_url or "memory://")
     app.config.setdefault("RATELIMIT_STRATEGY", "moving-window")
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
+    app.config.setdefault("RATELIMIT_REQUEST_IDENTIFIER", request_identity)
     if redis_url:
         app.config.setdefault("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True)
         # Fail fast when Redis is unreachable, so the fallback costs milliseconds, not seconds.
         app.config.setdefault(
             "RATELIMIT_STORAGE_OPTIONS", {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
         )
+    # Registered before the limiter, so it runs after the limiter has added its headers
+    # (Flask runs after-request functions in reverse order).
+    app.after_request(_retry_after_only_when_limited)
     limiter = Limiter(
         key_func=rate_limit_identity,
         application_limits=[current_limit],

@@ -104,7 +104,7 @@ RATE_LIMIT_HEADERS = {
         "schema": _INTEGER_HEADER,
     },
     "X-RateLimit-Reset": {
-        "description": "Epoch second by which the window has room again",
+        "description": "Epoch second at which the oldest request in the window stops counting",
         "schema": _INTEGER_HEADER,
     },
 }

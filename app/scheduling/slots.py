@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
-from app.scheduling.intervals import Interval, first_overlap
+from app.scheduling.intervals import Interval, first_overlap, merge
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,11 @@ def open_slots(
 ) -> list[Interval]:
     """Every bookable slot inside ``window``.
 
-    ``working`` and ``busy`` are merged interval lists. Slots start on a grid of ``rules.step``
-    anchored at the start of each working interval. One sweep: candidates only move forward,
-    and a conflict jumps straight past the busy interval instead of stepping through it.
+    ``working`` is the list of open ranges as configured (``working_ranges``; merged lists work
+    too), ``busy`` a merged list. A slot must fit inside the merged working time. Slots start on
+    a grid of ``rules.step`` anchored at each range's start and running until the next range
+    starts, so a day's slots do not depend on where the window begins. One sweep: candidates
+    only move forward, and a conflict jumps straight past the busy interval.
     """
     slots: list[Interval] = []
     duration, step = rules.duration, rules.step
@@ -65,21 +67,28 @@ def open_slots(
     upper_start = window.end - duration  # the slot must end inside the window
     if rules.latest_start is not None:
         upper_start = min(upper_start, rules.latest_start - timedelta.resolution)
-    j = 0
-    for open_start, open_end in working:
-        start = _first_grid_point(open_start, step, lower)
+    anchors = sorted({w.start for w in working})
+    a = j = 0
+    for _, open_end in merge(working):
+        group_start = a
+        while a < len(anchors) and anchors[a] < open_end:
+            a += 1
+        group = anchors[group_start:a]
         last_start = min(open_end - duration, upper_start)
-        while start <= last_start:
-            occupied_start = start - rules.buffer_before
-            occupied_end = start + duration + rules.buffer_after
-            while j < len(busy) and busy[j].end <= occupied_start:
-                j += 1
-            if j < len(busy) and busy[j].start < occupied_end:
-                # Skip to the first grid point whose occupied interval clears this busy time.
-                start = _first_grid_point(open_start, step, busy[j].end + rules.buffer_before)
-                continue
-            slots.append(Interval(start, start + duration))
-            start += step
+        for k, anchor in enumerate(group):
+            grid_end = group[k + 1] if k + 1 < len(group) else open_end
+            start = _first_grid_point(anchor, step, lower)
+            while start < grid_end and start <= last_start:
+                occupied_start = start - rules.buffer_before
+                occupied_end = start + duration + rules.buffer_after
+                while j < len(busy) and busy[j].end <= occupied_start:
+                    j += 1
+                if j < len(busy) and busy[j].start < occupied_end:
+                    # Skip to the first grid point whose occupied time clears this busy time.
+                    start = _first_grid_point(anchor, step, busy[j].end + rules.buffer_before)
+                    continue
+                slots.append(Interval(start, start + duration))
+                start += step
     return slots
 
 

@@ -68,14 +68,19 @@ class InstantInput:
         return not isinstance(self.value, datetime)
 
     def resolve(self, tz: ZoneInfo, *, date_means: Literal["start", "end"] = "start") -> datetime:
-        """The UTC instant this input names, reading naive values in ``tz``."""
+        """The UTC instant this input names, reading naive values in ``tz``.
+
+        Fractions of a second are dropped: every response shows whole seconds, so a booking
+        stored as ending at 16:00:00.5 would look free at 16:00:00 and still conflict.
+        """
         try:
             if not isinstance(self.value, datetime):
                 day = self.value + timedelta(days=1) if date_means == "end" else self.value
                 return local_to_utc(day, time(0), tz)
-            if self.value.tzinfo is None:
-                return self.value.replace(tzinfo=tz).astimezone(UTC)
-            return self.value.astimezone(UTC)
+            value = self.value.replace(microsecond=0)
+            if value.tzinfo is None:
+                return value.replace(tzinfo=tz).astimezone(UTC)
+            return value.astimezone(UTC)
         except OverflowError:
             raise InvalidInstant(f"'{self.value.isoformat()}' is out of range") from None
 

@@ -42,16 +42,17 @@ def _wall_instant(day: date, minute: int, tz_name: str) -> datetime:
     return local_to_utc(day, time(minute // 60, minute % 60), zone(tz_name))
 
 
-def working_intervals(schedule: WeeklySchedule, start: datetime, end: datetime) -> list[Interval]:
-    """The open time of ``schedule`` that touches ``[start, end)``, merged, in UTC.
+def working_ranges(schedule: WeeklySchedule, start: datetime, end: datetime) -> list[Interval]:
+    """Each configured open range (one per weekday range or override range and date) that
+    touches ``[start, end)``, in UTC, sorted by start, not merged.
 
-    Intervals are not clipped to the window: a slot must fit inside working hours, and the
-    window cuts slots separately.
+    Ranges are not clipped to the window: a slot must fit inside working hours, and the window
+    cuts slots separately. Their starts anchor the slot grid (see ``slots.open_slots``).
     """
     tz = zone(schedule.timezone)
     first = start.astimezone(tz).date() - timedelta(days=1)
     last = end.astimezone(tz).date() + timedelta(days=1)
-    open_time: list[Interval] = []
+    ranges: list[Interval] = []
     day = first
     while day <= last:
         for begin, finish in schedule.ranges_on(day):
@@ -60,6 +61,11 @@ def working_intervals(schedule: WeeklySchedule, start: datetime, end: datetime) 
                 _wall_instant(day, finish, schedule.timezone),
             )
             if interval.start < interval.end and interval.end > start and interval.start < end:
-                open_time.append(interval)
+                ranges.append(interval)
         day += timedelta(days=1)
-    return merge(open_time)
+    return sorted(ranges)
+
+
+def working_intervals(schedule: WeeklySchedule, start: datetime, end: datetime) -> list[Interval]:
+    """The open time that touches ``[start, end)``: the ranges, merged."""
+    return merge(working_ranges(schedule, start, end))

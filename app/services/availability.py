@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from itertools import chain
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 
@@ -26,7 +27,7 @@ from app.models import (
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.slots import SlotRules, open_slots, slots_by_day
 from app.scheduling.timezones import InstantInput, zone
-from app.scheduling.working_hours import WeeklySchedule, working_intervals
+from app.scheduling.working_hours import WeeklySchedule, working_ranges
 from app.services.errors import EventTypeNotFound, InvalidRequest
 
 MAX_WINDOW = timedelta(days=93)
@@ -167,6 +168,10 @@ def slot_rules(
     )
 
 
+def _wall_clock(instant: datetime, tz: ZoneInfo) -> datetime:
+    return instant.astimezone(tz).replace(tzinfo=None)
+
+
 def _first_set(value: int | None, default: int) -> int:
     return default if value is None else value
 
@@ -188,14 +193,15 @@ def check_availability(
     last_day = query.end_date.value if query.end_date.is_date else window.end.astimezone(tz).date()
     if window.end < window.start or last_day < first_day:
         raise InvalidRequest("endDate must not be before startDate")
-    if window.end - window.start > MAX_WINDOW:
+    # Counted on the wall clock, so a window over a DST change is not an hour longer or shorter.
+    if _wall_clock(window.end, tz) - _wall_clock(window.start, tz) > MAX_WINDOW:
         raise InvalidRequest("The availability window may span at most 93 days")
 
     rules = slot_rules(sub_account, event_type, now, query.duration)
     schedule = load_schedule(profile, sub_account.settings.timezone, window)
     occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
     busy = load_busy(sub_account.id, occupied_span)
-    slots = open_slots(working_intervals(schedule, *window), busy.all(), rules, window)
+    slots = open_slots(working_ranges(schedule, *window), busy.all(), rules, window)
 
     return [
         AvailabilityDay(day, day_slots)

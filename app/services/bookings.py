@@ -46,6 +46,7 @@ from app.services.events import BookingEvent, BookingEventKind, emit
 from app.services.locking import lock_calendar
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+NAME_MAX = TITLE_MAX = 255
 
 CONFLICT_BOOKING = "Time slot conflicts with an existing booking"
 CONFLICT_BLOCKED = "Time slot conflicts with blocked time"
@@ -71,11 +72,12 @@ class AttendeeInput:
         return self.email.strip().lower()
 
     def display_name(self) -> str:
-        """``name``, else first and last name joined, else the part of the email before @."""
+        """``name``, else first and last name joined, else the part of the email before @
+        (cut to the 255 characters a name may have)."""
         if self.name:
             return self.name
         joined = " ".join(p for p in (self.first_name, self.last_name) if p)
-        return joined or self.normalized_email.split("@", 1)[0]
+        return (joined or self.normalized_email.split("@", 1)[0])[:NAME_MAX]
 
 
 @dataclass(frozen=True)
@@ -105,13 +107,16 @@ class BookingChanges:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _as_json(value: Any) -> str:
+    """Canonical JSON: key order and whitespace do not matter, values and their types do."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def request_fingerprint(event_type_id: int, body: Mapping[str, Any]) -> str:
-    """SHA-256 of the event type id and the body as canonical JSON (key order and
-    whitespace do not matter; values do)."""
-    canonical = json.dumps(
-        {"eventTypeId": event_type_id, "body": body}, sort_keys=True, separators=(",", ":")
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """SHA-256 of the event type id and the body as canonical JSON."""
+    return hashlib.sha256(
+        _as_json({"eventTypeId": event_type_id, "body": body}).encode()
+    ).hexdigest()
 
 
 def _check_time(
@@ -221,13 +226,15 @@ def create_booking(
 ) -> tuple[Booking, bool]:
     """Book ``new`` on the event type. Returns the booking and whether it is an idempotent
     replay of an earlier request (then nothing was written)."""
-    event_type = find_event_type(sub_account, event_type_id)
     lock_calendar(sub_account.id)
     fingerprint = request_fingerprint(event_type_id, new.body)
     if new.idempotency_key is not None:
+        # Before anything else: a replay answers with the booking as it is now, even if its
+        # event type has been deactivated since.
         earlier = _idempotent_replay(sub_account.id, new.idempotency_key, fingerprint, now)
         if earlier is not None:
             return earlier, True
+    event_type = find_event_type(sub_account, event_type_id)
 
     timezone = new.timezone or sub_account.settings.timezone
     tz = zone(timezone)
@@ -239,7 +246,7 @@ def create_booking(
         sub_account_id=sub_account.id,
         event_type_id=event_type.id,
         status=BookingStatus.PENDING,
-        title=new.title or f"{event_type.name} with {first.display_name()}",
+        title=new.title or f"{event_type.name} with {first.display_name()}"[:TITLE_MAX],
         description=new.description,
         location=event_type.location or sub_account.settings.default_location,
         timezone=timezone,
@@ -299,11 +306,15 @@ def update_booking(
         booking.start_at, booking.end_at = start, end
         booking.occupied_start, booking.occupied_end = occupied
         changed += ["startTime", "endTime"]
-    for name, attr in (("title", "title"), ("description", "description"), ("metadata", "meta")):
+    for name, attr in (("title", "title"), ("description", "description")):
         value = getattr(changes, name)
         if name in changes.sent and value != getattr(booking, attr):
-            setattr(booking, attr, dict(value) if name == "metadata" else value)
+            setattr(booking, attr, value)
             changed.append(name)
+    # Compared as JSON: in Python 1 == True == 1.0, but to a client they are different values.
+    if "metadata" in changes.sent and _as_json(changes.metadata) != _as_json(booking.meta):
+        booking.meta = dict(changes.metadata)
+        changed.append("metadata")
     _flush_booking()  # a new time meets PostgreSQL's exclusion constraint here
     if "attendees" in changes.sent:
         if _replace_attendees(booking, changes.attendees, now):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, post_load, validate
+from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from app.api.fields import UTCTimestamp
 from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
@@ -51,6 +51,12 @@ class AttendeeInputSchema(Schema):
     phone = Text(allow_none=True, validate=validate.Length(max=50))
     timezone = TimezoneField(allow_none=True)
 
+    @validates_schema
+    def email_fits_once_normalized(self, data: dict[str, Any], **kwargs: Any) -> None:
+        # Emails are stored lower-cased, and lower-casing can lengthen a string ("İ" → "i̇").
+        if "email" in data and len(data["email"].strip().lower()) > 254:
+            raise ValidationError("Longer than 254 characters once lower-cased.", "email")
+
     @post_load
     def to_input(self, data: dict[str, Any], **kwargs: Any) -> AttendeeInput:
         return AttendeeInput(
@@ -63,6 +69,15 @@ class AttendeeInputSchema(Schema):
         )
 
 
+def _distinct_emails(attendees: list[AttendeeInput]) -> None:
+    emails = [a.normalized_email for a in attendees]
+    if len(set(emails)) != len(emails):
+        raise ValidationError("Each attendee email may appear only once.")
+
+
+ATTENDEES_VALIDATORS = [validate.Length(min=1, max=MAX_ATTENDEES), _distinct_emails]
+
+
 class _BookingFields(Schema):
     startTime = InstantField(
         metadata={"description": "ISO 8601; naive values are read in `timezone`"}
@@ -70,9 +85,7 @@ class _BookingFields(Schema):
     endTime = InstantField(
         metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
     )
-    attendees = fields.List(
-        fields.Nested(AttendeeInputSchema), validate=validate.Length(min=1, max=MAX_ATTENDEES)
-    )
+    attendees = fields.List(fields.Nested(AttendeeInputSchema), validate=ATTENDEES_VALIDATORS)
     timezone = TimezoneField(metadata={"description": "IANA timezone of the booking"})
     title = Text(validate=validate.Length(min=1, max=255))
     description = Text(allow_none=True, validate=validate.Length(max=5000))
@@ -83,9 +96,7 @@ class CreateBookingSchema(_BookingFields):
     startTime = InstantField(required=True)
     endTime = InstantField(required=True)
     attendees = fields.List(
-        fields.Nested(AttendeeInputSchema),
-        required=True,
-        validate=validate.Length(min=1, max=MAX_ATTENDEES),
+        fields.Nested(AttendeeInputSchema), required=True, validate=ATTENDEES_VALIDATORS
     )
     idempotencyKey = Text(
         validate=validate.Length(min=1, max=255),

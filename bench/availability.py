@@ -18,7 +18,7 @@ What is measured, all on one deterministic workload (seed ``SEED``):
   evenly over the 744 hours would leave almost none).
 
 1. Engine: the pure path ``check_availability`` runs once its inputs are loaded:
-   ``merge`` of each busy list and of their union, ``working_intervals``, ``open_slots`` and
+   ``merge`` of each busy list and of their union, ``working_ranges``, ``open_slots`` and
    ``slots_by_day``. Median and p95 of ``time.perf_counter`` over 200 runs; target ≤ 5 ms.
 2. Growth: the same with 10× and 100× the busy intervals in the same window (intervals may
    then overlap; fewer slots stay open). The ratio of medians should stay near or below the
@@ -76,7 +76,7 @@ from app.models.types import utcnow
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.slots import SlotRules, open_slots, slots_by_day
 from app.scheduling.timezones import local_to_utc, zone
-from app.scheduling.working_hours import WeeklySchedule, working_intervals
+from app.scheduling.working_hours import WeeklySchedule, working_ranges
 from app.services.provisioning import provision
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -214,7 +214,7 @@ def make_workload(calendar: Calendar, scale: int) -> Workload:
     (15 minutes + 10 buffer) starts 0 or 5 minutes into a cell drawn without replacement, so at
     scale 1 no two bookings overlap; blocked times start anywhere in a drawn cell."""
     rng = random.Random(SEED * 1000 + scale)
-    working = working_intervals(SCHEDULE, *calendar.window)
+    working = working_ranges(SCHEDULE, *calendar.window)
     inside: list[datetime] = []
     outside: list[datetime] = []
     cell = calendar.window.start
@@ -253,7 +253,7 @@ def engine_path(
 ) -> list[tuple[date, list[Interval]]]:
     """What ``check_availability`` computes once ``load_busy`` has fetched the rows."""
     busy = merge(chain(merge(bookings), merge(blocked), merge(())))
-    working = working_intervals(SCHEDULE, *calendar.window)
+    working = working_ranges(SCHEDULE, *calendar.window)
     slots = open_slots(working, busy, calendar.rules, calendar.window)
     return slots_by_day(slots, zone(TIMEZONE), calendar.first_day, calendar.last_day)
 
@@ -582,7 +582,7 @@ def main() -> None:
         f" {IN_HOURS_SHARE:.0%} inside working hours; seed {SEED}"
     )
     print()
-    print("1. Engine: merge + working_intervals + open_slots + slots_by_day")
+    print("1. Engine: merge + working_ranges + open_slots + slots_by_day")
     engine_slots = bench_engine(calendar, workload)
 
     print()

@@ -43,10 +43,7 @@ def authorize(permission: Permission) -> None:
     if result.failure is not None:
         raise result.failure
     api_key = result.api_key
-    now = utcnow()
-    resolution = current_app.config["API_KEY_LAST_USED_RESOLUTION"]
-    if api_key.last_used_at is None or (now - api_key.last_used_at).total_seconds() >= resolution:
-        record_key_use(api_key.id, now, resolution)
+    if record_key_use(api_key, utcnow(), current_app.config["API_KEY_LAST_USED_RESOLUTION"]):
         db.session.commit()
     g.api_key = api_key
     require_permission(api_key, permission)

@@ -92,13 +92,18 @@ def require_permission(api_key: ApiKey, permission: Permission) -> None:
         raise PermissionDenied(f"API key does not have '{permission.value}' permission")
 
 
-def record_key_use(api_key_id: int, now: datetime, resolution_seconds: int) -> None:
-    """Stamp ``last_used_at``, at most once per ``resolution_seconds`` per key."""
+def record_key_use(api_key: ApiKey, now: datetime, resolution_seconds: int) -> bool:
+    """Stamp ``last_used_at``, at most once per ``resolution_seconds`` per key; returns whether
+    it wrote (so the caller commits only then). The UPDATE re-checks staleness, so processes
+    racing on one key write once."""
     stale_before = now - timedelta(seconds=resolution_seconds)
+    if api_key.last_used_at is not None and api_key.last_used_at >= stale_before:
+        return False
     db.session.execute(
         update(ApiKey)
-        .where(ApiKey.id == api_key_id)
+        .where(ApiKey.id == api_key.id)
         .where(or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at < stale_before))
         .values(last_used_at=now)
         .execution_options(synchronize_session=False)
     )
+    return True

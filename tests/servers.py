@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import uuid
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+MACHINE_REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 def free_port() -> int:
@@ -45,12 +47,19 @@ def gunicorn(
     env: dict[str, str] | None = None,
     options: tuple[str, ...] = (),
 ) -> Iterator[str]:
-    """A gunicorn serving ``wsgi:app`` on ``database_url``; yields its base URL."""
+    """A gunicorn serving ``wsgi:app`` on ``database_url``; yields its base URL.
+
+    Several worker processes need shared rate-limit counts, so the server counts in the
+    machine's Redis under a key prefix of its own (pass ``REDIS_URL`` / ``RATELIMIT_KEY_PREFIX``
+    in ``env`` to choose otherwise; ``"REDIS_URL": ""`` serves the embedded in-memory default).
+    """
     port = free_port()
     process_env = {
         **os.environ,
         "DATABASE_URL": database_url,
         "SECRET_KEY": "test-secret-key",
+        "REDIS_URL": MACHINE_REDIS,
+        "RATELIMIT_KEY_PREFIX": f"test-{uuid.uuid4().hex}",
         **(env or {}),
     }
     command = [

@@ -25,7 +25,7 @@ dev-venv: $(VENV)/.dev
 run: venv
 	$(BIN)/flask --app wsgi db upgrade
 	PORT=$(PORT) $(BIN)/flask --app wsgi demo
-	$(BIN)/gunicorn --bind 127.0.0.1:$(PORT) --workers 2 --access-logfile - wsgi:app
+	$(BIN)/gunicorn --bind 127.0.0.1:$(PORT) wsgi:app
 
 ## make test: the whole suite, on SQLite and on PostgreSQL
 test: dev-venv

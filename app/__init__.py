@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config or {})
     app.json.sort_keys = False  # keep the envelope's and resources' documented field order
 
+    register_logging()
     db.init_app(app)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
@@ -38,3 +40,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_rate_limits(app)
     register_commands(app)
     return app
+
+
+def register_logging() -> None:
+    """Log INFO and above to stderr unless the process set logging up itself (pytest, a
+    ``--log-config``): without a handler the extensions' lines, such as the rate limiter's
+    "storage unreachable"/"recovered", would reach no log at all under gunicorn."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s"
+    )

@@ -1,8 +1,8 @@
 """Configuration: defaults first, then the environment.
 
 With nothing set the service runs embedded: SQLite under ``instance/``, a secret key generated
-into ``instance/``, in-memory rate limits. Production sets ``APP_ENV=production`` and must
-provide ``SECRET_KEY`` and ``DATABASE_URL``.
+into ``instance/``, in-memory rate limits (one serving process). Production sets
+``APP_ENV=production`` and must provide ``SECRET_KEY``, ``DATABASE_URL`` and ``REDIS_URL``.
 """
 
 from __future__ import annotations
@@ -81,3 +81,7 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         if app_config["APP_ENV"] == "production":
             raise RuntimeError("SECRET_KEY must be set when APP_ENV=production")
         app_config["SECRET_KEY"] = _instance_secret_key(instance)
+
+    if app_config["APP_ENV"] == "production" and not app_config.get("REDIS_URL"):
+        # In-memory rate limits hold for one process only, and production runs many.
+        raise RuntimeError("REDIS_URL must be set when APP_ENV=production")

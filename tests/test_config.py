@@ -70,3 +70,19 @@ def test_database_url_from_environment(clean_env, tmp_path):
     config = defaults()
     load_config(config, str(tmp_path))
     assert config["SQLALCHEMY_DATABASE_URI"] == "postgresql+psycopg://app@db.internal/calendar"
+
+
+def test_production_requires_redis(clean_env, tmp_path):
+    clean_env.setenv("APP_ENV", "production")
+    clean_env.setenv("SECRET_KEY", "from-env")
+    with pytest.raises(RuntimeError, match="REDIS_URL"):
+        load_config(defaults(), str(tmp_path))
+
+
+def test_production_starts_with_redis(clean_env, tmp_path):
+    clean_env.setenv("APP_ENV", "production")
+    clean_env.setenv("SECRET_KEY", "from-env")
+    clean_env.setenv("REDIS_URL", "redis://cache.internal:6379/0")
+    config = defaults()
+    load_config(config, str(tmp_path))
+    assert config["REDIS_URL"] == "redis://cache.internal:6379/0"

@@ -10,9 +10,14 @@ the view's own authorization reuses that result.
 With ``REDIS_URL`` set, counts live in Redis and every process shares them. If Redis goes away,
 Flask-Limiter falls back to per-process in-memory counts (logging the failure) and returns to
 Redis once it answers again: the API keeps answering rather than refusing or failing requests.
+A storage error after the view has run (while adding the headers) is swallowed: the request's
+work is done and it gets its real answer. Without ``REDIS_URL`` the counts live in memory, and
+only one process may serve a database (``memory_counts``).
 """
 
 from __future__ import annotations
+
+import logging
 
 from flask import Flask, Response, current_app, request
 from flask.typing import ResponseReturnValue
@@ -20,6 +25,7 @@ from flask_limiter import Limiter, RateLimitExceeded
 from limits import RateLimitItem, parse
 
 from app.api.auth import authentication
+from app.api.memory_counts import NOT_OWNER_MESSAGE, owns_memory_counts
 from app.config import API_PREFIX
 from app.errors import envelope
 
@@ -74,12 +80,55 @@ def _retry_after_only_when_limited(response: Response) -> Response:
     return response
 
 
+def _refuse_unless_owner_of_memory_counts() -> ResponseReturnValue | None:
+    """Before the limiter counts in memory: only the one process that owns the database's
+    counts may serve agent requests."""
+    if is_not_agent_api() or owns_memory_counts(current_app):
+        return None
+    return envelope(503, NOT_OWNER_MESSAGE)
+
+
+class OncePerOutage(logging.Filter):
+    """Flask-Limiter logs every storage error it swallows, with a traceback, on every request
+    of an outage. Its two outage lines ("… unreachable …" when it falls back to memory, "…
+    recovered" when it returns) say it all, so between them swallowed errors are dropped: an
+    outage reads as one line when it starts and one when it ends. A swallowed error outside
+    an announced outage is kept (once, until the next recovery)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_outage = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "Rate limit storage recovered" in message:
+            self.in_outage = False
+        elif "Rate limit storage unreachable" in message:
+            self.in_outage = True
+        elif "Swallowing error" in message:
+            if self.in_outage:
+                return False
+            self.in_outage = True
+        return True
+
+
+LIMITER_LOG = logging.getLogger("flask-limiter")
+_once_per_outage = OncePerOutage()
+
+
 def register_rate_limits(app: Flask) -> Limiter:
     redis_url = app.config.get("REDIS_URL")
     app.config.setdefault("RATELIMIT_STORAGE_URI", redis_url or "memory://")
     app.config.setdefault("RATELIMIT_STRATEGY", "moving-window")
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
     app.config.setdefault("RATELIMIT_REQUEST_IDENTIFIER", request_identity)
+    # A storage failure Flask-Limiter cannot fall back from (e.g. reading the window for the
+    # headers after the view committed) must not turn a finished request into a 500.
+    app.config.setdefault("RATELIMIT_SWALLOW_ERRORS", True)
+    if _once_per_outage not in LIMITER_LOG.filters:
+        LIMITER_LOG.addFilter(_once_per_outage)
+    if not redis_url:
+        app.before_request(_refuse_unless_owner_of_memory_counts)
     if redis_url:
         app.config.setdefault("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True)
         # Fail fast when Redis is unreachable, so the fallback costs milliseconds, not seconds.

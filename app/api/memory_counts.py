@@ -1,0 +1,98 @@
+"""One serving process per database when rate limits are counted in memory.
+
+Without ``REDIS_URL`` each process keeps its own counts, so two processes serving one database
+would let a key make twice its limit. The process that first serves an agent request claims
+the database's counts; any other process that tries answers 503 (and logs why) until it can
+claim them, so whatever the server configuration, a key never gets more than its limit.
+
+The claim is a lock the operating system drops when the process ends: on PostgreSQL a
+session advisory lock on a connection of its own (it holds across machines); otherwise an
+exclusive ``lockf`` lock on a file beside the SQLite database (or in the instance folder).
+Both are per process, so many apps inside one process (tests, scripts) share one claim.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from sqlalchemy.engine import Engine
+
+from app.extensions import db
+
+log = logging.getLogger(__name__)
+
+# First key of the two-key advisory lock: the namespace of "who counts in memory".
+MEMORY_COUNTS_LOCK = 0x0CA2
+
+NOT_OWNER_MESSAGE = (
+    "Service misconfigured: rate limits are counted in memory and another process already "
+    "serves this database; set REDIS_URL to serve from several processes"
+)
+
+# Claims held by this process, by database: the lock file descriptor or the dedicated
+# connection that holds the lock. Keyed with the process id, so a forked child (gunicorn
+# --preload) does not take its parent's claim for its own.
+_claims: dict[tuple[int, str], Any] = {}
+_refusal_logged: set[tuple[int, str]] = set()
+
+
+def _lock_file(engine: Engine, instance_path: str) -> Path:
+    url = engine.url
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        return Path(url.database).with_name(Path(url.database).name + "-ratelimit.lock")
+    digest = hashlib.sha256(url.render_as_string(hide_password=True).encode()).hexdigest()[:16]
+    return Path(instance_path) / f"ratelimit-{digest}.lock"
+
+
+def _claim_file(path: Path) -> Any | None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _claim_advisory_lock(engine: Engine) -> Any | None:
+    connection = engine.raw_connection()
+    connection.detach()  # the claim lives as long as the process: never back to the pool
+    cursor = connection.cursor()
+    cursor.execute("SELECT pg_try_advisory_lock(%s, 0)", (MEMORY_COUNTS_LOCK,))
+    (claimed,) = cursor.fetchone()
+    cursor.close()
+    connection.commit()
+    if not claimed:
+        connection.close()
+        return None
+    return connection
+
+
+def owns_memory_counts(app: Flask) -> bool:
+    """Whether this process keeps the rate-limit counts of ``app``'s database (claiming them
+    if nobody does)."""
+    engine = db.engine
+    database = engine.url.render_as_string(hide_password=True)
+    key = (os.getpid(), database)
+    if key in _claims:
+        return True
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database in (None, "", ":memory:"):
+        claim: Any = "private database"  # an in-memory database has no other process
+    elif engine.dialect.name == "postgresql":
+        claim = _claim_advisory_lock(engine)
+    else:
+        claim = _claim_file(_lock_file(engine, app.instance_path))
+    if claim is None:
+        if key not in _refusal_logged:
+            _refusal_logged.add(key)
+            log.error(NOT_OWNER_MESSAGE)
+        return False
+    _claims[key] = claim
+    return True

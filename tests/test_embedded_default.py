@@ -1,0 +1,150 @@
+"""The embedded default (no environment set) keeps the spec's promises through real processes:
+``make run`` works every time it is started, and a key gets 60 requests a minute however the
+server is started, because in-memory counts are kept by one process per database."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import urllib.error
+import urllib.request
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.servers import BIN, ROOT, free_port, gunicorn, wait_until_serving
+
+BOOKINGS = "/v1/api/calendar/bookings"
+
+pytestmark = pytest.mark.slow
+
+
+def embedded_env(**extra: str) -> dict[str, str]:
+    """The process environment with none of the service's own settings."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("REDIS_URL", "DATABASE_URL", "SECRET_KEY", "RATE_LIMIT", "APP_ENV")
+    }
+    return {**env, **extra}
+
+
+def status_of(url: str, key: str) -> int:
+    request = urllib.request.Request(url, headers={"x-calendar-api-key": key})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def statuses(url: str, key: str, count: int) -> Counter:
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return Counter(pool.map(lambda _: status_of(url, key), range(count)))
+
+
+def make_run(env: dict[str, str]) -> tuple[subprocess.Popen, str, str]:
+    """``make run`` as the README has it; returns the process, its base URL and the demo key."""
+    port = free_port()
+    process = subprocess.Popen(
+        ["make", "run", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    output = []
+    for line in process.stdout:
+        output.append(line)
+        if "API key (shown once)" in line:
+            break
+    key = re.search(r"API key \(shown once\): (\S+)", "".join(output))
+    assert key, "".join(output)
+    base = f"http://127.0.0.1:{port}"
+    wait_until_serving(base + "/v1/api/openapi.json")
+    return process, base, key.group(1)
+
+
+def stop(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: make and gunicorn alike
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_make_run_starts_twice_and_a_key_gets_sixty_requests_a_minute(tmp_path):
+    env = embedded_env(DATABASE_URL=f"sqlite:///{tmp_path / 'calendar.sqlite3'}")
+    for _ in range(2):  # the second start migrates an existing database
+        process, base, key = make_run(env)
+        try:
+            assert statuses(base + BOOKINGS, key, 70) == {200: 60, 429: 10}
+        finally:
+            stop(process)
+        process.stdout.close()
+
+
+def test_several_workers_without_redis_refuse_to_start(tmp_path):
+    env = embedded_env(DATABASE_URL=f"sqlite:///{tmp_path / 'calendar.sqlite3'}")
+    result = subprocess.run(
+        [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{free_port()}", "--workers", "3", "wsgi:app"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "3 workers need REDIS_URL" in result.stderr
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def demo_database(request, tmp_path) -> tuple[str, str]:
+    """A migrated database of its own with the demo workspace; returns its URL and a key."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+    else:
+        url = request.getfixturevalue("postgres_database")()
+    env = embedded_env(DATABASE_URL=url, SECRET_KEY="embedded-test")
+    flask = [str(BIN / "flask"), "--app", "wsgi"]
+    subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
+    demo = subprocess.run(
+        [*flask, "demo"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
+    return url, re.search(r"API key \(shown once\): (\S+)", demo.stdout).group(1)
+
+
+def refusal(base: str, key: str) -> tuple[int, str]:
+    request = urllib.request.Request(base + BOOKINGS, headers={"x-calendar-api-key": key})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    return refused.value.code, refused.value.read().decode()
+
+
+def test_a_second_server_without_redis_refuses_agent_requests_while_the_first_serves(
+    demo_database,
+):
+    url, key = demo_database
+    single = {"REDIS_URL": ""}
+    first_server = gunicorn(url, workers=1, threads=4, env=single)
+    first = first_server.__enter__()
+    try:
+        assert status_of(first + BOOKINGS, key) == 200
+        with gunicorn(url, workers=1, threads=4, env=single) as second:
+            status, body = refusal(second, key)
+            assert status == 503
+            assert '"statusCode":503' in body and "set REDIS_URL" in body
+            assert status_of(first + BOOKINGS, key) == 200
+
+            first_server.__exit__(None, None, None)
+            first_server = None
+            assert status_of(second + BOOKINGS, key) == 200  # the claim ended with its process
+    finally:
+        if first_server is not None:
+            first_server.__exit__(None, None, None)

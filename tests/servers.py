@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 import urllib.error
-import uuid
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,8 +46,10 @@ def gunicorn(
     threads: int = 1,
     env: dict[str, str] | None = None,
     options: tuple[str, ...] = (),
+    log_path: Path | None = None,
 ) -> Iterator[str]:
-    """A gunicorn serving ``wsgi:app`` on ``database_url``; yields its base URL.
+    """A gunicorn serving ``wsgi:app`` on ``database_url``; yields its base URL. Its stderr
+    (the app's log) goes to ``log_path`` when given.
 
     Several worker processes need shared rate-limit counts, so the server counts in the
     machine's Redis under a key prefix of its own (pass ``REDIS_URL`` / ``RATELIMIT_KEY_PREFIX``
@@ -75,8 +77,9 @@ def gunicorn(
         *options,
         "wsgi:app",
     ]
+    log = open(log_path, "w") if log_path else subprocess.DEVNULL  # noqa: SIM115
     server = subprocess.Popen(
-        command, cwd=ROOT, env=process_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command, cwd=ROOT, env=process_env, stdout=subprocess.DEVNULL, stderr=log
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -89,3 +92,5 @@ def gunicorn(
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+        if log_path:
+            log.close()

@@ -31,6 +31,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     load_config(app.config, app.instance_path)
     app.config.update(config or {})
     app.json.sort_keys = False  # keep the envelope's and resources' documented field order
+    # Werkzeug would answer "//" in a path with a redirect to the merged path, built from the
+    # client's Host header; paths are matched as sent instead (an unknown one is a JSON 404).
+    app.url_map.merge_slashes = False
 
     register_logging()
     db.init_app(app)

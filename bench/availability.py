@@ -465,14 +465,28 @@ def gunicorn(database_url: str, log_path: Path, workers: int = 2) -> Iterator[in
     """``gunicorn wsgi:app`` with ``workers`` sync workers on a free loopback port, until it
     answers."""
     port = free_port()
-    # The benchmark sends far more than the 60 requests a minute an API key may make.
+    # The benchmark sends far more than the 60 requests a minute an API key may make. Several
+    # workers need shared counts: the machine's Redis, under a key prefix of this server's own.
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
         "SECRET_KEY": "bench",
         "RATE_LIMIT": "1000000/minute",
+        "REDIS_URL": os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "RATELIMIT_KEY_PREFIX": f"bench-{uuid.uuid4().hex}",
     }
-    command = [str(GUNICORN), "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "wsgi:app"]
+    # --config /dev/null: sync workers exactly as given here, not the deployment's
+    # gunicorn.conf.py (threads, access log), which gunicorn would read from the project root.
+    command = [
+        str(GUNICORN),
+        "--config",
+        os.devnull,
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "wsgi:app",
+    ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

@@ -133,7 +133,8 @@ def make_booking(
     )
     for email in emails:
         booking.attendees.append(
-            Attendee(email=email, name=email.split("@")[0], timezone=booking.timezone)
+            # Lower-cased, as the write path stores every email.
+            Attendee(email=email.lower(), name=email.split("@")[0], timezone=booking.timezone)
         )
     db.session.add(booking)
     db.session.commit()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
 import subprocess
@@ -31,3 +33,111 @@ def test_fresh_sqlite_database_migrate_demo_and_serve(tmp_path):
             assert response.status == 200
             assert response.headers["Content-Type"] == "application/json"
             assert response.read() == b'{"bookings":[],"total":0,"limit":50,"offset":0}\n'
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A gunicorn on a fresh SQLite database with the demo workspace: its base URL and key."""
+    folder = tmp_path_factory.mktemp("served")
+    database_url = f"sqlite:///{folder / 'calendar.sqlite3'}"
+    env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"}
+    flask = [str(BIN / "flask"), "--app", "wsgi"]
+    subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
+    demo = subprocess.run(
+        [*flask, "demo"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
+    key = re.search(r"API key \(shown once\): (\S+)", demo.stdout).group(1)
+    event_type_id = re.search(r'"Consultation": (\d+)', demo.stdout).group(1)
+    with gunicorn(database_url, workers=1, threads=2) as base:
+        yield base, key, event_type_id
+
+
+def send(base, method, path, headers=None, body=None, chunked=False):
+    """One request over a fresh connection; returns status, content type and body."""
+    connection = http.client.HTTPConnection(base.removeprefix("http://"), timeout=30)
+    try:
+        if chunked:
+            pieces = (body[i : i + 65536] for i in range(0, len(body), 65536))
+            connection.request(
+                method, path, body=pieces, headers=headers or {}, encode_chunked=True
+            )
+        else:
+            connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, response.getheader("Content-Type"), response.read()
+    finally:
+        connection.close()
+
+
+def oversized_booking_body() -> bytes:
+    return json.dumps({"title": "x" * (1024 * 1024 + 10)}).encode()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_body_over_one_mebibyte_is_413_however_it_is_sent(served, chunked):
+    base, key, event_type_id = served
+    status, content_type, body = send(
+        base,
+        "POST",
+        f"/v1/api/calendar/event-types/{event_type_id}/bookings",
+        {"x-calendar-api-key": key, "Content-Type": "application/json"},
+        oversized_booking_body(),
+        chunked=chunked,
+    )
+    assert (status, content_type) == (413, "application/json")
+    assert json.loads(body) == {
+        "statusCode": 413,
+        "message": "Request body too large (limit: 1 MiB)",
+    }
+
+
+@pytest.mark.slow
+def test_a_chunked_body_under_the_limit_reaches_the_app(served):
+    base, key, event_type_id = served
+    status, _, body = send(
+        base,
+        "POST",
+        f"/v1/api/calendar/event-types/{event_type_id}/bookings",
+        {"x-calendar-api-key": key, "Content-Type": "application/json"},
+        json.dumps({"title": "x" * (1024 * 1024 - 100)}).encode(),
+        chunked=True,
+    )
+    assert status == 400
+    assert "startTime" in json.loads(body)["errors"]
+
+
+@pytest.mark.slow
+def test_a_request_line_up_to_8_kib_reaches_the_app(served):
+    base, key, _ = served
+    status, content_type, _ = send(
+        base, "GET", "/v1/api/calendar/bookings?email=" + "a" * 7000, {"x-calendar-api-key": key}
+    )
+    assert (status, content_type) == (400, "application/json")  # the app's validation
+
+
+@pytest.mark.slow
+def test_a_request_line_over_8_kib_is_answered_by_the_server(served):
+    base, key, _ = served
+    status, _, _ = send(
+        base, "GET", "/v1/api/calendar/bookings?email=" + "a" * 9000, {"x-calendar-api-key": key}
+    )
+    assert status == 414
+
+
+@pytest.mark.slow
+def test_a_header_up_to_8_kib_reaches_the_app(served):
+    base, key, _ = served
+    status, content_type, _ = send(
+        base, "GET", "/v1/api/calendar/bookings", {"x-calendar-api-key": key, "X-Big": "b" * 8000}
+    )
+    assert (status, content_type) == (200, "application/json")
+
+
+@pytest.mark.slow
+def test_a_header_over_8_kib_is_answered_by_the_server(served):
+    base, key, _ = served
+    status, content_type, _ = send(
+        base, "GET", "/v1/api/calendar/bookings", {"x-calendar-api-key": key, "X-Big": "b" * 9000}
+    )
+    assert status in (400, 431) and content_type != "application/json"

@@ -9,13 +9,18 @@ import pytest
 from app.scheduling.timezones import (
     InvalidInstant,
     InvalidTimezone,
+    NonexistentLocalTime,
     format_utc,
     local_to_utc,
-    parse_instant,
+    read_instant,
     zone,
 )
 
 NEW_YORK = zone("America/New_York")
+
+
+def parse_instant(text, tz, *, date_means="start"):
+    return read_instant(text).resolve(tz, date_means=date_means)
 
 
 def utc(*args):
@@ -60,7 +65,19 @@ def test_out_of_range_instant_is_refused_not_crashing():
         parse_instant("9999-12-31", NEW_YORK, date_means="end")
 
 
-@pytest.mark.parametrize("name", ["Mars/Olympus", "EST5EDT ", "../../etc/passwd", "", "utc"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Mars/Olympus",
+        "EST5EDT ",
+        "../../etc/passwd",
+        "",
+        "utc",
+        "localtime",
+        "Factory",
+        "posixrules",
+    ],
+)
 def test_unknown_timezones_are_refused(name):
     with pytest.raises(InvalidTimezone):
         zone(name)
@@ -69,6 +86,34 @@ def test_unknown_timezones_are_refused(name):
 def test_skipped_wall_time_resolves_to_the_offset_before_the_change():
     # 2026-03-08 02:30 does not exist in New York; fold=0 reads it with EST (-05:00).
     assert local_to_utc(date(2026, 3, 8), time(2, 30), NEW_YORK) == utc(2026, 3, 8, 7, 30)
+
+
+@pytest.mark.parametrize("name", ["America/New_York", "UTC", "Etc/GMT+5", "US/Eastern", "EST5EDT"])
+def test_iana_names_and_links_are_zones(name):
+    assert zone(name).key == name
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-03-08T02:00:00", "2026-03-08T02:30:00", "2026-03-08T02:59:59"]
+)
+def test_a_naive_time_skipped_by_spring_forward_is_refused_by_name(text):
+    with pytest.raises(NonexistentLocalTime, match=f"{text} does not exist in America/New_York"):
+        parse_instant(text, NEW_YORK)
+
+
+def test_the_edges_of_the_spring_forward_gap_exist():
+    assert parse_instant("2026-03-08T01:59:59", NEW_YORK) == utc(2026, 3, 8, 6, 59, 59)
+    assert parse_instant("2026-03-08T03:00:00", NEW_YORK) == utc(2026, 3, 8, 7)
+
+
+def test_a_date_whose_midnight_is_skipped_starts_at_its_first_instant():
+    # Santiago springs forward at midnight: 2026-09-06 begins at 01:00 -03.
+    santiago = zone("America/Santiago")
+    assert parse_instant("2026-09-06", santiago) == utc(2026, 9, 6, 4)
+
+
+def test_a_naive_time_given_with_an_offset_is_never_refused():
+    assert parse_instant("2026-03-08T02:30:00-05:00", NEW_YORK) == utc(2026, 3, 8, 7, 30)
 
 
 def test_doubled_wall_time_resolves_to_the_first_occurrence():

@@ -46,6 +46,22 @@ def _id_parameter_schema(converter: IdConverter) -> dict[str, Any]:
     return {"type": "integer", "format": "int32", "minimum": 1, "maximum": MAX_ID}
 
 
+def _cut_at_the_size_limit(req: Request, body: bytes) -> bool:
+    """Whether a body sent without ``Content-Length`` (chunked) went on past the size limit.
+
+    Werkzeug answers 413 up front when ``Content-Length`` is over the limit, but a chunked
+    body it silently cuts at the limit: one more byte from the server's stream tells a body
+    that ended there from one that was cut.
+    """
+    limit = req.max_content_length
+    return (
+        req.content_length is None
+        and limit is not None
+        and len(body) >= limit
+        and bool(req.environ["wsgi.input"].read(1))
+    )
+
+
 class ApiParser(FlaskParser):
     """webargs' Flask parser, strict about what it accepts: every failure is a 400 with the
     envelope, never webargs' 422 and never an exception that escapes as a 500."""
@@ -54,6 +70,8 @@ class ApiParser(FlaskParser):
 
     def _raw_load_json(self, req: Request) -> Any:
         body = req.get_data(cache=True)
+        if _cut_at_the_size_limit(req, body):
+            abort(413)
         if not is_json_request(req):
             if body or req.method in ("POST", "PUT"):
                 abort(400, message="Request body must be JSON (Content-Type: application/json)")

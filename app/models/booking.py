@@ -44,8 +44,10 @@ class Booking(db.Model):
             "occupied_start <= start_at AND occupied_end >= end_at", name="occupied_interval"
         ),
         Index("ix_bookings_sub_account_start", "sub_account_id", "start_at", "id"),
+        # Led by the end: where a B-tree serves the busy-time lookup (SQLite), it reads only
+        # what ends after the window starts, not the whole past (migration 0003).
         Index(
-            "ix_bookings_sub_account_occupied", "sub_account_id", "occupied_start", "occupied_end"
+            "ix_bookings_sub_account_occupied", "sub_account_id", "occupied_end", "occupied_start"
         ),
         Index("uq_bookings_idempotency_key", "sub_account_id", "idempotency_key", unique=True),
     )

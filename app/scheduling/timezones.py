@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
+from importlib import resources
 from typing import Literal
-from zoneinfo import ZoneInfo, available_timezones
+from zoneinfo import ZoneInfo
 
 # Instants far outside any calendar's use are refused up front, so no timezone arithmetic on
 # them can overflow ``datetime``'s range.
@@ -26,9 +27,21 @@ class InvalidInstant(ValueError):
     pass
 
 
+class NonexistentLocalTime(InvalidInstant):
+    """A naive date-time that a daylight-saving change skips in the timezone it is read in."""
+
+
+# In tzdata's list but not a place: a zone with no offset of its own, for unconfigured systems.
+NOT_A_PLACE = frozenset({"Factory"})
+
+
 @lru_cache(maxsize=1)
 def _iana_names() -> frozenset[str]:
-    return frozenset(available_timezones())
+    """The zone names of the IANA database as the ``tzdata`` package ships them, not whatever
+    the system's zoneinfo folder holds (``localtime``, ``posixrules`` and the like are files
+    there, not zones)."""
+    names = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
+    return frozenset(names) - NOT_A_PLACE
 
 
 def is_timezone(name: str) -> bool:
@@ -72,17 +85,25 @@ class InstantInput:
 
         Fractions of a second are dropped: every response shows whole seconds, so a booking
         stored as ending at 16:00:00.5 would look free at 16:00:00 and still conflict.
+
+        A naive date-time that does not exist in ``tz`` (skipped by a spring-forward change)
+        is refused rather than moved: the client meant a time that never happens. A doubled
+        one (fall-back) is the first. A date alone is that day's first instant, even when a
+        change skips its midnight.
         """
-        try:
-            if not isinstance(self.value, datetime):
-                day = self.value + timedelta(days=1) if date_means == "end" else self.value
-                return local_to_utc(day, time(0), tz)
-            value = self.value.replace(microsecond=0)
-            if value.tzinfo is None:
-                return value.replace(tzinfo=tz).astimezone(UTC)
+        if not isinstance(self.value, datetime):
+            day = self.value + timedelta(days=1) if date_means == "end" else self.value
+            return local_to_utc(day, time(0), tz)
+        value = self.value.replace(microsecond=0)
+        if value.tzinfo is not None:
             return value.astimezone(UTC)
-        except OverflowError:
-            raise InvalidInstant(f"'{self.value.isoformat()}' is out of range") from None
+        instant = value.replace(tzinfo=tz).astimezone(UTC)
+        if instant.astimezone(tz).replace(tzinfo=None) != value:
+            raise NonexistentLocalTime(
+                f"{value.isoformat()} does not exist in {tz.key}"
+                " (a daylight-saving change skips it)"
+            )
+        return instant
 
 
 def read_instant(text: str) -> InstantInput:
@@ -100,13 +121,6 @@ def read_instant(text: str) -> InstantInput:
     if not MIN_YEAR <= value.year <= MAX_YEAR:
         raise InvalidInstant(f"years from {MIN_YEAR} to {MAX_YEAR} only")
     return InstantInput(value)
-
-
-def parse_instant(
-    text: str, tz: ZoneInfo, *, date_means: Literal["start", "end"] = "start"
-) -> datetime:
-    """Parse an ISO 8601 instant or date into a UTC ``datetime``."""
-    return read_instant(text).resolve(tz, date_means=date_means)
 
 
 def format_utc(instant: datetime) -> str:

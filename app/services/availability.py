@@ -1,7 +1,8 @@
 """When a sub account's calendar can be booked: loading the inputs of the scheduling rules
 (working hours, busy time, the event type's rules) and asking ``app.scheduling`` for slots.
 
-Booking writes load the same inputs through ``booking_context`` so both apply one rule.
+Booking writes load their inputs through the same loaders (``profile_for``, ``load_schedule``,
+``load_busy``, ``slot_rules``), so both apply one rule.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import date, datetime, timedelta
 from itertools import chain
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, bindparam, func, literal, literal_column, select
 
 from app.extensions import db
 from app.models import (
@@ -24,11 +25,13 @@ from app.models import (
     EventType,
     SubAccount,
 )
+from app.models.types import UTCDateTime
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.slots import SlotRules, open_slots, slots_by_day
 from app.scheduling.timezones import InstantInput, zone
 from app.scheduling.working_hours import WeeklySchedule, working_ranges
 from app.services.errors import EventTypeNotFound, InvalidRequest
+from app.services.instants import resolve_instant
 
 MAX_WINDOW = timedelta(days=93)
 
@@ -60,14 +63,18 @@ class BusyTime:
         return merge(chain(self.bookings, self.blocked, self.external))
 
 
-def find_event_type(sub_account: SubAccount, event_type_id: int) -> EventType:
-    event_type = db.session.scalar(
-        select(EventType).where(
-            EventType.id == event_type_id,
-            EventType.sub_account_id == sub_account.id,
-            EventType.active.is_(True),
-        )
+def find_event_type(
+    sub_account: SubAccount, event_type_id: int, *, offered_only: bool = True
+) -> EventType:
+    """The sub account's event type ``event_type_id``. A deactivated event type is no longer
+    offered (availability and new bookings answer 404), but the bookings made with it live
+    on: their updates pass ``offered_only=False``."""
+    stmt = select(EventType).where(
+        EventType.id == event_type_id, EventType.sub_account_id == sub_account.id
     )
+    if offered_only:
+        stmt = stmt.where(EventType.active.is_(True))
+    event_type = db.session.scalar(stmt)
     if event_type is None:
         raise EventTypeNotFound()
     return event_type
@@ -115,12 +122,34 @@ def load_schedule(
 def load_busy(
     sub_account_id: int, span: Interval, exclude_booking_id: int | None = None
 ) -> BusyTime:
-    """Busy time overlapping ``span``: one query for bookings, one for blocked time."""
+    """Busy time overlapping ``span``: one query for bookings, one for blocked time.
+
+    On PostgreSQL both are range overlaps (``&&``) on GiST indexes, which find the intervals
+    near the window whatever the length of the calendar's history: for bookings the index of
+    the partial exclusion constraint ``ex_bookings_no_overlap`` (0002; so the status predicate
+    repeats the constraint's, as literals, which the planner can match even in the generic plan
+    of a prepared statement), for blocked times ``ix_blocked_times_sub_account_range`` (0003).
+    SQLite has B-trees only; theirs are led by the interval's end (0003), so the index bounds
+    ``end > span.start`` and reads only what ends after the window starts (the near past and
+    the future, which the booking horizon keeps short), never the whole history.
+    """
+    if db.session.get_bind().dialect.name == "postgresql":
+        active = Booking.status.in_(
+            bindparam(
+                "active_statuses",
+                [str(s) for s in ACTIVE_STATUSES],
+                expanding=True,
+                literal_execute=True,
+            )
+        )
+        booking_overlap = _range_overlaps(Booking.occupied_start, Booking.occupied_end, span)
+        blocked_overlap = _range_overlaps(BlockedTime.start_at, BlockedTime.end_at, span)
+    else:
+        active = Booking.status.in_(ACTIVE_STATUSES)
+        booking_overlap = and_(Booking.occupied_start < span.end, Booking.occupied_end > span.start)
+        blocked_overlap = and_(BlockedTime.start_at < span.end, BlockedTime.end_at > span.start)
     bookings_stmt = select(Booking.occupied_start, Booking.occupied_end).where(
-        Booking.sub_account_id == sub_account_id,
-        Booking.status.in_(ACTIVE_STATUSES),
-        Booking.occupied_start < span.end,
-        Booking.occupied_end > span.start,
+        Booking.sub_account_id == sub_account_id, active, booking_overlap
     )
     if exclude_booking_id is not None:
         bookings_stmt = bookings_stmt.where(Booking.id != exclude_booking_id)
@@ -129,14 +158,25 @@ def load_busy(
     external: list[Interval] = []
     rows = db.session.execute(
         select(BlockedTime.start_at, BlockedTime.end_at, BlockedTime.source).where(
-            BlockedTime.sub_account_id == sub_account_id,
-            BlockedTime.start_at < span.end,
-            BlockedTime.end_at > span.start,
+            BlockedTime.sub_account_id == sub_account_id, blocked_overlap
         )
     )
     for start, end, source in rows:
         (external if source == BlockedTimeSource.EXTERNAL else blocked).append(Interval(start, end))
     return BusyTime(merge(bookings), merge(blocked), merge(external))
+
+
+def _range_overlaps(
+    start_column: ColumnElement[datetime], end_column: ColumnElement[datetime], span: Interval
+) -> ColumnElement[bool]:
+    """``tstzrange(start, end, '[)') && tstzrange(:start, :end, '[)')``: the column side exactly
+    as the GiST indexes spell it (the bounds literal, not a parameter, or no plan matches)."""
+    half_open = literal_column("'[)'")
+    return func.tstzrange(start_column, end_column, half_open).op("&&", is_comparison=True)(
+        func.tstzrange(
+            literal(span.start, UTCDateTime()), literal(span.end, UTCDateTime()), half_open
+        )
+    )
 
 
 def slot_rules(
@@ -185,8 +225,8 @@ def check_availability(
     tz_name = query.timezone or (profile.timezone if profile else sub_account.settings.timezone)
     tz = zone(tz_name)
     window = Interval(
-        query.start_date.resolve(tz, date_means="start"),
-        query.end_date.resolve(tz, date_means="end"),
+        resolve_instant("startDate", query.start_date, tz),
+        resolve_instant("endDate", query.end_date, tz, date_means="end"),
     )
     first_day = window.start.astimezone(tz).date()
     # A date-only endDate resolves to the next midnight; its own date is the last day.

@@ -43,6 +43,7 @@ from app.services.availability import (
 from app.services.booking_queries import get_booking
 from app.services.errors import BookingNotFound, InvalidRequest
 from app.services.events import BookingEvent, BookingEventKind, emit
+from app.services.instants import resolve_instant
 from app.services.locking import lock_calendar
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
@@ -238,7 +239,10 @@ def create_booking(
 
     timezone = new.timezone or sub_account.settings.timezone
     tz = zone(timezone)
-    slot = Interval(new.start_time.resolve(tz), new.end_time.resolve(tz))
+    slot = Interval(
+        resolve_instant("startTime", new.start_time, tz),
+        resolve_instant("endTime", new.end_time, tz),
+    )
     occupied = _check_time(sub_account, event_type, slot, now)
     first = new.attendees[0]
     booking = Booking(
@@ -280,7 +284,7 @@ def update_booking(
 ) -> Booking:
     """Change the sent fields of a pending or confirmed booking; a new time must pass the
     time rule (the booking's own current time does not count as busy)."""
-    event_type = find_event_type(sub_account, event_type_id)
+    event_type = find_event_type(sub_account, event_type_id, offered_only=False)
     lock_calendar(sub_account.id)
     booking = get_booking(sub_account, booking_id)
     if booking.event_type_id != event_type.id:
@@ -295,11 +299,11 @@ def update_booking(
     tz = zone(booking.timezone)
     start, end = booking.start_at, booking.end_at
     if "startTime" in changes.sent:
-        start = changes.start_time.resolve(tz)
+        start = resolve_instant("startTime", changes.start_time, tz)
         if "endTime" not in changes.sent:
             end = start + (booking.end_at - booking.start_at)  # keep the length
     if "endTime" in changes.sent:
-        end = changes.end_time.resolve(tz)
+        end = resolve_instant("endTime", changes.end_time, tz)
     rescheduled = (start, end) != (booking.start_at, booking.end_at)
     if rescheduled:
         occupied = _check_time(sub_account, event_type, Interval(start, end), now, booking.id)

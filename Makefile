@@ -27,9 +27,15 @@ run: venv
 	PORT=$(PORT) $(BIN)/flask --app wsgi demo
 	$(BIN)/gunicorn --bind 127.0.0.1:$(PORT) wsgi:app
 
-## make test: the whole suite, on SQLite and on PostgreSQL
+## make test: the whole suite, on SQLite and on PostgreSQL; then the date-sensitive tests again
+## on shifted clocks: a summer day, and New York's spring-forward and fall-back days (01:30 EST)
+TEST_CLOCKS ?= 2027-07-15T14:00:00Z 2027-03-14T06:30:00Z 2027-11-07T06:30:00Z
 test: dev-venv
 	$(BIN)/pytest -q
+	@for clock in $(TEST_CLOCKS); do \
+	  echo "date-sensitive tests on a clock starting at $$clock"; \
+	  $(BIN)/pytest -q -m date_sensitive --clock $$clock || exit 1; \
+	done
 
 lint: dev-venv
 	$(BIN)/ruff check .

@@ -4,6 +4,12 @@ factories for provisioned tenants, API keys and bookings.
 Every test that uses ``app`` runs twice: on SQLite and on PostgreSQL. PostgreSQL is found at
 ``TEST_POSTGRES_URL`` (default: the machine's 127.0.0.1:5432, user postgres). When it is not
 reachable the PostgreSQL runs are skipped, except with ``CI`` set, where they fail.
+
+``--clock INSTANT`` (or ``TEST_CLOCK``) runs the session on a shifted clock: from the start of
+the session "now" is ``INSTANT`` (e.g. ``2027-07-15T14:00:00Z``) and ticks on in real time, for
+this process (time-machine) and for the servers ``tests.servers.gunicorn`` starts, which keep
+the same clock. ``make test`` runs the tests marked ``date_sensitive`` this way on a summer
+day and on both New York DST-change days.
 """
 
 from __future__ import annotations
@@ -12,11 +18,13 @@ import contextvars
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+import time_machine
 from argon2 import PasswordHasher, profiles
 from flask import Flask
 from flask.testing import FlaskClient
@@ -26,7 +34,7 @@ from sqlalchemy import text
 from app import create_app
 from app.extensions import db
 from app.services import passwords
-from tests.factories import TenantFactory
+from tests.factories import NEW_YORK, TenantFactory
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -36,6 +44,53 @@ POSTGRES_ADMIN_URL = os.environ.get(
 passwords._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+# The shifted clock
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--clock",
+        default=os.environ.get("TEST_CLOCK") or None,
+        metavar="INSTANT",
+        help="run on a clock that starts at INSTANT (ISO 8601 with an offset or Z, e.g. "
+        "2027-07-15T14:00:00Z) and ticks, here and in test servers (default: $TEST_CLOCK, "
+        "else the real clock)",
+    )
+
+
+def read_clock(text: str) -> datetime:
+    try:
+        instant = datetime.fromisoformat(text)
+    except ValueError:
+        instant = None
+    if instant is None or instant.tzinfo is None:
+        raise pytest.UsageError(
+            f"--clock {text!r}: give an ISO 8601 instant with an offset, e.g. 2027-07-15T14:00:00Z"
+        )
+    return instant.astimezone(UTC)
+
+
+_CLOCK = pytest.StashKey[time_machine.travel]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before collection: test modules compute their dates (next_monday()) when imported.
+    text = config.getoption("--clock")
+    if text:
+        travel = time_machine.travel(read_clock(text), tick=True)
+        travel.start()
+        config.stash[_CLOCK] = travel
+        config.add_cleanup(travel.stop)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if _CLOCK not in config.stash:
+        return None
+    now = datetime.now(UTC)
+    return (
+        f"clock: shifted, now {now:%Y-%m-%dT%H:%M:%SZ}"
+        f" ({now.astimezone(NEW_YORK):%a %Y-%m-%d %H:%M %Z} in New York)"
+    )
 
 
 def backend_unavailable(reason: str) -> None:

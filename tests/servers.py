@@ -1,4 +1,5 @@
-"""Real server processes for tests that need real HTTP: gunicorn on a free loopback port."""
+"""Real server processes for tests that need real HTTP: gunicorn on a free loopback port, on
+the test process's clock."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import time_machine
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 MACHINE_REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -23,6 +26,28 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+# When the tests run on a shifted clock (conftest's --clock, time-machine in this process), a
+# server travels by the same offset from the real clock before gunicorn starts, so the two
+# agree on "now"; forked workers inherit it. (libfaketime cannot do it: Debian's 0.9.10 breaks
+# Python 3.11, whose time.sleep fails with EINVAL or whose timed waits never end, depending on
+# FAKETIME_DONT_FAKE_MONOTONIC.)
+GUNICORN_ON_THE_SHIFTED_CLOCK = """\
+import sys, time
+import time_machine
+time_machine.travel(time.time() + float(sys.argv.pop(1)), tick=True).start()
+from gunicorn.app.wsgiapp import run
+sys.exit(run())
+"""
+
+
+def gunicorn_command() -> list[str]:
+    """gunicorn, on this process's clock."""
+    if not time_machine.escape_hatch.is_travelling():
+        return [str(BIN / "gunicorn")]
+    offset = time.time() - time_machine.escape_hatch.time.time()
+    return [sys.executable, "-c", GUNICORN_ON_THE_SHIFTED_CLOCK, repr(offset)]
 
 
 def wait_until_serving(url: str, timeout: float = 30.0) -> None:
@@ -54,6 +79,7 @@ def gunicorn(
     Several worker processes need shared rate-limit counts, so the server counts in the
     machine's Redis under a key prefix of its own (pass ``REDIS_URL`` / ``RATELIMIT_KEY_PREFIX``
     in ``env`` to choose otherwise; ``"REDIS_URL": ""`` serves the embedded in-memory default).
+    On a shifted test clock (``--clock``) the server keeps the tests' clock.
     """
     port = free_port()
     process_env = {
@@ -65,7 +91,7 @@ def gunicorn(
         **(env or {}),
     }
     command = [
-        str(BIN / "gunicorn"),
+        *gunicorn_command(),
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

@@ -1,13 +1,18 @@
 """GET /calendar/availability through HTTP, on SQLite and PostgreSQL.
 
-Dates are relative to today (the rules depend on "now"); exact edges of notice and horizon
-are covered by the engine's unit tests.
+Dates are relative to today (the rules depend on "now"), so expected instants are computed
+with zoneinfo from the dates used, never with a fixed UTC offset; the tests whose dates or
+expectations follow today's date are marked ``date_sensitive`` and also run on shifted clocks.
+Exact edges of notice and horizon are covered by the engine's unit tests.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from datetime import date, datetime, timedelta
+import urllib.request
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import event
@@ -15,8 +20,10 @@ from sqlalchemy import event
 from app.extensions import db
 from app.models import BlockedTime
 from tests.factories import NEW_YORK, make_booking, next_monday, ny, z
+from tests.servers import gunicorn
 
 AVAILABILITY = "/v1/api/calendar/availability"
+TOKYO = ZoneInfo("Asia/Tokyo")
 
 
 def availability(client, tenant, key="all", **params):
@@ -35,6 +42,7 @@ def starts_on(days, day: date):
     return [s["start"] for s in entry["slots"]]
 
 
+@pytest.mark.date_sensitive
 def test_one_entry_per_date_with_utc_slots(client, tenant):
     monday = next_monday()
     sunday = monday + timedelta(days=6)
@@ -46,6 +54,7 @@ def test_one_entry_per_date_with_utc_slots(client, tenant):
     assert days[5]["slots"] == [] and days[6]["slots"] == []  # weekend closed
 
 
+@pytest.mark.date_sensitive
 def test_event_type_duration_and_buffers_apply(client, tenant):
     monday = next_monday()
     make_booking(tenant, ny(monday, 10), event_type="Cleaning")  # occupies 10:00-10:40
@@ -59,6 +68,7 @@ def test_event_type_duration_and_buffers_apply(client, tenant):
     assert z(ny(monday, 11)) in starts
 
 
+@pytest.mark.date_sensitive
 def test_duration_parameter_overrides_the_event_type(client, tenant):
     monday = next_monday()
     days = open_days(
@@ -75,6 +85,7 @@ def test_duration_parameter_overrides_the_event_type(client, tenant):
     assert slots[-1]["end"] == z(ny(monday, 17))
 
 
+@pytest.mark.date_sensitive
 def test_cancelled_bookings_do_not_block(client, tenant):
     monday = next_monday()
     make_booking(tenant, ny(monday, 9), status="cancelled")
@@ -83,6 +94,7 @@ def test_cancelled_bookings_do_not_block(client, tenant):
     assert z(ny(monday, 9)) in starts and z(ny(monday, 10)) not in starts
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("source", ["manual", "external"])
 def test_blocked_time_blocks(client, tenant, source):
     monday = next_monday()
@@ -101,6 +113,7 @@ def test_blocked_time_blocks(client, tenant, source):
     assert z(ny(monday, 13)) in starts
 
 
+@pytest.mark.date_sensitive
 def test_another_sub_accounts_bookings_do_not_block(client, tenants, tenant):
     monday = next_monday()
     other = tenants.create()
@@ -110,6 +123,7 @@ def test_another_sub_accounts_bookings_do_not_block(client, tenants, tenant):
     )
 
 
+@pytest.mark.date_sensitive
 def test_date_override_closes_a_day(client, tenants):
     monday = next_monday()
     tenant = tenants.create(
@@ -136,6 +150,7 @@ def test_date_override_closes_a_day(client, tenants):
     ]
 
 
+@pytest.mark.date_sensitive
 def test_minimum_notice_of_the_event_type_hides_near_slots(client, tenants):
     tenant = tenants.create(
         eventTypes=[{"name": "Cleaning", "duration": 30, "minimumNoticeMinutes": 60 * 24 * 30}]
@@ -151,6 +166,7 @@ def test_minimum_notice_of_the_event_type_hides_near_slots(client, tenants):
     assert days[0]["slots"] != []
 
 
+@pytest.mark.date_sensitive
 def test_booking_horizon_hides_far_slots(client, tenants):
     tenant = tenants.create(settings={"bookingHorizonDays": 20})
     near, far = next_monday(1), next_monday(4)
@@ -158,14 +174,23 @@ def test_booking_horizon_hides_far_slots(client, tenants):
     assert open_days(client, tenant, startDate=far, endDate=far)[0]["slots"] == []
 
 
+@pytest.mark.date_sensitive
 def test_requested_timezone_regroups_days(client, tenant):
     monday = next_monday()
     days = open_days(client, tenant, startDate=monday, endDate=monday, timezone="Asia/Tokyo")
-    # Monday in Tokyo is Sunday 10:00 to Monday 10:00 in New York: only Monday 09:00-10:00 is open.
+    # Monday in Tokyo runs from Sunday morning to Monday morning in New York (10:00 while New
+    # York is on standard time, 11:00 on daylight time): only the start of Monday's hours is in.
+    tokyo_monday_ends = datetime.combine(monday + timedelta(days=1), time(0), TOKYO)
+    expected, start = [], ny(monday, 9)
+    while start + timedelta(minutes=30) <= tokyo_monday_ends:
+        expected.append(z(start))
+        start += timedelta(minutes=30)
     assert [d["date"] for d in days] == [monday.isoformat()]
-    assert [s["start"] for s in days[0]["slots"]] == [z(ny(monday, 9)), z(ny(monday, 9, 30))]
+    assert [s["start"] for s in days[0]["slots"]] == expected
+    assert len(expected) in (2, 4)  # 09:00-10:00 or 09:00-11:00 New York time
 
 
+@pytest.mark.date_sensitive
 def test_instants_cut_the_window(client, tenant):
     monday = next_monday()
     days = open_days(client, tenant, startDate=z(ny(monday, 10, 15)), endDate=z(ny(monday, 11, 15)))
@@ -173,7 +198,9 @@ def test_instants_cut_the_window(client, tenant):
 
 
 def next_dst_change() -> date:
-    day = datetime.now(NEW_YORK).date() + timedelta(days=1)
+    """The date of New York's next DST change, at least two days away (so the day before it is
+    still entirely ahead)."""
+    day = datetime.now(NEW_YORK).date() + timedelta(days=2)
     while (
         ny(day, 12).astimezone(NEW_YORK).utcoffset()
         == ny(day - timedelta(days=1), 12).astimezone(NEW_YORK).utcoffset()
@@ -182,6 +209,7 @@ def next_dst_change() -> date:
     return day
 
 
+@pytest.mark.date_sensitive
 def test_hours_stay_local_across_the_dst_change(client, tenants):
     change = next_dst_change()  # a Sunday in New York, either direction
     tenant = tenants.create(
@@ -273,6 +301,7 @@ def test_end_before_start_is_400(client, tenant):
     assert response.json["message"] == "endDate must not be before startDate"
 
 
+@pytest.mark.date_sensitive
 def test_window_of_93_days_is_allowed_and_94_is_400(client, tenant):
     start = next_monday()
     ok = availability(client, tenant, startDate=start, endDate=start + timedelta(days=92))
@@ -282,6 +311,7 @@ def test_window_of_93_days_is_allowed_and_94_is_400(client, tenant):
     assert too_long.json["message"] == "The availability window may span at most 93 days"
 
 
+@pytest.mark.date_sensitive
 def test_93_calendar_days_across_a_dst_change_are_allowed(client, tenants):
     tenant = tenants.create(settings={"bookingHorizonDays": 3650})
     change = next_dst_change()
@@ -290,6 +320,7 @@ def test_93_calendar_days_across_a_dst_change_are_allowed(client, tenants):
     assert response.status_code == 200 and len(response.json) == 93
 
 
+@pytest.mark.date_sensitive
 def test_one_query_per_kind_of_busy_time_for_the_whole_window(app, client, tenant):
     monday = next_monday()
     for week in range(4):
@@ -316,3 +347,33 @@ def test_one_query_per_kind_of_busy_time_for_the_whole_window(app, client, tenan
 
     assert (count("bookings"), count("blocked_times"), count("date_overrides")) == (1, 1, 1)
     assert len(statements) <= 14
+
+
+# A server process keeps the tests' clock (the shifted runs rely on it)
+ALWAYS_OPEN = {d: [["00:00", "24:00"]] for d in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}
+
+
+@pytest.mark.slow
+@pytest.mark.date_sensitive
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_server_process_answers_on_the_tests_clock(database_url, tenants):
+    tenant = tenants.create(
+        settings={"defaultDuration": 30, "minimumNoticeMinutes": 0, "bookingHorizonDays": 60},
+        availabilityProfiles=[{"name": "Office", "default": True, "weeklyHours": ALWAYS_OPEN}],
+    )
+    today = datetime.now(UTC).date()
+    query = f"startDate={today - timedelta(days=1)}&endDate={today + timedelta(days=61)}"
+    with gunicorn(database_url, workers=1) as base:
+        url = f"{base}{AVAILABILITY}?{query}&timezone=UTC"
+        before = datetime.now(UTC)
+        request = urllib.request.Request(url, headers=tenant.headers())
+        with urllib.request.urlopen(request, timeout=30) as response:
+            days = json.loads(response.read())
+        after = datetime.now(UTC)
+    starts = [datetime.fromisoformat(s["start"]) for day in days for s in day["slots"]]
+    assert starts, "nothing open within the horizon: the server has another clock"
+    # Open every 30 minutes from the server's "now" (no notice) until 60 days later (the
+    # horizon): so the server's "now" lies between the test's before and after.
+    grid, horizon, slack = timedelta(minutes=30), timedelta(days=60), timedelta(seconds=1)
+    assert before - slack <= starts[0] < after + grid
+    assert before + horizon - grid - slack <= starts[-1] < after + horizon

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import func, select
@@ -12,6 +13,7 @@ from app.models import BlockedTime, Booking, Contact, EventType
 from tests.factories import make_booking, next_monday, ny, z
 
 MONDAY = next_monday()
+PARIS = ZoneInfo("Europe/Paris")
 
 
 def url(tenant, event_type="Cleaning"):
@@ -46,6 +48,7 @@ def assert_400(response, message):
     assert response.json["message"] == message
 
 
+@pytest.mark.date_sensitive
 def test_create_is_201_pending_with_uid_and_empty_lifecycle_stamps(client, tenant):
     response = create(client, tenant)
     assert response.status_code == 201
@@ -137,13 +140,34 @@ def test_sent_fields_are_kept(client, tenant):
     assert booking["attendees"][0]["timezone"] == "Europe/Paris"
 
 
+@pytest.mark.date_sensitive
 def test_naive_times_are_read_in_the_requests_timezone(client, tenant):
-    local = ny(MONDAY, 10).astimezone(ny(MONDAY, 10).tzinfo)  # UTC instant
+    # Monday 10:00 in New York, written as Paris wall time (16:00, or 15:00 in the weeks the
+    # two switch to summer time on different dates); read in New York it would be 16:00 there.
+    paris = ny(MONDAY, 10).astimezone(PARIS)
+    payload = body(timezone="Europe/Paris")
+    payload["startTime"] = f"{paris:%Y-%m-%dT%H:%M:%S}"
+    payload["endTime"] = f"{paris + timedelta(minutes=30):%Y-%m-%dT%H:%M:%S}"
+    response = create(client, tenant, payload)
+    assert response.status_code == 201, response.json
+    assert (response.json["startTime"], response.json["endTime"]) == (
+        z(ny(MONDAY, 10)),
+        z(ny(MONDAY, 10, 30)),
+    )
+
+
+@pytest.mark.date_sensitive
+def test_naive_times_without_a_timezone_are_read_in_the_sub_accounts(client, tenant):
     payload = body()
     payload["startTime"] = f"{MONDAY.isoformat()}T10:00:00"
     payload["endTime"] = f"{MONDAY.isoformat()}T10:30:00"
-    booking = create(client, tenant, payload).json
-    assert booking["startTime"] == z(local)
+    response = create(client, tenant, payload)
+    assert response.status_code == 201, response.json
+    assert (response.json["startTime"], response.json["endTime"]) == (
+        z(ny(MONDAY, 10)),
+        z(ny(MONDAY, 10, 30)),
+    )
+    assert response.json["timezone"] == "America/New_York"
 
 
 def test_booking_can_start_off_the_slot_grid(client, tenant):
@@ -160,6 +184,7 @@ def test_end_equal_to_start_is_400(client, tenant):
     assert_400(create(client, tenant, body(minutes=0)), "endTime must be after startTime")
 
 
+@pytest.mark.date_sensitive
 def test_longer_than_24_hours_is_400(client, tenants):
     tenant = tenants.create(
         availabilityProfiles=[
@@ -184,6 +209,7 @@ def test_longer_than_24_hours_is_400(client, tenants):
     assert_400(too_long, "A booking may last at most 24 hours")
 
 
+@pytest.mark.date_sensitive
 def test_outside_working_hours_is_400(client, tenant):
     assert_400(
         create(client, tenant, body(ny(MONDAY, 16, 45))), "Time slot is outside available hours"
@@ -194,6 +220,7 @@ def test_outside_working_hours_is_400(client, tenant):
     )
 
 
+@pytest.mark.date_sensitive
 def test_closed_override_date_is_outside_hours(client, tenants):
     tenant = tenants.create(
         availabilityProfiles=[
@@ -210,6 +237,7 @@ def test_closed_override_date_is_outside_hours(client, tenants):
     )
 
 
+@pytest.mark.date_sensitive
 def test_within_minimum_notice_is_400(client, tenants):
     tenant = tenants.create(
         settings={"minimumNoticeMinutes": 60 * 24 * 60, "bookingHorizonDays": 365}
@@ -217,6 +245,7 @@ def test_within_minimum_notice_is_400(client, tenants):
     assert_400(create(client, tenant), "startTime is within the minimum notice period")
 
 
+@pytest.mark.date_sensitive
 def test_beyond_booking_horizon_is_400(client, tenants):
     tenant = tenants.create(settings={"bookingHorizonDays": 3})
     assert_400(create(client, tenant), "startTime is beyond the booking horizon")
@@ -340,6 +369,7 @@ def test_keys_are_scoped_to_the_sub_account(client, tenants, tenant):
     assert response.status_code == 201 and "Idempotent-Replayed" not in response.headers
 
 
+@pytest.mark.date_sensitive
 def test_keys_are_forgotten_after_24_hours(client, tenant):
     first = create(client, tenant, body(idempotencyKey="old-key")).json
     booking = db.session.get(Booking, first["id"])

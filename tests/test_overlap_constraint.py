@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
+from app.models import Booking
 from app.services import bookings
 from app.services.availability import BusyTime
 from tests.factories import make_booking, next_monday, ny, z
@@ -27,15 +29,35 @@ def test_overlapping_active_bookings_cannot_be_stored(tenant):
     db.session.rollback()
 
 
+def stored_at(start):
+    """(sub account, status) of every booking stored with this start, read back afresh."""
+    db.session.expire_all()
+    rows = db.session.execute(
+        select(Booking.sub_account_id, Booking.status).where(Booking.start_at == start)
+    )
+    return sorted(tuple(row) for row in rows)
+
+
 def test_inactive_bookings_may_overlap(tenant):
-    make_booking(tenant, ny(MONDAY, 10))
-    make_booking(tenant, ny(MONDAY, 10), status="cancelled")
-    make_booking(tenant, ny(MONDAY, 10), status="completed")
+    start = ny(MONDAY, 10)
+    make_booking(tenant, start)
+    make_booking(tenant, start, status="cancelled")
+    make_booking(tenant, start, status="completed")
+    make_booking(tenant, start, status="no_show")
+    assert stored_at(start) == [
+        (tenant.sub_account_id, status)
+        for status in ("cancelled", "completed", "no_show", "pending")
+    ]
 
 
 def test_other_sub_accounts_may_overlap(tenants, tenant):
-    make_booking(tenant, ny(MONDAY, 10))
-    make_booking(tenants.create(), ny(MONDAY, 10))
+    other = tenants.create()
+    start = ny(MONDAY, 10)
+    make_booking(tenant, start)
+    make_booking(other, start)
+    assert stored_at(start) == sorted(
+        [(tenant.sub_account_id, "pending"), (other.sub_account_id, "pending")]
+    )
 
 
 def test_a_constraint_violation_is_the_same_400_conflict(client, tenant, monkeypatch):

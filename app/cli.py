@@ -40,7 +40,7 @@ def provision_command(file: click.utils.LazyFile) -> None:
 
 @click.command("demo")
 def demo_command() -> None:
-    """Provision the demo workspace (once) and print a login and a fresh API key."""
+    """Provision the demo workspace (once) and print a fresh API key."""
     access = ensure_demo()
     db.session.commit()
     port = os.environ.get("PORT", "5000")
@@ -49,7 +49,6 @@ def demo_command() -> None:
         "\n".join(
             [
                 "Demo workspace ready.",
-                f"  Dashboard login: {access.email} / {access.password}",
                 f"  API key (shown once): {access.api_key}",
                 f"  Event types: {json.dumps(access.event_type_ids)}",
                 "",

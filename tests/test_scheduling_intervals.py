@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.scheduling.intervals import Interval, first_overlap, intersect, merge, subtract
+from app.scheduling.intervals import Interval, first_overlap, merge
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -28,16 +28,6 @@ def test_merge_sorts_and_fuses_overlapping_and_adjacent():
 
 def test_merge_drops_empty_and_contained():
     assert merge([iv(0, 100), iv(10, 20), iv(50, 50)]) == [iv(0, 100)]
-
-
-def test_subtract_cuts_holes_and_edges():
-    base = [iv(0, 100), iv(200, 300)]
-    cuts = [iv(-10, 10), iv(40, 50), iv(90, 210), iv(290, 400)]
-    assert subtract(base, cuts) == [iv(10, 40), iv(50, 90), iv(210, 290)]
-
-
-def test_intersect_keeps_common_parts():
-    assert intersect([iv(0, 100), iv(200, 300)], [iv(50, 250)]) == [iv(50, 100), iv(200, 250)]
 
 
 def test_first_overlap_finds_the_overlapping_interval():
@@ -67,16 +57,6 @@ def test_merge_is_sorted_disjoint_and_covers_the_same_time(intervals):
     merged = merge(intervals)
     assert minutes(merged) == minutes(intervals)
     assert all(a.end < b.start for a, b in itertools.pairwise(merged))
-
-
-@given(spans, spans)
-def test_subtract_matches_set_difference(a, b):
-    assert minutes(subtract(merge(a), merge(b))) == minutes(a) - minutes(b)
-
-
-@given(spans, spans)
-def test_intersect_matches_set_intersection(a, b):
-    assert minutes(intersect(merge(a), merge(b))) == minutes(a) & minutes(b)
 
 
 @given(spans, st.tuples(st.integers(-10, 560), st.integers(1, 60)))

@@ -8,7 +8,9 @@ claim them, so whatever the server configuration, a key never gets more than its
 The claim is a lock the operating system drops when the process ends: on PostgreSQL a
 session advisory lock on a connection of its own (it holds across machines); otherwise an
 exclusive ``lockf`` lock on a file beside the SQLite database (or in the instance folder).
-Both are per process, so many apps inside one process (tests, scripts) share one claim.
+Both are per process, so many apps inside one process (tests, scripts) share one claim. (A
+PostgreSQL restart ends the advisory lock's session without this process noticing; another
+process could then claim the counts too. Development setups only: production has Redis.)
 """
 
 from __future__ import annotations

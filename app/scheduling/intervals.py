@@ -1,8 +1,9 @@
-"""Half-open intervals ``[start, end)`` of UTC instants, and set algebra on sorted lists of them.
+"""Half-open intervals ``[start, end)`` of UTC instants, and the operations on sorted lists of
+them that the scheduling rules need.
 
-Every function takes and returns lists sorted by start; ``merge`` produces the normal form
-(sorted, non-overlapping, non-adjacent) the others expect. All work is a single sorted sweep:
-O(n log n) for the sort in ``merge``, O(n + m) for the rest.
+``merge`` produces the normal form (sorted, non-overlapping, non-adjacent) that the busy-time
+lists are kept in: O(n log n) for its sort; ``first_overlap`` searches such a list in
+O(log n + k).
 """
 
 from __future__ import annotations
@@ -34,40 +35,6 @@ def merge(intervals: Iterable[Interval]) -> list[Interval]:
         else:
             merged.append(Interval(start, end))
     return merged
-
-
-def intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    """Intersection of two merged lists."""
-    result: list[Interval] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        start = max(a[i].start, b[j].start)
-        end = min(a[i].end, b[j].end)
-        if start < end:
-            result.append(Interval(start, end))
-        if a[i].end < b[j].end:
-            i += 1
-        else:
-            j += 1
-    return result
-
-
-def subtract(base: list[Interval], cuts: list[Interval]) -> list[Interval]:
-    """``base`` minus ``cuts``, both merged."""
-    result: list[Interval] = []
-    j = 0
-    for start, end in base:
-        while j < len(cuts) and cuts[j].end <= start:
-            j += 1
-        k = j
-        while k < len(cuts) and cuts[k].start < end:
-            if cuts[k].start > start:
-                result.append(Interval(start, cuts[k].start))
-            start = max(start, cuts[k].end)
-            k += 1
-        if start < end:
-            result.append(Interval(start, end))
-    return result
 
 
 def first_overlap(interval: Interval, others: list[Interval]) -> Interval | None:

@@ -31,11 +31,6 @@ class SlotRules:
     def occupied_interval(self, slot: Interval) -> Interval:
         return Interval(slot.start - self.buffer_before, slot.end + self.buffer_after)
 
-    def start_allowed(self, start: datetime) -> bool:
-        if self.earliest_start is not None and start < self.earliest_start:
-            return False
-        return self.latest_start is None or start < self.latest_start
-
 
 def _first_grid_point(anchor: datetime, step: timedelta, at_least: datetime) -> datetime:
     """The first ``anchor + k * step`` (k ≥ 0) that is ≥ ``at_least``."""

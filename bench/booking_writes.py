@@ -137,16 +137,23 @@ class Calendar:
         }
 
 
-def prepare(url: str) -> list[Calendar]:
-    """Migrate and provision the sub accounts."""
+def migrate_and_provision(url: str, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Migrate the database at ``url`` and provision ``document``'s first agency; returns the
+    provisioning output of its sub accounts."""
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
     with app.app_context():
         with redirect_stderr(io.StringIO()):  # alembic's INFO lines
             upgrade()
-        created = provision(tenant_document())["agencies"][0]["subAccounts"]
+        created = provision(document)["agencies"][0]["subAccounts"]
         db.session.commit()
         db.session.remove()
         db.engine.dispose()
+    return created
+
+
+def prepare(url: str) -> list[Calendar]:
+    """Migrate and provision the sub accounts."""
+    created = migrate_and_provision(url, tenant_document())
     return [
         Calendar(
             s["apiKeys"]["bench"],

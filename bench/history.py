@@ -40,7 +40,6 @@ the second does not, as both calendars are measured turn by turn.
 from __future__ import annotations
 
 import http.client
-import io
 import json
 import os
 import platform
@@ -49,7 +48,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import redirect_stderr
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as clock
@@ -58,14 +56,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 import psycopg
-from flask_migrate import upgrade
 
-from app import create_app
-from app.extensions import db
 from app.models import Permission
 from app.models.types import utcnow
 from app.scheduling.timezones import local_to_utc, zone
-from app.services.provisioning import provision
 from bench.availability import (
     API_KEY_HEADER,
     Timing,
@@ -74,6 +68,7 @@ from bench.availability import (
     postgres_database,
     postgres_version,
 )
+from bench.booking_writes import migrate_and_provision
 
 SIZES = (0, 100_000, 300_000)
 BLOCKED_PER_BOOKINGS = 6  # a sixth as many past blocked times as past bookings
@@ -143,14 +138,7 @@ class Setup:
 
 
 def prepare(url: str) -> Setup:
-    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
-    with app.app_context():
-        with redirect_stderr(io.StringIO()):  # alembic's INFO lines
-            upgrade()
-        created = provision(tenant_document())["agencies"][0]["subAccounts"]
-        db.session.commit()
-        db.session.remove()
-        db.engine.dispose()
+    created = migrate_and_provision(url, tenant_document())
     grown, twin = (
         Calendar(s["id"], s["eventTypes"]["Visit"], s["apiKeys"]["bench"]) for s in created
     )

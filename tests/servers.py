@@ -3,7 +3,9 @@ the test process's clock."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -48,6 +50,19 @@ def gunicorn_command() -> list[str]:
         return [str(BIN / "gunicorn")]
     offset = time.time() - time_machine.escape_hatch.time.time()
     return [sys.executable, "-c", GUNICORN_ON_THE_SHIFTED_CLOCK, repr(offset)]
+
+
+def migrate_and_demo(env: dict[str, str]) -> tuple[str, dict[str, int]]:
+    """``flask db upgrade`` and ``flask demo`` as the README runs them, in ``env`` (the whole
+    process environment); returns the demo key and the event type ids by name."""
+    flask = [str(BIN / "flask"), "--app", "wsgi"]
+    subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
+    demo = subprocess.run(
+        [*flask, "demo"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
+    key = re.search(r"API key \(shown once\): (\S+)", demo.stdout).group(1)
+    event_types = json.loads(re.search(r"Event types: (\{.*\})", demo.stdout).group(1))
+    return key, event_types
 
 
 def wait_until_serving(url: str, timeout: float = 30.0) -> None:

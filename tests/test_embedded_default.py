@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.servers import BIN, ROOT, free_port, gunicorn, wait_until_serving
+from tests.servers import BIN, ROOT, free_port, gunicorn, migrate_and_demo, wait_until_serving
 
 BOOKINGS = "/v1/api/calendar/bookings"
 
@@ -111,13 +111,8 @@ def demo_database(request, tmp_path) -> tuple[str, str]:
         url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
     else:
         url = request.getfixturevalue("postgres_database")()
-    env = embedded_env(DATABASE_URL=url, SECRET_KEY="embedded-test")
-    flask = [str(BIN / "flask"), "--app", "wsgi"]
-    subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
-    demo = subprocess.run(
-        [*flask, "demo"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
-    )
-    return url, re.search(r"API key \(shown once\): (\S+)", demo.stdout).group(1)
+    key, _ = migrate_and_demo(embedded_env(DATABASE_URL=url, SECRET_KEY="embedded-test"))
+    return url, key
 
 
 def refusal(base: str, key: str) -> tuple[int, str]:

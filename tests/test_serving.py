@@ -5,25 +5,19 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
-import subprocess
 import urllib.request
 
 import pytest
 
-from tests.servers import BIN, ROOT, gunicorn
+from tests.servers import gunicorn, migrate_and_demo
 
 
 @pytest.mark.slow
 def test_fresh_sqlite_database_migrate_demo_and_serve(tmp_path):
     database_url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
-    env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"}
-    flask = [str(BIN / "flask"), "--app", "wsgi"]
-    subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
-    demo = subprocess.run(
-        [*flask, "demo"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    key, _ = migrate_and_demo(
+        {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"}
     )
-    key = re.search(r"API key \(shown once\): (\S+)", demo.stdout).group(1)
 
     with gunicorn(database_url) as base:
         request = urllib.request.Request(
@@ -40,14 +34,10 @@ def served(tmp_path_factory):
     """A gunicorn on a fresh SQLite database with the demo workspace: its base URL and key."""
     folder = tmp_path_factory.mktemp("served")
     database_url = f"sqlite:///{folder / 'calendar.sqlite3'}"
-    env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"}
-    flask = [str(BIN / "flask"), "--app", "wsgi"]
-    subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
-    demo = subprocess.run(
-        [*flask, "demo"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    key, event_types = migrate_and_demo(
+        {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"}
     )
-    key = re.search(r"API key \(shown once\): (\S+)", demo.stdout).group(1)
-    event_type_id = re.search(r'"Consultation": (\d+)', demo.stdout).group(1)
+    event_type_id = event_types["Consultation"]
     with gunicorn(database_url, workers=1, threads=2) as base:
         yield base, key, event_type_id
 

@@ -21,11 +21,12 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/activate
 venv: $(VENV)/.runtime
 dev-venv: $(VENV)/.dev
 
-## make run: virtualenv, install, migrate, demo workspace, then serve on 127.0.0.1:$(PORT)
+## make run: virtualenv, install, migrate, demo workspace, then the Procfile's web (on
+## 127.0.0.1:$(PORT)), worker and beat under honcho: one command, one Ctrl-C stops all
 run: venv
 	$(BIN)/flask --app wsgi db upgrade
 	PORT=$(PORT) $(BIN)/flask --app wsgi demo
-	$(BIN)/gunicorn --bind 127.0.0.1:$(PORT) wsgi:app
+	HOST=127.0.0.1 PATH="$(abspath $(BIN)):$$PATH" $(BIN)/honcho start --port $(PORT) web worker beat
 
 ## make test: the whole suite, on SQLite and on PostgreSQL; then the date-sensitive tests again
 ## on shifted clocks: a summer day, and New York's spring-forward and fall-back days (01:30 EST)

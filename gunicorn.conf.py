@@ -3,7 +3,7 @@ itself when started from the project root. Command-line options override it.
 
 Settings from the environment:
 
-* ``PORT`` (5000): the port; ``make run`` binds 127.0.0.1, the Procfile 0.0.0.0.
+* ``PORT`` (5000) and ``HOST`` (0.0.0.0): where to listen; ``make run`` sets 127.0.0.1.
 * ``WEB_CONCURRENCY`` (2): worker processes, when ``REDIS_URL`` is set. Without it the rate
   limits are counted in memory, which holds for one process only, so the embedded default
   serves from one process and a start with more is refused.
@@ -18,7 +18,7 @@ import os
 
 redis_url = os.environ.get("REDIS_URL", "")
 
-bind = f"0.0.0.0:{os.environ.get('PORT', '5000')}"
+bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '5000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2")) if redis_url else 1
 threads = int(os.environ.get("WEB_THREADS", "4"))
 timeout = 30

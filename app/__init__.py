@@ -15,6 +15,7 @@ from app.cli import register_commands
 from app.config import Config, load_config
 from app.errors import register_error_handlers
 from app.extensions import db, migrate
+from worker.celery_setup import celery_init_app
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -42,6 +43,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_api(app)
     register_rate_limits(app)
     register_commands(app)
+    celery_init_app(app)
     return app
 
 

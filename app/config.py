@@ -71,7 +71,14 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         instance.mkdir(parents=True, exist_ok=True)
         app_config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{instance / 'calendar.sqlite3'}"
 
-    for name in ("REDIS_URL", "RATE_LIMIT", "RATE_LIMIT_UNAUTHENTICATED", "RATELIMIT_KEY_PREFIX"):
+    for name in (
+        "REDIS_URL",
+        "RATE_LIMIT",
+        "RATE_LIMIT_UNAUTHENTICATED",
+        "RATELIMIT_KEY_PREFIX",
+        "CELERY_BROKER_URL",
+        "CELERY_QUEUE",
+    ):
         if env.get(name):
             app_config[name] = env[name]
 

@@ -8,10 +8,12 @@ import os
 import re
 import signal
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -46,28 +48,29 @@ def statuses(url: str, key: str, count: int) -> Counter:
         return Counter(pool.map(lambda _: status_of(url, key), range(count)))
 
 
-def make_run(env: dict[str, str]) -> tuple[subprocess.Popen, str, str]:
-    """``make run`` as the README has it; returns the process, its base URL and the demo key."""
+def make_run(env: dict[str, str], log_path: Path) -> tuple[subprocess.Popen, str, str]:
+    """``make run`` as the README has it, until web, worker and beat are all up; returns the
+    process, the web's base URL and the demo key."""
     port = free_port()
-    process = subprocess.Popen(
-        ["make", "run", f"PORT={port}"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    output = []
-    for line in process.stdout:
-        output.append(line)
-        if "API key (shown once)" in line:
-            break
-    key = re.search(r"API key \(shown once\): (\S+)", "".join(output))
-    assert key, "".join(output)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            ["make", "run", f"PORT={port}"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 120
+    started = ("API key (shown once)", "celery@", " ready.", "beat: Starting")
+    while not all(mark in log_path.read_text() for mark in started):
+        assert process.poll() is None, log_path.read_text()
+        assert time.monotonic() < deadline, log_path.read_text()
+        time.sleep(0.2)
+    key = re.search(r"API key \(shown once\): (\S+)", log_path.read_text()).group(1)
     base = f"http://127.0.0.1:{port}"
     wait_until_serving(base + "/v1/api/openapi.json")
-    return process, base, key.group(1)
+    return process, base, key
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -80,14 +83,16 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def test_make_run_starts_twice_and_a_key_gets_sixty_requests_a_minute(tmp_path):
+    """Web, worker and beat start with one command, and stop with one Ctrl-C."""
     env = embedded_env(DATABASE_URL=f"sqlite:///{tmp_path / 'calendar.sqlite3'}")
-    for _ in range(2):  # the second start migrates an existing database
-        process, base, key = make_run(env)
+    for start in range(2):  # the second start migrates an existing database
+        log_path = tmp_path / f"make-run-{start}.log"
+        process, base, key = make_run(env, log_path)
         try:
             assert statuses(base + BOOKINGS, key, 70) == {200: 60, 429: 10}
         finally:
             stop(process)
-        process.stdout.close()
+        assert process.returncode is not None  # one Ctrl-C stopped web, worker and beat
 
 
 def test_several_workers_without_redis_refuse_to_start(tmp_path):

@@ -27,7 +27,10 @@ class BookingEventKind(StrEnum):
     CREATED = "booking.created"
     RESCHEDULED = "booking.rescheduled"
     UPDATED = "booking.updated"
+    CONFIRMED = "booking.confirmed"
     CANCELLED = "booking.cancelled"
+    COMPLETED = "booking.completed"
+    NO_SHOW = "booking.no_show"
 
 
 @dataclass(frozen=True)

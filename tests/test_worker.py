@@ -1,0 +1,108 @@
+"""A real ``celery worker`` process runs the tasks the app enqueues, on both brokers: the
+embedded default (kombu's SQLAlchemy transport on a SQLite file beside the database) and Redis."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from app.extensions import db
+from app.models import Booking
+from app.models.types import utcnow
+from tests.factories import make_booking
+from tests.servers import BIN, MACHINE_REDIS, ROOT
+
+pytestmark = pytest.mark.slow
+
+
+@contextmanager
+def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[None]:
+    """``celery -A worker worker`` as the Procfile starts it, until it says it is ready."""
+    process_env = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")
+    }
+    process_env.update(DATABASE_URL=database_url, SECRET_KEY="test-secret-key", **env)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [str(BIN / "celery"), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1"],
+            cwd=ROOT,
+            env=process_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while "ready." not in log_path.read_text():
+                assert process.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, "the worker did not start"
+                time.sleep(0.2)
+            yield
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def wait_for(predicate, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def status_of(booking_id: int) -> str:
+    db.session.expire_all()
+    return db.session.get(Booking, booking_id).status
+
+
+def finished_confirmed_booking(tenants) -> int:
+    tenant = tenants.create(
+        settings={"defaultDuration": 30, "bookingHorizonDays": 60, "autoCompleteBookings": True}
+    )
+    start = (utcnow() - timedelta(days=2)).replace(microsecond=0)
+    return make_booking(tenant, start, status="confirmed").id
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_worker_runs_tasks_through_the_embedded_broker(
+    database_url, make_app, tenants, tmp_path
+):
+    app = make_app(REDIS_URL=None, CELERY_BROKER_URL=None)
+    with app.app_context():
+        booking_id = finished_confirmed_booking(tenants)
+    broker = app.extensions["celery"].conf.broker_url
+    assert broker.startswith("sqla+sqlite:///") and broker.endswith("-broker.sqlite3")
+
+    with celery_worker(database_url, tmp_path / "worker.log"):
+        app.extensions["celery"].send_task("bookings.complete_finished")
+        with app.app_context():
+            assert wait_for(lambda: status_of(booking_id) == "completed")
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_the_worker_runs_tasks_through_redis(database_url, make_app, tenants, tmp_path):
+    queue = f"test-{uuid.uuid4().hex}"
+    app = make_app(CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue)
+    with app.app_context():
+        booking_id = finished_confirmed_booking(tenants)
+
+    with celery_worker(
+        database_url, tmp_path / "worker.log", CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue
+    ):
+        app.extensions["celery"].send_task("bookings.complete_finished")
+        with app.app_context():
+            assert wait_for(lambda: status_of(booking_id) == "completed")
+    assert "bookings.complete_finished" in (tmp_path / "worker.log").read_text()

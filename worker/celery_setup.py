@@ -1,0 +1,101 @@
+"""The Celery app, bound to a Flask app: every task runs in an app context and one transaction.
+
+Broker: ``CELERY_BROKER_URL``, else ``REDIS_URL``, else the embedded default, kombu's
+SQLAlchemy transport on a SQLite file beside the database (no server to run; the worker is
+still a real ``celery worker`` process). Results are not kept: tasks report through the
+database. Beat keeps its schedule file beside the database too.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from celery import Celery, Task
+from flask import Flask
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from app.extensions import db
+
+TASK_MODULES = ["worker.tasks.bookings"]
+
+# Periodic work: task name → interval.
+BEAT_SCHEDULE = {
+    "complete-finished-bookings": {
+        "task": "bookings.complete_finished",
+        "schedule": timedelta(minutes=5),
+    },
+}
+
+
+def beside_database(database_uri: str, instance_path: str, suffix: str) -> Path:
+    """A file of the worker's beside the SQLite database (``calendar-<suffix>``), or in the
+    instance folder for other databases: each embedded deployment keeps its own."""
+    url = make_url(database_uri)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        path = Path(url.database)
+        result = path.with_name(f"{path.stem}-{suffix}")
+    else:
+        result = Path(instance_path) / f"celery-{suffix}"
+    result.parent.mkdir(parents=True, exist_ok=True)
+    return result
+
+
+def celery_settings(flask_app: Flask) -> dict[str, Any]:
+    config = flask_app.config
+    database, instance = config["SQLALCHEMY_DATABASE_URI"], flask_app.instance_path
+    broker = (
+        config.get("CELERY_BROKER_URL")
+        or config.get("REDIS_URL")
+        or f"sqla+sqlite:///{beside_database(database, instance, 'broker.sqlite3')}"
+    )
+    return {
+        "broker_url": broker,
+        "broker_connection_retry_on_startup": True,
+        "task_default_queue": config.get("CELERY_QUEUE", "celery"),
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_soft_time_limit": 120,
+        "task_time_limit": 180,
+        "beat_schedule": BEAT_SCHEDULE,
+        "beat_schedule_filename": str(beside_database(database, instance, "beat-schedule")),
+        "timezone": "UTC",
+        "include": TASK_MODULES,
+    }
+
+
+def celery_init_app(flask_app: Flask) -> Celery:
+    """Create the Celery app for ``flask_app`` and keep it in ``flask_app.extensions``."""
+
+    class FlaskTask(Task):
+        """Runs in an app context and one transaction: committed when the task returns,
+        rolled back when it raises. Safe to retry: acknowledged late, retried on database
+        outages with exponential backoff and jitter, a bounded number of times."""
+
+        autoretry_for = (OperationalError,)
+        max_retries = 5
+        retry_backoff = True
+        retry_backoff_max = 300
+        retry_jitter = True
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            with flask_app.app_context():
+                try:
+                    result = self.run(*args, **kwargs)
+                    db.session.commit()
+                    return result
+                except BaseException:
+                    db.session.rollback()
+                    raise
+                finally:
+                    db.session.remove()
+
+    celery_app = Celery(flask_app.name, task_cls=FlaskTask)
+    celery_app.config_from_object(celery_settings(flask_app))
+    celery_app.set_default()
+    flask_app.extensions["celery"] = celery_app
+    return celery_app

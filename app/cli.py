@@ -1,4 +1,4 @@
-"""Operator commands: ``flask provision FILE`` and ``flask demo``."""
+"""Operator commands: ``flask provision FILE``, ``flask demo`` and ``flask connections …``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,20 @@ import sys
 
 import click
 from flask import Flask
+from flask.cli import AppGroup
 
 from app.extensions import db
+from app.models.types import utcnow
+from app.services.calendars.sync import probe_connection, sync_all_connections, sync_connection
+from app.services.connections import (
+    add_connection,
+    describe,
+    get_connection,
+    list_connections,
+    remove_connection,
+)
 from app.services.demo import ensure_demo
+from app.services.errors import ServiceError
 from app.services.provisioning import ProvisioningInvalid, provision
 
 
@@ -62,6 +73,101 @@ def demo_command() -> None:
     )
 
 
+connections_group = AppGroup(
+    "connections", help="CalDAV calendar connections: list, add, test, sync, remove."
+)
+
+
+def _fail(error: ServiceError) -> click.ClickException:
+    lines = [f"  {path}: {' '.join(msgs)}" for path, msgs in (error.errors or {}).items()]
+    return click.ClickException("\n".join([error.message, *lines]) if lines else error.message)
+
+
+@connections_group.command("list")
+@click.option("--sub-account", "sub_account_id", type=int, help="Only this sub account's.")
+def connections_list(sub_account_id: int | None) -> None:
+    """One JSON line per connection, with its sync health (never its password)."""
+    for connection in list_connections(sub_account_id):
+        click.echo(json.dumps(describe(connection)))
+
+
+@connections_group.command("add")
+@click.argument("sub_account_id", type=int)
+@click.option("--name", required=True)
+@click.option("--url", required=True, help="The CalDAV server or principal URL.")
+@click.option("--username", required=True)
+@click.option("--password", prompt=True, hide_input=True, help="Asked for when not given.")
+@click.option("--calendar", help="The calendar's URL or display name (if the account has several).")
+@click.option("--write-back/--no-write-back", default=True, help="Write bookings into it.")
+def connections_add(sub_account_id: int, **fields: str | bool | None) -> None:
+    """Connect a CalDAV calendar to SUB_ACCOUNT_ID (the password is stored encrypted)."""
+    document = {
+        "name": fields["name"],
+        "url": fields["url"],
+        "username": fields["username"],
+        "password": fields["password"],
+        "calendar": fields["calendar"],
+        "writeBack": fields["write_back"],
+    }
+    try:
+        connection = add_connection(sub_account_id, document)
+        db.session.commit()
+    except ServiceError as err:
+        db.session.rollback()
+        raise _fail(err) from None
+    click.echo(json.dumps(describe(connection)))
+
+
+@connections_group.command("test")
+@click.argument("connection_id", type=int)
+def connections_test(connection_id: int) -> None:
+    """Reach the calendar and read its events now, storing nothing."""
+    try:
+        get_connection(connection_id)
+    except ServiceError as err:
+        raise _fail(err) from None
+    result = probe_connection(connection_id, now=utcnow())
+    click.echo(json.dumps(result.as_dict()))
+    if result.status != "probed":
+        raise SystemExit(1)
+
+
+@connections_group.command("sync")
+@click.argument("connection_id", type=int, required=False)
+@click.option("--all", "sync_all", is_flag=True, help="Every active connection.")
+def connections_sync(connection_id: int | None, sync_all: bool) -> None:
+    """Sync a connection (or --all) now, in this process; one JSON line per connection."""
+    if sync_all == (connection_id is not None):
+        raise click.UsageError("give a CONNECTION_ID or --all")
+    if sync_all:
+        results = sync_all_connections(utcnow())
+    else:
+        try:
+            get_connection(connection_id)
+        except ServiceError as err:
+            raise _fail(err) from None
+        results = [sync_connection(connection_id, now=utcnow())]
+        db.session.commit()
+    for result in results:
+        click.echo(json.dumps(result.as_dict()))
+    if not all(result.ok for result in results):
+        raise SystemExit(1)
+
+
+@connections_group.command("remove")
+@click.argument("connection_id", type=int)
+def connections_remove(connection_id: int) -> None:
+    """Delete a connection and the busy time it brought."""
+    try:
+        remove_connection(connection_id)
+        db.session.commit()
+    except ServiceError as err:
+        db.session.rollback()
+        raise _fail(err) from None
+    click.echo(json.dumps({"removed": connection_id}))
+
+
 def register_commands(app: Flask) -> None:
     app.cli.add_command(provision_command)
     app.cli.add_command(demo_command)
+    app.cli.add_command(connections_group)

@@ -40,6 +40,9 @@ class Config:
     # would turn every read into a write.
     API_KEY_LAST_USED_RESOLUTION = 60
 
+    # Seconds to wait for a CalDAV server, per connection attempt and per read.
+    CALDAV_TIMEOUT_SECONDS = 10.0
+
 
 def database_url_from_env(url: str) -> str:
     """Normalise the URL forms hosting providers hand out to the psycopg 3 driver."""
@@ -78,6 +81,7 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "RATELIMIT_KEY_PREFIX",
         "CELERY_BROKER_URL",
         "CELERY_QUEUE",
+        "SYNC_INTERVAL_SECONDS",
     ):
         if env.get(name):
             app_config[name] = env[name]
@@ -88,6 +92,12 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         if app_config["APP_ENV"] == "production":
             raise RuntimeError("SECRET_KEY must be set when APP_ENV=production")
         app_config["SECRET_KEY"] = _instance_secret_key(instance)
+
+    if env.get("OUTBOX_DISPATCH"):
+        app_config["OUTBOX_DISPATCH"] = env["OUTBOX_DISPATCH"].lower() not in ("0", "false", "no")
+
+    if env.get("CALDAV_TIMEOUT_SECONDS"):
+        app_config["CALDAV_TIMEOUT_SECONDS"] = float(env["CALDAV_TIMEOUT_SECONDS"])
 
     if app_config["APP_ENV"] == "production" and not app_config.get("REDIS_URL"):
         # In-memory rate limits hold for one process only, and production runs many.

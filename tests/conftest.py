@@ -176,6 +176,8 @@ def make_app(database_url: str, tmp_path: Path) -> Iterator[Callable[..., Flask]
             "TESTING": True,
             "SQLALCHEMY_DATABASE_URI": database_url,
             "SECRET_KEY": "test-secret-key",
+            # No worker consumes what these apps would enqueue (tests/test_worker*.py turn it on).
+            "OUTBOX_DISPATCH": False,
             **overrides,
         }
         app = create_app(config)

@@ -103,6 +103,7 @@ def gunicorn(
         "SECRET_KEY": "test-secret-key",
         "REDIS_URL": MACHINE_REDIS,
         "RATELIMIT_KEY_PREFIX": f"test-{uuid.uuid4().hex}",
+        "OUTBOX_DISPATCH": "0",  # no worker consumes these servers' events
         **(env or {}),
     }
     command = [

@@ -5,6 +5,7 @@ earlier release never recorded."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from alembic.script import ScriptDirectory
@@ -100,3 +101,61 @@ def test_unversioned_sqlite_database_is_adopted_with_its_data(tmp_path):
         owners = connection.scalars(text("SELECT email FROM users")).all()
     engine.dispose()
     assert owners == [DEMO_EMAIL]
+
+
+def test_0004_keeps_calendar_connections_and_their_busy_time(fresh_database_url):
+    """Connections from before 0004 get a name, keep their last sync time (as
+    last_success_at) and error (as last_error), and keep their external blocked times; the
+    downgrade gives the old columns back."""
+    url = fresh_database_url
+    run(url, upgrade, None, "0003")
+    synced = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        for statement in (
+            "INSERT INTO agencies (id, name, created_at) VALUES (1, 'A', :at)",
+            "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
+            " VALUES (1, 1, 'S', true, :at)",
+            "INSERT INTO calendar_connections (id, sub_account_id, provider, url, active,"
+            " last_synced_at, last_sync_status, last_sync_error, created_at)"
+            " VALUES (7, 1, 'caldav', 'https://dav.test/', true, :at, 'error', 'boom', :at)",
+            "INSERT INTO blocked_times (sub_account_id, start_at, end_at, source,"
+            " calendar_connection_id, external_uid, created_at)"
+            " VALUES (1, :at, :end, 'external', 7, 'uid-1', :at)",
+        ):
+            connection.execute(text(statement), {"at": synced, "end": synced + timedelta(hours=1)})
+    engine.dispose()
+
+    run(url, upgrade, None, "0004")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        row = connection.execute(
+            text(
+                "SELECT name, calendar, write_back, last_success_at, last_error,"
+                " consecutive_failures, busy_count FROM calendar_connections"
+            )
+        ).one()
+        busy = connection.scalars(text("SELECT external_uid FROM blocked_times")).all()
+        columns = {c["name"] for c in inspect(connection).get_columns("calendar_connections")}
+    engine.dispose()
+    assert (row.name, row.calendar, bool(row.write_back), row.last_error) == (
+        "connection-7",
+        None,
+        True,
+        "boom",
+    )
+    assert (row.consecutive_failures, row.busy_count) == (0, 0)
+    assert row.last_success_at is not None
+    assert busy == ["uid-1"]
+    assert "last_sync_status" not in columns and "last_synced_at" not in columns
+
+    run(url, downgrade, None, "0003")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        old = connection.execute(
+            text("SELECT url, last_synced_at, last_sync_error FROM calendar_connections")
+        ).one()
+        busy = connection.scalars(text("SELECT external_uid FROM blocked_times")).all()
+    engine.dispose()
+    assert (old.url, old.last_sync_error, busy) == ("https://dav.test/", "boom", ["uid-1"])
+    assert old.last_synced_at is not None

@@ -13,6 +13,7 @@ from app.models import (
     ApiKey,
     AvailabilityProfile,
     BlockedTime,
+    CalendarConnection,
     DateOverride,
     EventType,
     SubAccount,
@@ -20,6 +21,7 @@ from app.models import (
     WeeklyHours,
 )
 from app.services.passwords import verify_password
+from app.services.secrets import decrypt_secret
 
 ISSUE_EXAMPLE = {
     "agencies": [
@@ -81,6 +83,16 @@ ISSUE_EXAMPLE = {
                             "active": True,
                         }
                     ],
+                    "calendarConnections": [
+                        {
+                            "name": "Dentist's calendar",
+                            "url": "https://cloud.example.test/remote.php/dav",
+                            "username": "dentist",
+                            "password": "app-password",
+                            "calendar": "Personal",
+                            "writeBack": True,
+                        }
+                    ],
                 }
             ],
         }
@@ -96,6 +108,7 @@ COUNTED = [
     DateOverride,
     BlockedTime,
     EventType,
+    CalendarConnection,
 ]
 
 
@@ -116,7 +129,14 @@ def test_provisions_the_documented_example(app, client, tmp_path):
     (agency,) = out["agencies"]
     assert set(agency) == {"id", "name", "ownerId", "apiKeys", "subAccounts"}
     (sub,) = agency["subAccounts"]
-    assert set(sub) == {"id", "name", "eventTypes", "availabilityProfiles", "apiKeys"}
+    assert set(sub) == {
+        "id",
+        "name",
+        "eventTypes",
+        "availabilityProfiles",
+        "apiKeys",
+        "calendarConnections",
+    }
     assert sub["name"] == "Downtown Dental"
 
     owner = db.session.get(User, agency["ownerId"])
@@ -145,6 +165,43 @@ def test_provisions_the_documented_example(app, client, tmp_path):
     agency_key = agency["apiKeys"]["agency-level"]
     response = client.get("/v1/api/calendar/bookings", headers={"x-calendar-api-key": agency_key})
     assert response.json["message"] == "API key not associated with a subaccount"
+
+
+def test_calendar_connections_keep_the_password_encrypted(app, tmp_path):
+    doc = copy.deepcopy(ISSUE_EXAMPLE)
+    connections = doc["agencies"][0]["subAccounts"][0]["calendarConnections"]
+    connections.append(
+        {
+            "name": "Family",
+            "url": "http://127.0.0.1:5232/",
+            "username": "dentist",
+            "password": "other-secret",
+        }
+    )
+    result = run_provision(app, doc, tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "app-password" not in result.output and "other-secret" not in result.output
+    sub = json.loads(result.output)["agencies"][0]["subAccounts"][0]
+    ids = sub["calendarConnections"]
+    assert list(ids) == ["Dentist's calendar", "Family"]
+
+    personal = db.session.get(CalendarConnection, ids["Dentist's calendar"])
+    assert (personal.sub_account_id, personal.provider, personal.active) == (
+        sub["id"],
+        "caldav",
+        True,
+    )
+    assert (personal.url, personal.username, personal.calendar, personal.write_back) == (
+        "https://cloud.example.test/remote.php/dav",
+        "dentist",
+        "Personal",
+        True,
+    )
+    assert "app-password" not in personal.encrypted_secret
+    assert decrypt_secret(personal.encrypted_secret, app.config["SECRET_KEY"]) == "app-password"
+    family = db.session.get(CalendarConnection, ids["Family"])
+    assert (family.calendar, family.write_back) == (None, True)  # the only calendar; default
+    assert (family.busy_count, family.consecutive_failures, family.last_success_at) == (0, 0, None)
 
 
 def test_reads_the_document_from_stdin(app):
@@ -206,6 +263,38 @@ BAD_DOCUMENTS = {
         "agencies[0].subAccounts[0].blockedTimes[0].end",
     ),
     "missing owner": (_broken(lambda a: a.pop("owner")), "agencies[0].owner"),
+    "connection url not http": (
+        _broken(
+            lambda a: a["subAccounts"][0]["calendarConnections"][0].update(url="ftp://x.test/")
+        ),
+        "agencies[0].subAccounts[0].calendarConnections[0].url",
+    ),
+    "credentials in the connection url": (
+        _broken(
+            lambda a: a["subAccounts"][0]["calendarConnections"][0].update(
+                url="https://dentist:secret@cloud.example.test/dav"
+            )
+        ),
+        "agencies[0].subAccounts[0].calendarConnections[0].url",
+    ),
+    "connection without password": (
+        _broken(lambda a: a["subAccounts"][0]["calendarConnections"][0].pop("password")),
+        "agencies[0].subAccounts[0].calendarConnections[0].password",
+    ),
+    "calendar url not http": (
+        _broken(
+            lambda a: a["subAccounts"][0]["calendarConnections"][0].update(calendar="ftp://x/y")
+        ),
+        "agencies[0].subAccounts[0].calendarConnections[0].calendar",
+    ),
+    "duplicate connection name": (
+        _broken(
+            lambda a: a["subAccounts"][0]["calendarConnections"].append(
+                dict(a["subAccounts"][0]["calendarConnections"][0])
+            )
+        ),
+        "agencies[0].subAccounts[0].calendarConnections[1].name",
+    ),
     "unknown field": (_broken(lambda a: a.update(colour="red")), "agencies[0].colour"),
 }
 

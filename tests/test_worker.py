@@ -13,14 +13,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Booking
+from app.models import Booking, OutboxEvent
 from app.models.types import utcnow
 from tests.factories import make_booking
 from tests.servers import BIN, MACHINE_REDIS, ROOT
 
 pytestmark = pytest.mark.slow
+
+ALWAYS = {day: [["00:00", "24:00"]] for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}
 
 
 @contextmanager
@@ -106,3 +109,63 @@ def test_the_worker_runs_tasks_through_redis(database_url, make_app, tenants, tm
         with app.app_context():
             assert wait_for(lambda: status_of(booking_id) == "completed")
     assert "bookings.complete_finished" in (tmp_path / "worker.log").read_text()
+
+
+def delivered(event_id: int) -> bool:
+    db.session.expire_all()
+    return db.session.get(OutboxEvent, event_id).delivered_at is not None
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_committed_booking_event_reaches_the_worker(database_url, make_app, tenants, tmp_path):
+    queue = f"test-{uuid.uuid4().hex}"
+    app = make_app(CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue, OUTBOX_DISPATCH=True)
+    with app.app_context():
+        tenant = tenants.create(
+            settings={"defaultDuration": 30, "bookingHorizonDays": 365},
+            availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS}],
+            eventTypes=[{"name": "Visit", "duration": 30, "availabilityProfile": "Always"}],
+        )
+    start = (utcnow() + timedelta(days=3)).replace(minute=0, second=0, microsecond=0)
+    with celery_worker(
+        database_url, tmp_path / "worker.log", CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue
+    ):
+        response = app.test_client().post(
+            f"/v1/api/calendar/event-types/{tenant.event_types['Visit']}/bookings",
+            json={
+                "startTime": start.isoformat(),
+                "endTime": (start + timedelta(minutes=30)).isoformat(),
+                "attendees": [{"email": "pat@example.test"}],
+            },
+            headers=tenant.headers(),
+        )
+        assert response.status_code == 201
+        with app.app_context():
+            (event_id,) = db.session.scalars(select(OutboxEvent.id)).all()
+            assert wait_for(lambda: delivered(event_id))
+    assert "outbox.deliver" in (tmp_path / "worker.log").read_text()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_sweep_delivers_events_whose_dispatch_was_lost(
+    database_url, make_app, tenants, tmp_path
+):
+    app = make_app(REDIS_URL=None, CELERY_BROKER_URL=None)
+    with app.app_context():
+        tenant = tenants.create()
+        booking = make_booking(tenant, utcnow() + timedelta(days=3))
+        lost = OutboxEvent(  # committed, but the process died before handing it over
+            kind="booking.created",
+            sub_account_id=tenant.sub_account_id,
+            booking_id=booking.id,
+            changed=[],
+            occurred_at=utcnow() - timedelta(minutes=2),
+        )
+        db.session.add(lost)
+        db.session.commit()
+        event_id = lost.id
+
+    with celery_worker(database_url, tmp_path / "worker.log"):
+        app.extensions["celery"].send_task("outbox.sweep")
+        with app.app_context():
+            assert wait_for(lambda: delivered(event_id))

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
-from flask import Flask
+from flask import Flask, current_app
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from app.extensions import db
+from app.services.events import BookingEvent, subscribe
 
-TASK_MODULES = ["worker.tasks.bookings"]
+TASK_MODULES = ["worker.tasks.bookings", "worker.tasks.calendars", "worker.tasks.outbox"]
 
 # Periodic work: task name → interval.
 BEAT_SCHEDULE = {
@@ -27,7 +28,15 @@ BEAT_SCHEDULE = {
         "task": "bookings.complete_finished",
         "schedule": timedelta(minutes=5),
     },
+    "sweep-outbox": {"task": "outbox.sweep", "schedule": timedelta(minutes=1)},
 }
+
+
+def dispatch_to_worker(booking_event: BookingEvent) -> None:
+    """After a commit: hand the event's outbox row to the worker. Should the broker be away,
+    the row waits for the sweep (``outbox.sweep``)."""
+    if current_app.config.get("OUTBOX_DISPATCH", True):
+        current_app.extensions["celery"].send_task("outbox.deliver", args=[booking_event.event_id])
 
 
 def beside_database(database_uri: str, instance_path: str, suffix: str) -> Path:
@@ -43,6 +52,16 @@ def beside_database(database_uri: str, instance_path: str, suffix: str) -> Path:
     return result
 
 
+def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:
+    return {
+        **BEAT_SCHEDULE,
+        "sync-calendars": {
+            "task": "calendars.sync_all",
+            "schedule": timedelta(seconds=sync_interval_seconds),
+        },
+    }
+
+
 def celery_settings(flask_app: Flask) -> dict[str, Any]:
     config = flask_app.config
     database, instance = config["SQLALCHEMY_DATABASE_URI"], flask_app.instance_path
@@ -54,6 +73,9 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
     return {
         "broker_url": broker,
         "broker_connection_retry_on_startup": True,
+        # A request that committed must not hang on a broker outage: the sweep catches up.
+        "broker_connection_timeout": 2,
+        "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
         "task_default_queue": config.get("CELERY_QUEUE", "celery"),
         "task_ignore_result": True,
         "task_acks_late": True,
@@ -61,7 +83,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "task_soft_time_limit": 120,
         "task_time_limit": 180,
-        "beat_schedule": BEAT_SCHEDULE,
+        "beat_schedule": beat_schedule(int(config.get("SYNC_INTERVAL_SECONDS", 300))),
         "beat_schedule_filename": str(beside_database(database, instance, "beat-schedule")),
         "timezone": "UTC",
         "include": TASK_MODULES,
@@ -98,4 +120,5 @@ def celery_init_app(flask_app: Flask) -> Celery:
     celery_app.config_from_object(celery_settings(flask_app))
     celery_app.set_default()
     flask_app.extensions["celery"] = celery_app
+    subscribe(dispatch_to_worker)
     return celery_app

@@ -1,22 +1,27 @@
-"""Domain events: what happened to a booking, told to whoever subscribed, after the commit.
+"""Domain events: what happened to a booking, recorded with it and told to whoever listens.
 
-A use case calls ``emit``; the event waits on the session until its transaction commits, then
-goes to every subscriber (notifications, webhooks, CalDAV write-back). A rollback drops it, so
-nobody hears of a booking that does not exist; a failing subscriber is logged and does not
-affect the request or the other subscribers.
+A use case calls ``emit``: the event becomes an ``outbox_events`` row in the same transaction as
+the change (so it exists exactly when the change does), and waits on the session until the
+commit. Then every in-process subscriber gets it, with its row id; the Celery dispatcher is one
+of them and hands the id to the worker (``app.services.outbox`` delivers it to the handlers:
+write-back, notifications, webhooks). A rollback drops both the row and the in-process call; a
+failing subscriber is logged and affects neither the request nor the other subscribers; an
+event whose dispatch was lost (a crash, a broker outage) is found by the worker's sweep.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
+
+from app.models import OutboxEvent
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +45,7 @@ class BookingEvent:
     sub_account_id: int
     occurred_at: datetime
     changed: tuple[str, ...] = field(default=())
+    event_id: int | None = None  # the outbox row's id, once committed
 
 
 Subscriber = Callable[[BookingEvent], Any]
@@ -59,13 +65,23 @@ def unsubscribe(subscriber: Subscriber) -> None:
 
 
 def emit(session: Session, booking_event: BookingEvent) -> None:
-    """Queue ``booking_event`` for delivery when ``session``'s transaction commits."""
-    session.info.setdefault(_PENDING, []).append(booking_event)
+    """Record ``booking_event`` in the outbox, in ``session``'s transaction, and queue it for
+    the subscribers when that transaction commits."""
+    row = OutboxEvent(
+        kind=str(booking_event.kind),
+        sub_account_id=booking_event.sub_account_id,
+        booking_id=booking_event.booking_id,
+        changed=list(booking_event.changed),
+        occurred_at=booking_event.occurred_at,
+    )
+    session.add(row)
+    session.info.setdefault(_PENDING, []).append((booking_event, row))
 
 
 @event.listens_for(Session, "after_commit")
 def _deliver(session: Session) -> None:
-    for booking_event in session.info.pop(_PENDING, []):
+    for booking_event, row in session.info.pop(_PENDING, []):
+        booking_event = replace(booking_event, event_id=row.id)
         for subscriber in list(_subscribers):
             try:
                 subscriber(booking_event)

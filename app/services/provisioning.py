@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
+from flask import current_app
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 from sqlalchemy import func, select
 
@@ -15,6 +17,7 @@ from app.models import (
     AvailabilityProfile,
     BlockedTime,
     BlockedTimeSource,
+    CalendarConnection,
     CalendarSettings,
     DateOverride,
     EventType,
@@ -27,6 +30,7 @@ from app.models import (
 from app.services.api_keys import issue_api_key
 from app.services.errors import InvalidRequest
 from app.services.passwords import hash_password
+from app.services.secrets import encrypt_secret
 from app.validation import (
     Text,
     TimezoneField,
@@ -154,6 +158,38 @@ class EventTypeDoc(Schema):
     )
 
 
+def _http_url(value: str) -> None:
+    """An absolute http(s) URL with a host; credentials belong in username and password."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ValidationError("Not a valid URL.") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValidationError("Must be an http:// or https:// URL.")
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError("Must not contain credentials; use username and password.")
+
+
+def _calendar_reference(value: str) -> None:
+    """A calendar's URL (absolute, or a path on the server) or its display name."""
+    if "://" in value:
+        _http_url(value)
+
+
+class CalendarConnectionDoc(Schema):
+    name = Text(required=True, validate=validate.Length(min=1, max=255))
+    url = Text(required=True, validate=[validate.Length(max=1000), _http_url])
+    username = Text(required=True, validate=validate.Length(min=1, max=255))
+    password = Text(required=True, validate=validate.Length(min=1, max=1024))
+    calendar = Text(
+        load_default=None,
+        allow_none=True,
+        validate=[validate.Length(min=1, max=1000), _calendar_reference],
+    )
+    writeBack = fields.Boolean(load_default=True)
+
+
 class SubAccountDoc(Schema):
     name = Text(required=True, validate=validate.Length(min=1, max=255))
     timezone = TimezoneField(load_default="UTC")
@@ -162,11 +198,12 @@ class SubAccountDoc(Schema):
     blockedTimes = fields.List(fields.Nested(BlockedTimeDoc), load_default=list)
     eventTypes = fields.List(fields.Nested(EventTypeDoc), load_default=list)
     apiKeys = fields.List(fields.Nested(ApiKeyDoc), load_default=list)
+    calendarConnections = fields.List(fields.Nested(CalendarConnectionDoc), load_default=list)
 
     @validates_schema
     def references_resolve(self, data: dict, **kwargs: Any) -> None:
         errors: dict[str, Any] = {}
-        for field in ("availabilityProfiles", "eventTypes", "apiKeys"):
+        for field in ("availabilityProfiles", "eventTypes", "apiKeys", "calendarConnections"):
             duplicates = _unique_names(data[field])
             if duplicates:
                 errors[field] = duplicates
@@ -301,6 +338,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
             booking_horizon_days=et["bookingHorizonDays"],
         )
         db.session.add(event_types[et["name"]])
+    connections = {c["name"]: create_connection(sub_account, c) for c in doc["calendarConnections"]}
     db.session.flush()
     return {
         "id": sub_account.id,
@@ -308,7 +346,25 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
         "eventTypes": {name: et.id for name, et in event_types.items()},
         "availabilityProfiles": {name: p.id for name, p in profiles.items()},
         "apiKeys": {k["name"]: _issue(agency, sub_account, k) for k in doc["apiKeys"]},
+        "calendarConnections": {name: c.id for name, c in connections.items()},
     }
+
+
+def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
+    """A CalDAV connection; its password is stored encrypted (``app.services.secrets``)."""
+    connection = CalendarConnection(
+        sub_account_id=sub_account.id,
+        name=doc["name"],
+        provider="caldav",
+        url=doc["url"],
+        calendar=doc["calendar"],
+        username=doc["username"],
+        encrypted_secret=encrypt_secret(doc["password"], current_app.config["SECRET_KEY"]),
+        write_back=doc["writeBack"],
+        active=True,
+    )
+    db.session.add(connection)
+    return connection
 
 
 def _issue(agency: Agency, sub_account: SubAccount | None, doc: dict) -> str:

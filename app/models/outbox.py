@@ -1,0 +1,44 @@
+"""The transactional outbox: every domain event is a row written in the transaction that
+caused it, so no event is lost between a commit and a queue, and each handler's delivery is
+recorded so none is applied twice."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models.types import UTCDateTime
+
+
+class OutboxEvent(db.Model):
+    """A booking event (``booking.created`` …). ``delivered_at`` is set once every handler has
+    had it; until then the worker's sweep hands it to Celery again."""
+
+    __tablename__ = "outbox_events"
+    __table_args__ = (Index("ix_outbox_events_undelivered", "delivered_at", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    sub_account_id: Mapped[int] = mapped_column(
+        ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
+    )
+    booking_id: Mapped[int] = mapped_column(ForeignKey("bookings.id", ondelete="CASCADE"))
+    changed: Mapped[list[str]] = mapped_column(JSON, default=list)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class OutboxDelivery(db.Model):
+    """One handler's receipt for one event: written in the handler's transaction, so a second
+    delivery of the event finds it and skips the handler."""
+
+    __tablename__ = "outbox_deliveries"
+
+    event_id: Mapped[int] = mapped_column(
+        ForeignKey("outbox_events.id", ondelete="CASCADE"), primary_key=True
+    )
+    handler: Mapped[str] = mapped_column(String(64), primary_key=True)
+    delivered_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1,0 +1,129 @@
+"""``flask connections list|add|test|sync|remove`` against a real Radicale."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from app.extensions import db
+from app.models import BlockedTime, CalendarConnection
+from app.models.types import utcnow
+from tests.radicale_servers import radicale_server
+
+SECRET = "s3cret-calendar-pass"
+
+
+@pytest.fixture
+def radicale(tmp_path):
+    with radicale_server(tmp_path / "radicale", users={"owner": SECRET}) as server:
+        server.make_calendar("owner", "Personal")
+        yield server
+
+
+def run(app, *args, input=None):
+    return app.test_cli_runner().invoke(args=["connections", *args], input=input)
+
+
+def add(app, tenant, radicale, *extra):
+    result = run(
+        app,
+        "add",
+        str(tenant.sub_account_id),
+        "--name",
+        "Personal",
+        "--url",
+        radicale.url,
+        "--username",
+        "owner",
+        "--calendar",
+        "Personal",
+        *extra,
+        input=f"{SECRET}\n",
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+def test_add_asks_for_the_password_and_never_shows_it(app, tenant, radicale):
+    added = add(app, tenant, radicale)
+    assert added["name"] == "Personal" and added["writeBack"] is True
+    listed = run(app, "list")
+    assert listed.exit_code == 0
+    assert SECRET not in listed.output
+    assert [json.loads(line)["id"] for line in listed.output.splitlines()] == [added["id"]]
+    stored = db.session.get(CalendarConnection, added["id"])
+    assert stored.encrypted_secret and SECRET not in stored.encrypted_secret
+
+
+def test_a_second_connection_of_the_same_name_is_refused(app, tenant, radicale):
+    add(app, tenant, radicale)
+    result = run(
+        app,
+        "add",
+        str(tenant.sub_account_id),
+        "--name",
+        "Personal",
+        "--url",
+        radicale.url,
+        "--username",
+        "owner",
+        "--password",
+        SECRET,
+    )
+    assert result.exit_code != 0 and "Duplicate name 'Personal'" in result.output
+
+
+def test_test_reaches_the_calendar_and_stores_nothing(app, tenant, radicale):
+    added = add(app, tenant, radicale)
+    result = run(app, "test", str(added["id"]))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["status"] == "probed"
+    assert db.session.get(CalendarConnection, added["id"]).last_attempt_at is None
+
+
+def test_sync_runs_now_and_reports(app, tenant, radicale):
+    added = add(app, tenant, radicale)
+    result = run(app, "sync", str(added["id"]))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["ok"] is True
+    db.session.expire_all()
+    assert db.session.get(CalendarConnection, added["id"]).last_success_at is not None
+
+
+def test_a_failing_sync_exits_non_zero_with_the_error(app, tenant, radicale):
+    add(app, tenant, radicale)
+    radicale.stop()
+    result = run(app, "sync", "--all")
+    assert result.exit_code == 1
+    assert json.loads(result.output)["ok"] is False
+
+
+def test_remove_deletes_the_connection_and_its_busy_time(app, tenant, radicale):
+    added = add(app, tenant, radicale)
+    start = utcnow().replace(microsecond=0) + timedelta(days=1)
+    db.session.add(
+        BlockedTime(
+            sub_account_id=tenant.sub_account_id,
+            start_at=start,
+            end_at=start + timedelta(hours=1),
+            source="external",
+            calendar_connection_id=added["id"],
+            external_uid="school-run",
+        )
+    )
+    db.session.commit()
+    assert run(app, "remove", str(added["id"])).exit_code == 0
+    db.session.expire_all()
+    assert db.session.get(CalendarConnection, added["id"]) is None
+    remaining = select(func.count()).select_from(BlockedTime)
+    assert (
+        db.session.scalar(remaining.where(BlockedTime.calendar_connection_id == added["id"])) == 0
+    )
+
+
+def test_an_unknown_connection_is_an_error(app):
+    result = run(app, "sync", "999999")
+    assert result.exit_code != 0 and "Calendar connection not found" in result.output

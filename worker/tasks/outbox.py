@@ -1,0 +1,37 @@
+"""Delivering outbox events: fan out to one task per handler, and sweep up what was missed."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from app.models.types import utcnow
+from app.services.outbox import (
+    handle_event,
+    handlers_due,
+    mark_delivered_if_done,
+    undelivered_events,
+)
+
+
+@shared_task(name="outbox.deliver")
+def deliver(event_id: int) -> None:
+    """Hand event ``event_id`` to every handler that has not had it yet."""
+    for handler_name in handlers_due(event_id):
+        handle.delay(event_id, handler_name)
+    mark_delivered_if_done(event_id, utcnow())
+
+
+@shared_task(name="outbox.handle")
+def handle(event_id: int, handler_name: str) -> None:
+    """One handler, one event, at most once (the receipt is written in this transaction)."""
+    handle_event(event_id, handler_name, utcnow())
+    mark_delivered_if_done(event_id, utcnow())
+
+
+@shared_task(name="outbox.sweep")
+def sweep() -> int:
+    """Hand over again the events whose dispatch was lost; returns how many."""
+    event_ids = undelivered_events(utcnow())
+    for event_id in event_ids:
+        deliver.delay(event_id)
+    return len(event_ids)

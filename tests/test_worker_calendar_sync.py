@@ -13,6 +13,7 @@ from app.models import CalendarConnection
 from tests.factories import next_monday, ny, z
 from tests.radicale_servers import radicale_server
 from tests.servers import MACHINE_REDIS
+from tests.test_calendar_sync import vevent
 from tests.test_worker import celery_worker, wait_for
 
 pytestmark = pytest.mark.slow
@@ -20,24 +21,8 @@ pytestmark = pytest.mark.slow
 MONDAY = next_monday()
 
 
-def ics_event(uid: str, start, end, summary: str) -> str:
-    stamp = "%Y%m%dT%H%M%SZ"
-    return "\r\n".join(
-        [
-            "BEGIN:VCALENDAR",
-            "VERSION:2.0",
-            "PRODID:-//calendar-booking tests//EN",
-            "BEGIN:VEVENT",
-            f"UID:{uid}",
-            "DTSTAMP:20300101T000000Z",
-            f"DTSTART:{start.astimezone(UTC).strftime(stamp)}",
-            f"DTEND:{end.astimezone(UTC).strftime(stamp)}",
-            f"SUMMARY:{summary}",
-            "END:VEVENT",
-            "END:VCALENDAR",
-            "",
-        ]
-    )
+def utc_stamp(instant) -> str:
+    return instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def synced(connection_id: int) -> bool:
@@ -53,7 +38,14 @@ def test_a_worker_sync_keeps_agents_off_the_owners_events(
     app = make_app(CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue)
     with radicale_server(tmp_path / "radicale") as radicale:
         calendar = radicale.make_calendar("dentist", "Personal")
-        calendar.add_event(ics_event("school-run", ny(MONDAY, 15), ny(MONDAY, 16), "School run"))
+        calendar.add_event(
+            vevent(
+                "school-run",
+                f"DTSTART:{utc_stamp(ny(MONDAY, 15))}",
+                f"DTEND:{utc_stamp(ny(MONDAY, 16))}",
+                "SUMMARY:School run",
+            )
+        )
         with app.app_context():
             tenant = tenants.create(
                 calendarConnections=[

@@ -10,12 +10,17 @@ $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# caldav's HTTP client (niquests) needs urllib3-future, whose wheel installs a .pth file that
+# copies it over urllib3 at every start (breaking requests); built from source with
+# URLLIB3_NO_OVERRIDE it lives beside urllib3 as urllib3_future.
+PIP_INSTALL = URLLIB3_NO_OVERRIDE=1 $(BIN)/pip install -q --no-binary urllib3-future
+
 $(VENV)/.runtime: requirements.txt | $(BIN)/activate
-	$(BIN)/pip install -q -r requirements.txt
+	$(PIP_INSTALL) -r requirements.txt
 	touch $@
 
 $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/activate
-	$(BIN)/pip install -q -r requirements-dev.txt
+	$(PIP_INSTALL) -r requirements-dev.txt
 	touch $@ $(VENV)/.runtime
 
 venv: $(VENV)/.runtime

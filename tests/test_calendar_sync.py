@@ -683,3 +683,15 @@ def test_occurrences_are_counted_once_across_the_expansion_slices():
     periods = busy_periods([CalendarObject("/x/hourly.ics", hourly)], window, NEW_YORK)
     assert len(periods) == 20 * 24 and len(set(periods)) == len(periods)
     assert periods[0].start == NOW and periods[-1].start == NOW + timedelta(days=20, hours=-1)
+
+
+def test_caldavs_http_client_leaves_urllib3_alone():
+    """niquests brings urllib3-future, whose wheel would replace urllib3 for every package;
+    installed as requirements.txt says (URLLIB3_NO_OVERRIDE=1), it stays beside it."""
+    import urllib3
+
+    patch = int(urllib3.__version__.split(".")[2])
+    assert patch < 900, (
+        f"urllib3 {urllib3.__version__} is urllib3-future: reinstall it with "
+        "URLLIB3_NO_OVERRIDE=1 pip install --no-binary urllib3-future (see requirements.txt)"
+    )

@@ -15,7 +15,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 from urllib.parse import urljoin, urlsplit
@@ -48,7 +48,7 @@ class GetCtag(BaseElement):
 class CalendarAccess:
     url: str  # the server or principal URL
     username: str | None
-    password: str | None
+    password: str | None = field(repr=False)  # never in a log line or traceback
     calendar: str | None  # the calendar's URL or display name; None: the only calendar
     calendar_url: str | None  # where an earlier sync found it, if it did
     timeout: float

@@ -4,12 +4,10 @@ calendar never delays another."""
 from __future__ import annotations
 
 from celery import shared_task
-from sqlalchemy import select
 
 from app.extensions import db
-from app.models import CalendarConnection, SubAccount
 from app.models.types import utcnow
-from app.services.calendars.sync import sync_connection
+from app.services.calendars.sync import active_connection_ids, sync_connection
 
 # A failing connection is tried again after 1, 2, 4 … minutes (with jitter), then waits for
 # the next periodic run.
@@ -20,14 +18,7 @@ MAX_RETRIES = 4
 @shared_task(name="calendars.sync_all")
 def sync_all() -> int:
     """Enqueue a sync of every active connection; returns how many."""
-    connection_ids = list(
-        db.session.scalars(
-            select(CalendarConnection.id)
-            .join(SubAccount, SubAccount.id == CalendarConnection.sub_account_id)
-            .where(CalendarConnection.active.is_(True), SubAccount.active.is_(True))
-            .order_by(CalendarConnection.id)
-        )
-    )
+    connection_ids = active_connection_ids()
     for connection_id in connection_ids:
         sync.delay(connection_id)
     return len(connection_ids)

@@ -174,10 +174,10 @@ def _read(plan: _Plan, *, incremental: bool) -> tuple[CalendarRead, list[BusyPer
         raise ServerError(f"unexpected error: {type(err).__name__}") from err
 
 
-def sync_all_connections(now: datetime, *, timeout: float | None = None) -> list[SyncResult]:
-    """Sync every active connection of every active sub account, each in a transaction of its
-    own (committed here), in id order. A failure is recorded and the next one proceeds."""
-    ids = list(
+def active_connection_ids() -> list[int]:
+    """Every active connection of every active sub account, in id order: what a sync of all
+    connections covers."""
+    return list(
         db.session.scalars(
             select(CalendarConnection.id)
             .join(SubAccount, SubAccount.id == CalendarConnection.sub_account_id)
@@ -185,6 +185,12 @@ def sync_all_connections(now: datetime, *, timeout: float | None = None) -> list
             .order_by(CalendarConnection.id)
         )
     )
+
+
+def sync_all_connections(now: datetime, *, timeout: float | None = None) -> list[SyncResult]:
+    """Sync every active connection of every active sub account, each in a transaction of its
+    own (committed here), in id order. A failure is recorded and the next one proceeds."""
+    ids = active_connection_ids()
     db.session.commit()  # end the read; each sync runs in its own transaction
     results = []
     for connection_id in ids:

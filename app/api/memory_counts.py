@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import URL, Engine
 
 from app.extensions import db
 
@@ -40,8 +40,8 @@ NOT_OWNER_MESSAGE = (
 # Claims held by this process, by database: the lock file descriptor or the dedicated
 # connection that holds the lock. Keyed with the process id, so a forked child (gunicorn
 # --preload) does not take its parent's claim for its own.
-_claims: dict[tuple[int, str], Any] = {}
-_refusal_logged: set[tuple[int, str]] = set()
+_claims: dict[tuple[int, URL], Any] = {}
+_refusal_logged: set[tuple[int, URL]] = set()
 
 
 def _lock_file(engine: Engine, instance_path: str) -> Path:
@@ -81,8 +81,7 @@ def owns_memory_counts(app: Flask) -> bool:
     """Whether this process keeps the rate-limit counts of ``app``'s database (claiming them
     if nobody does)."""
     engine = db.engine
-    database = engine.url.render_as_string(hide_password=True)
-    key = (os.getpid(), database)
+    key = (os.getpid(), engine.url)  # on every agent request: no rendering, just a lookup
     if key in _claims:
         return True
     if engine.url.get_backend_name() == "sqlite" and engine.url.database in (None, "", ":memory:"):

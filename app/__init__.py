@@ -15,6 +15,9 @@ from app.cli import register_commands
 from app.config import Config, load_config
 from app.errors import register_error_handlers
 from app.extensions import db, migrate
+from app.services.calendars.write_back import HANDLER_NAME as WRITE_BACK
+from app.services.calendars.write_back import write_back_delivery
+from app.services.outbox import register_handler
 from worker.celery_setup import celery_init_app
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -44,6 +47,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_rate_limits(app)
     register_commands(app)
     celery_init_app(app)
+    register_handler(WRITE_BACK, write_back_delivery)
     return app
 
 

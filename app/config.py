@@ -82,6 +82,8 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "CELERY_BROKER_URL",
         "CELERY_QUEUE",
         "SYNC_INTERVAL_SECONDS",
+        "OUTBOX_SWEEP_GRACE_SECONDS",
+        "OUTBOX_RETRY_BASE_SECONDS",
     ):
         if env.get(name):
             app_config[name] = env[name]

@@ -24,7 +24,7 @@ from app.models import BlockedTime, CalendarConnection, CalendarSettings
 from app.models.types import utcnow
 from app.scheduling.intervals import Interval
 from app.services.calendars import (
-    caldav_reader,
+    caldav_calendar,
     probe_connection,
     sync_all_connections,
     sync_connection,
@@ -454,8 +454,8 @@ class Absent(BaseElement):
 
 
 def test_without_sync_token_or_ctag_the_etags_tell_a_change(tenants, radicale, reads, monkeypatch):
-    monkeypatch.setattr(caldav_reader, "SYNC_TOKEN", Absent)
-    monkeypatch.setattr(caldav_reader, "CTAG", Absent)
+    monkeypatch.setattr(caldav_calendar, "SYNC_TOKEN", Absent)
+    monkeypatch.setattr(caldav_calendar, "CTAG", Absent)
     _, connection_id, calendar = connect(tenants, radicale)
     event = put(calendar, vevent("one", "DTSTART:20310107T150000Z", "DTEND:20310107T160000Z"))
     assert sync(connection_id).status == "synced"

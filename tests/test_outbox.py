@@ -35,12 +35,36 @@ def outbox_rows():
 
 
 @pytest.fixture
-def calls():
+def handlers(monkeypatch):
+    """Only the handlers a test registers (not the app's write-back)."""
+    monkeypatch.setattr(outbox, "_handlers", {})
+    return outbox
+
+
+@pytest.fixture
+def calls(handlers):
     """A handler registered under "test", recording the events it was given."""
     seen: list[int] = []
-    outbox.register_handler("test", lambda event: seen.append(event.id))
-    yield seen
-    outbox.unregister_handler("test")
+    handlers.register_handler("test", lambda delivery, now: seen.append(delivery.event_id))
+    return seen
+
+
+@pytest.fixture
+def failing(handlers):
+    """A handler registered under "flaky" that fails while ``failures`` is not empty."""
+    failures = ["server away"]
+
+    def handler(delivery, now):
+        if failures:
+            raise outbox.DeliveryFailed(failures[0])
+
+    handlers.register_handler("flaky", handler)
+    return failures
+
+
+def record(event_id, handler):
+    db.session.expire_all()
+    return db.session.get(OutboxDelivery, (event_id, handler))
 
 
 @pytest.fixture
@@ -98,23 +122,76 @@ def test_a_handler_runs_once_however_often_the_event_is_delivered(event_id, call
     db.session.commit()
     assert calls == [event_id]
     assert db.session.scalar(select(func.count()).select_from(OutboxDelivery)) == 1
+    assert record(event_id, "test").status == "delivered"
 
 
-def test_a_failing_handler_leaves_no_receipt_and_runs_again(event_id, calls):
-    def failing(event):
-        raise RuntimeError("server away")
-
-    outbox.register_handler("flaky", failing)
-    try:
-        with pytest.raises(RuntimeError):
-            outbox.handle_event(event_id, "flaky", utcnow())
-        db.session.rollback()
-        assert "flaky" in outbox.handlers_due(event_id)
-    finally:
-        outbox.unregister_handler("flaky")
+def test_the_app_registers_calendar_write_back():
+    assert "calendar_write_back" in outbox.registered_handlers()
 
 
-def test_an_event_is_delivered_once_every_handler_has_its_receipt(event_id, calls):
+def test_a_failed_delivery_waits_then_is_offered_again(event_id, failing):
+    now = utcnow()
+    assert outbox.handle_event(event_id, "flaky", now) is True
+    db.session.commit()
+    failed = record(event_id, "flaky")
+    assert (failed.status, failed.attempts, failed.last_error) == ("retrying", 1, "server away")
+    wait = failed.next_attempt_at - now
+    assert timedelta(seconds=47) <= wait <= timedelta(seconds=73)  # a minute, ±20 %
+
+    assert outbox.handlers_due(event_id, now) == []
+    assert outbox.handle_event(event_id, "flaky", now) is False
+    failing.clear()  # the server is back
+    later = failed.next_attempt_at
+    assert outbox.handlers_due(event_id, later) == ["flaky"]
+    assert outbox.handle_event(event_id, "flaky", later) is True
+    db.session.commit()
+    done = record(event_id, "flaky")
+    assert (done.status, done.attempts, done.last_error) == ("delivered", 2, None)
+
+
+def test_the_wait_doubles_up_to_an_hour():
+    delays = [outbox.retry_delay(n) for n in (1, 2, 3, 7, 9)]
+    assert all(
+        m * 0.8 <= d / timedelta(minutes=1) <= m * 1.2
+        for d, m in zip(delays, (1, 2, 4, 60, 60), strict=True)
+    )
+
+
+def test_a_handler_is_given_up_after_the_last_attempt(event_id, failing):
+    now = utcnow()
+    for _ in range(outbox.MAX_ATTEMPTS):
+        assert outbox.handle_event(event_id, "flaky", now) is True
+        db.session.commit()
+        now = record(event_id, "flaky").next_attempt_at or now
+    given_up = record(event_id, "flaky")
+    assert (given_up.status, given_up.attempts) == ("failed", outbox.MAX_ATTEMPTS)
+    assert outbox.handlers_due(event_id, now + timedelta(days=1)) == []
+    assert outbox.mark_delivered_if_done(event_id, now) is True
+
+
+def test_an_unexpected_error_rolls_back_the_handlers_writes(event_id, handlers):
+    def broken(delivery, now):
+        db.session.add(OutboxEvent(**{**_copy(delivery), "kind": "booking.updated"}))
+        db.session.flush()
+        raise KeyError("bug")
+
+    handlers.register_handler("broken", broken)
+    assert outbox.handle_event(event_id, "broken", utcnow()) is True
+    db.session.commit()
+    assert [row.kind for row in outbox_rows()] == ["booking.created"]
+    assert record(event_id, "broken").last_error == "unexpected error: KeyError: 'bug'"
+
+
+def _copy(delivery):
+    return {
+        "sub_account_id": delivery.sub_account_id,
+        "booking_id": delivery.booking_id,
+        "changed": [],
+        "occurred_at": delivery.occurred_at,
+    }
+
+
+def test_an_event_is_done_once_every_handler_has_delivered_it(event_id, calls):
     now = utcnow()
     assert outbox.mark_delivered_if_done(event_id, now) is False
     outbox.handle_event(event_id, "test", now)
@@ -135,7 +212,16 @@ def test_the_sweep_finds_old_undelivered_events_only(event_id, tenant, calls):
     db.session.add(fresh)
     db.session.commit()
     assert outbox.undelivered_events(now) == [event_id]
+    assert outbox.undelivered_events(now, grace=timedelta(0)) == [event_id, fresh.id]
     outbox.handle_event(event_id, "test", now)
     outbox.mark_delivered_if_done(event_id, now)
     db.session.commit()
     assert outbox.undelivered_events(now) == []
+
+
+def test_the_sweep_leaves_an_event_until_its_retry_is_due(event_id, failing):
+    now = utcnow()
+    outbox.handle_event(event_id, "flaky", now)
+    db.session.commit()
+    assert outbox.undelivered_events(now) == []
+    assert outbox.undelivered_events(record(event_id, "flaky").next_attempt_at) == [event_id]

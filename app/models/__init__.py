@@ -11,7 +11,7 @@ from app.models.availability import (
 from app.models.booking import ACTIVE_STATUSES, Attendee, Booking, BookingStatus, Contact
 from app.models.calendar_connection import CalendarConnection
 from app.models.event_type import EventType
-from app.models.outbox import OutboxDelivery, OutboxEvent
+from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
 from app.models.tenancy import Agency, CalendarSettings, Role, SubAccount, User
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "CalendarSettings",
     "Contact",
     "DateOverride",
+    "DeliveryStatus",
     "EventType",
     "OutboxDelivery",
     "OutboxEvent",

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Index, String, Text
+from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
@@ -59,6 +59,9 @@ class Booking(db.Model):
         ForeignKey("event_types.id", ondelete="RESTRICT"), index=True
     )
     status: Mapped[str] = mapped_column(String(16), default=BookingStatus.PENDING)
+    # The iCalendar SEQUENCE of the booking's event: raised by each change a calendar shows,
+    # so calendars and mail clients take the newest revision (RFC 5545 3.8.7.4).
+    sequence: Mapped[int] = mapped_column(Integer, default=0)
     title: Mapped[str] = mapped_column(String(255))
     description: Mapped[str | None] = mapped_column(Text)
     location: Mapped[str | None] = mapped_column(String(500))

@@ -28,7 +28,9 @@ class CalendarConnection(db.Model):
       timezone all-day and floating events were placed in);
     - outcome, for operators: ``last_attempt_at``, ``last_success_at``, ``last_error`` and
       ``last_error_at`` (the latest failure, kept after a success so flapping shows),
-      ``consecutive_failures`` (0 = healthy), ``busy_count`` (busy periods stored).
+      ``consecutive_failures`` (0 = healthy), ``busy_count`` (busy periods stored);
+    - write-back outcome (bookings written into the calendar, ``write_back``): ``last_write_at``
+      (the latest successful write), ``last_write_error`` and ``last_write_error_at``.
     """
 
     __tablename__ = "calendar_connections"
@@ -59,6 +61,9 @@ class CalendarConnection(db.Model):
     last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
     busy_count: Mapped[int] = mapped_column(Integer, default=0)
+    last_write_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_write_error: Mapped[str | None] = mapped_column(Text)
+    last_write_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property

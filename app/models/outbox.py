@@ -5,8 +5,9 @@ recorded so none is applied twice."""
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
-from sqlalchemy import JSON, ForeignKey, Index, String
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -14,8 +15,9 @@ from app.models.types import UTCDateTime
 
 
 class OutboxEvent(db.Model):
-    """A booking event (``booking.created`` …). ``delivered_at`` is set once every handler has
-    had it; until then the worker's sweep hands it to Celery again."""
+    """A booking event (``booking.created`` …). ``delivered_at`` is set once every handler is
+    done with it (delivered, or given up); until then the worker's sweep hands it to Celery
+    again when a handler is due."""
 
     __tablename__ = "outbox_events"
     __table_args__ = (Index("ix_outbox_events_undelivered", "delivered_at", "id"),)
@@ -31,14 +33,29 @@ class OutboxEvent(db.Model):
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
+class DeliveryStatus(StrEnum):
+    DELIVERED = "delivered"
+    RETRYING = "retrying"  # failed so far; offered again from ``next_attempt_at``
+    FAILED = "failed"  # given up after the last attempt
+
+
 class OutboxDelivery(db.Model):
-    """One handler's receipt for one event: written in the handler's transaction, so a second
-    delivery of the event finds it and skips the handler."""
+    """One handler's record of one event: written in the handler's transaction, so a second
+    delivery of a delivered (or given up) event finds it and skips the handler."""
 
     __tablename__ = "outbox_deliveries"
+    __table_args__ = (Index("ix_outbox_deliveries_retrying", "status", "next_attempt_at"),)
 
     event_id: Mapped[int] = mapped_column(
         ForeignKey("outbox_events.id", ondelete="CASCADE"), primary_key=True
     )
     handler: Mapped[str] = mapped_column(String(64), primary_key=True)
-    delivered_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    status: Mapped[str] = mapped_column(String(16), default=DeliveryStatus.DELIVERED)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    @property
+    def finished(self) -> bool:
+        return self.status != DeliveryStatus.RETRYING

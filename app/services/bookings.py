@@ -326,6 +326,8 @@ def update_booking(
         _upsert_contacts(sub_account.id, changes.attendees)
     if changed:
         booking.updated_at = now
+        if set(changed) - {"metadata"}:  # metadata is not in the calendar's copy
+            booking.sequence += 1
         db.session.flush()
         kind = BookingEventKind.RESCHEDULED if rescheduled else BookingEventKind.UPDATED
         emit(db.session, BookingEvent(kind, booking.id, sub_account.id, now, tuple(changed)))
@@ -370,6 +372,7 @@ def cancel_booking(
     booking.cancelled_at = now
     booking.cancellation_reason = reason
     booking.updated_at = now
+    booking.sequence += 1
     db.session.flush()
     emit(db.session, BookingEvent(BookingEventKind.CANCELLED, booking.id, sub_account.id, now))
     return booking

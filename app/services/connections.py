@@ -40,6 +40,10 @@ def describe(connection: CalendarConnection) -> dict[str, Any]:
         "lastError": connection.last_error,
         "lastErrorAt": _stamp(connection.last_error_at),
         "busyCount": connection.busy_count,
+        "consecutiveFailures": connection.consecutive_failures,
+        "lastWriteAt": _stamp(connection.last_write_at),
+        "lastWriteError": connection.last_write_error,
+        "lastWriteErrorAt": _stamp(connection.last_write_error_at),
     }
 
 

@@ -1,28 +1,72 @@
-"""Delivering outbox events to their handlers, each at most once.
+"""Delivering outbox events to their handlers: each handler's work is recorded once done.
 
 Handlers (CalDAV write-back, notifications, webhooks) register under a stable name. The worker
-fans an event out to one task per handler; each runs in its own transaction, which also writes
-the handler's receipt (``outbox_deliveries``), so a repeated delivery (a retry, the sweep, a
-second worker) finds the receipt and does nothing. Effects outside the database must still be
-safe to repeat, since a crash can come between them and the commit of the receipt.
+fans an event out to one task per handler; each records its outcome in ``outbox_deliveries``,
+in the transaction of the handler's own database writes, so a repeated delivery (a retry, the
+sweep, a second worker) of a delivered event finds the record and does nothing. Effects outside
+the database must still be safe to repeat: a crash can come between them and the commit of the
+record, and two deliveries that overlap both run the handler (at least once, not exactly once).
+
+A handler that fails (raises ``DeliveryFailed``, or anything unexpected) is offered the event
+again after 1, 2, 4 … minutes (at most an hour apart, with jitter) by the sweep, up to
+``MAX_ATTEMPTS`` attempts; then its record says ``failed`` with the last error, and the event
+no longer waits for it.
+
+No transaction stays open while a handler works (it may wait on a remote server): the
+delivery's reads end before the handler runs. A handler reads in a session of its own, or
+writes first (SQLite: a transaction that read and then writes can fail on a lock upgrade).
 """
 
 from __future__ import annotations
 
+import logging
+import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.extensions import db
-from app.models import OutboxDelivery, OutboxEvent
+from app.models import DeliveryStatus, OutboxDelivery, OutboxEvent
 
-Handler = Callable[[OutboxEvent], None]
-_handlers: dict[str, Handler] = {}
+log = logging.getLogger(__name__)
 
+MAX_ATTEMPTS = 10
+RETRY_BASE = timedelta(minutes=1)
+RETRY_CAP = timedelta(hours=1)
 # A committed event is handed to Celery at once; the sweep leaves it this long before it
 # hands it over again (a second hand-over is harmless, just wasted work).
 SWEEP_GRACE = timedelta(seconds=30)
+_ERROR_LENGTH = 2000
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a handler is given: the event, detached from any session, and which attempt this is
+    (1 for the first)."""
+
+    event_id: int
+    kind: str
+    booking_id: int
+    sub_account_id: int
+    changed: tuple[str, ...]
+    occurred_at: datetime
+    attempt: int
+
+
+class DeliveryFailed(Exception):
+    """The handler could not do its work this time (a server away, say). What it wrote to the
+    database before raising is kept; the event is offered to it again later."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+Handler = Callable[[Delivery, datetime], None]
+_handlers: dict[str, Handler] = {}
 
 
 def register_handler(name: str, handler: Handler) -> None:
@@ -33,53 +77,152 @@ def unregister_handler(name: str) -> None:
     _handlers.pop(name, None)
 
 
-def handlers_due(event_id: int) -> list[str]:
-    """The handlers that have not had event ``event_id`` yet."""
-    done = set(
-        db.session.scalars(
-            select(OutboxDelivery.handler).where(OutboxDelivery.event_id == event_id)
+def registered_handlers() -> list[str]:
+    return list(_handlers)
+
+
+def retry_delay(attempts: int, base: timedelta = RETRY_BASE) -> timedelta:
+    """How long to wait after the ``attempts``-th failed attempt: doubling, capped, ±20 %."""
+    delay = min(base * 2 ** (attempts - 1), RETRY_CAP)
+    return delay * random.uniform(0.8, 1.2)
+
+
+def handlers_due(event_id: int, now: datetime) -> list[str]:
+    """The handlers that are not done with event ``event_id`` and not waiting to retry."""
+    records = {
+        record.handler: record
+        for record in db.session.scalars(
+            select(OutboxDelivery).where(OutboxDelivery.event_id == event_id)
         )
-    )
-    return [name for name in _handlers if name not in done]
+    }
+    return [name for name in _handlers if _due(records.get(name), now)]
+
+
+def _due(record: OutboxDelivery | None, now: datetime) -> bool:
+    if record is None:
+        return True
+    return not record.finished and (record.next_attempt_at is None or record.next_attempt_at <= now)
 
 
 def mark_delivered_if_done(event_id: int, now: datetime) -> bool:
-    """Stamp the event delivered once every handler has its receipt; returns whether it is."""
+    """Stamp the event delivered once every handler is done with it (delivered or given up);
+    returns whether it is."""
     event = db.session.get(OutboxEvent, event_id)
     if event is None:
         return True
-    if event.delivered_at is None and not handlers_due(event_id):
-        event.delivered_at = now
-        db.session.flush()
+    if event.delivered_at is None:
+        finished = set(
+            db.session.scalars(
+                select(OutboxDelivery.handler).where(
+                    OutboxDelivery.event_id == event_id,
+                    OutboxDelivery.status != DeliveryStatus.RETRYING,
+                )
+            )
+        )
+        if all(name in finished for name in _handlers):
+            event.delivered_at = now
+            db.session.flush()
     return event.delivered_at is not None
 
 
-def handle_event(event_id: int, handler_name: str, now: datetime) -> bool:
-    """Run one handler on one event unless it already ran; returns whether it ran now.
-
-    The event row is locked first (PostgreSQL), so two deliveries of one event to one handler
-    cannot run side by side; the second then finds the first one's receipt.
-    """
-    event = db.session.get(OutboxEvent, event_id, with_for_update=True)
+def handle_event(
+    event_id: int, handler_name: str, now: datetime, *, retry_base: timedelta = RETRY_BASE
+) -> bool:
+    """Run one handler on one event unless it is done with it or waiting to retry; returns
+    whether it ran now. Leaves the outcome (and the handler's writes) in the session."""
     handler = _handlers.get(handler_name)
-    if event is None or handler is None:
+    event = db.session.get(OutboxEvent, event_id)
+    if handler is None or event is None:
         return False
-    already = db.session.get(OutboxDelivery, (event_id, handler_name))
-    if already is not None:
+    record = db.session.get(OutboxDelivery, (event_id, handler_name))
+    if not _due(record, now):
         return False
-    handler(event)
-    db.session.add(OutboxDelivery(event_id=event_id, handler=handler_name, delivered_at=now))
-    db.session.flush()
+    attempt = 1 if record is None else record.attempts + 1
+    delivery = Delivery(
+        event_id=event.id,
+        kind=event.kind,
+        booking_id=event.booking_id,
+        sub_account_id=event.sub_account_id,
+        changed=tuple(event.changed or ()),
+        occurred_at=event.occurred_at,
+        attempt=attempt,
+    )
+    db.session.commit()  # end the reads: no transaction waits on the handler's server
+
+    error = None
+    try:
+        handler(delivery, now)
+    except DeliveryFailed as failure:
+        error = failure.message
+    except SQLAlchemyError:
+        raise  # the database itself: the task's retry policy takes it
+    except Exception as exc:
+        log.exception("outbox handler %s failed on event %s", handler_name, event_id)
+        db.session.rollback()
+        error = f"unexpected error: {type(exc).__name__}: {exc}"
+    return _record(event_id, handler_name, attempt, error, now, retry_base)
+
+
+def _record(
+    event_id: int,
+    handler_name: str,
+    attempt: int,
+    error: str | None,
+    now: datetime,
+    retry_base: timedelta,
+) -> bool:
+    record = db.session.get(OutboxDelivery, (event_id, handler_name))
+    if record is None:
+        record = OutboxDelivery(event_id=event_id, handler=handler_name)
+        db.session.add(record)
+    record.attempts = attempt
+    if error is None:
+        record.status = DeliveryStatus.DELIVERED
+        record.delivered_at = now
+        record.last_error = None
+        record.next_attempt_at = None
+    elif attempt >= MAX_ATTEMPTS:
+        record.status = DeliveryStatus.FAILED
+        record.last_error = error[:_ERROR_LENGTH]
+        record.next_attempt_at = None
+        log.warning(
+            "outbox handler %s gave up on event %s after %s attempts: %s",
+            handler_name,
+            event_id,
+            attempt,
+            error,
+        )
+    else:
+        record.status = DeliveryStatus.RETRYING
+        record.last_error = error[:_ERROR_LENGTH]
+        record.next_attempt_at = now + retry_delay(attempt, retry_base)
+    try:
+        db.session.flush()
+    except IntegrityError:
+        # Another delivery of this event to this handler recorded its outcome first.
+        db.session.rollback()
+        return False
     return True
 
 
-def undelivered_events(now: datetime, limit: int = 500) -> list[int]:
-    """Events a crash or a broker outage may have left behind: not delivered, and older than
-    the grace period (oldest first)."""
+def undelivered_events(
+    now: datetime, limit: int = 500, *, grace: timedelta = SWEEP_GRACE
+) -> list[int]:
+    """Events a crash or a broker outage may have left behind, or whose handlers are due to
+    retry: not done, older than the grace period, no handler waiting (oldest first)."""
+    waiting = exists().where(
+        OutboxDelivery.event_id == OutboxEvent.id,
+        OutboxDelivery.status == DeliveryStatus.RETRYING,
+        OutboxDelivery.next_attempt_at > now,
+    )
     return list(
         db.session.scalars(
             select(OutboxEvent.id)
-            .where(OutboxEvent.delivered_at.is_(None), OutboxEvent.occurred_at <= now - SWEEP_GRACE)
+            .where(
+                OutboxEvent.delivered_at.is_(None),
+                OutboxEvent.occurred_at <= now - grace,
+                ~waiting,
+            )
             .order_by(OutboxEvent.id)
             .limit(limit)
         )

@@ -1,11 +1,17 @@
-"""Delivering outbox events: fan out to one task per handler, and sweep up what was missed."""
+"""Delivering outbox events: fan out to one task per handler, and sweep up what was missed or
+is due to retry."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import shared_task
+from flask import current_app
 
 from app.models.types import utcnow
 from app.services.outbox import (
+    RETRY_BASE,
+    SWEEP_GRACE,
     handle_event,
     handlers_due,
     mark_delivered_if_done,
@@ -13,25 +19,33 @@ from app.services.outbox import (
 )
 
 
+def _seconds(name: str, default: timedelta) -> timedelta:
+    value = current_app.config.get(name)
+    return timedelta(seconds=float(value)) if value else default
+
+
 @shared_task(name="outbox.deliver")
 def deliver(event_id: int) -> None:
-    """Hand event ``event_id`` to every handler that has not had it yet."""
-    for handler_name in handlers_due(event_id):
+    """Hand event ``event_id`` to every handler that is due to have it."""
+    for handler_name in handlers_due(event_id, utcnow()):
         handle.delay(event_id, handler_name)
     mark_delivered_if_done(event_id, utcnow())
 
 
 @shared_task(name="outbox.handle")
 def handle(event_id: int, handler_name: str) -> None:
-    """One handler, one event, at most once (the receipt is written in this transaction)."""
-    handle_event(event_id, handler_name, utcnow())
+    """One handler, one event; its outcome is recorded in this task's transaction."""
+    retry_base = _seconds("OUTBOX_RETRY_BASE_SECONDS", RETRY_BASE)
+    handle_event(event_id, handler_name, utcnow(), retry_base=retry_base)
     mark_delivered_if_done(event_id, utcnow())
 
 
 @shared_task(name="outbox.sweep")
 def sweep() -> int:
-    """Hand over again the events whose dispatch was lost; returns how many."""
-    event_ids = undelivered_events(utcnow())
+    """Hand over again the events whose dispatch was lost or whose handlers are due to retry;
+    returns how many."""
+    grace = _seconds("OUTBOX_SWEEP_GRACE_SECONDS", SWEEP_GRACE)
+    event_ids = undelivered_events(utcnow(), grace=grace)
     for event_id in event_ids:
         deliver.delay(event_id)
     return len(event_ids)

@@ -1,5 +1,5 @@
 """Connected calendars: inbound CalDAV sync of busy time (``sync``), the CalDAV side
-(``caldav_reader``), iCalendar expansion (``busy_time``) and the failures (``errors``)."""
+(``caldav_calendar``), iCalendar expansion (``busy_time``) and the failures (``errors``)."""
 
 from app.services.calendars.errors import CalendarSyncError
 from app.services.calendars.sync import (

@@ -3,7 +3,7 @@
 ``sync_connection`` is one use case in the caller's transaction (it flushes; the caller, a
 Celery task or a CLI command, commits). It reads the connection in a short transaction of its
 own first, so no transaction stays open while the CalDAV server is waited for, then talks to
-the server (``caldav_reader``), expands the events (``busy_time``), and only then writes, under
+the server (``caldav_calendar``), expands the events (``busy_time``), and only then writes, under
 the calendar's write lock (the one booking writes take):
 
 - success: the connection's ``external`` blocked times become exactly the busy periods read,
@@ -32,7 +32,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from flask import current_app
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
@@ -48,24 +47,21 @@ from app.models import (
 )
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
+from app.services.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.calendars.busy_time import BusyPeriod, busy_periods
-from app.services.calendars.caldav_reader import CalendarAccess, CalendarRead, read_calendar
+from app.services.calendars.caldav_calendar import CalendarAccess, CalendarRead, read_calendar
 from app.services.calendars.errors import (
     CalendarNotFound,
     CalendarSyncError,
-    CredentialsUnreadable,
     ServerError,
 )
 from app.services.locking import lock_calendar
-from app.services.secrets import SecretUnreadable, decrypt_secret
 
 log = logging.getLogger(__name__)
 
 LOOK_BACK = timedelta(days=1)
 READ_AHEAD = timedelta(days=7)
-DEFAULT_TIMEOUT_SECONDS = 10.0
 _UID_LENGTH = BlockedTime.__table__.c.external_uid.type.length
-_ERROR_LENGTH = 2000
 _CHUNK = 500
 
 Status = Literal["synced", "unchanged", "probed", "failed", "skipped"]
@@ -116,7 +112,7 @@ def sync_connection(
     account, is ``skipped``.
     """
     with Session(db.engine) as read_session:
-        plan = _plan(read_session, connection_id, now, _timeout(timeout))
+        plan = _plan(read_session, connection_id, now, caldav_timeout(timeout))
     if isinstance(plan, SyncResult):
         return plan
     try:
@@ -133,21 +129,15 @@ def probe_connection(
     (not even the outcome): for an operator checking a connection. ``busy_count`` is what a
     sync would store."""
     with Session(db.engine) as read_session:
-        plan = _plan(read_session, connection_id, now, _timeout(timeout), probe=True)
+        plan = _plan(read_session, connection_id, now, caldav_timeout(timeout), probe=True)
     if isinstance(plan, SyncResult):
         return plan
     try:
         _, periods = _read(plan, incremental=False)
     except CalendarSyncError as err:
-        message = _redacted(err.message, plan.access)
+        message = redacted(err.message, plan.access)
         return SyncResult(connection_id, "failed", error=message, retryable=err.retryable)
     return SyncResult(connection_id, "probed", busy_count=len(periods or []))
-
-
-def _timeout(timeout: float | None) -> float:
-    if timeout is not None:
-        return timeout
-    return float(current_app.config.get("CALDAV_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS))
 
 
 def _read(plan: _Plan, *, incremental: bool) -> tuple[CalendarRead, list[BusyPeriod] | None]:
@@ -229,7 +219,7 @@ def _plan(
         and connection.synced_until >= now + timedelta(days=horizon)
         and connection.synced_timezone == settings.timezone
     )
-    access, access_error = _access(connection, timeout)
+    access, access_error = connection_access(connection, timeout)
     return _Plan(
         connection_id=connection.id,
         sub_account_id=connection.sub_account_id,
@@ -255,28 +245,6 @@ def _configuration(connection: CalendarConnection) -> tuple:
     )
 
 
-def _access(
-    connection: CalendarConnection, timeout: float
-) -> tuple[CalendarAccess, CalendarSyncError | None]:
-    password, problem = None, None
-    if connection.encrypted_secret is not None:
-        try:
-            password = decrypt_secret(connection.encrypted_secret, current_app.config["SECRET_KEY"])
-        except SecretUnreadable:
-            problem = CredentialsUnreadable(
-                "the stored password cannot be decrypted with this SECRET_KEY; enter it again"
-            )
-    access = CalendarAccess(
-        url=connection.url,
-        username=connection.username,
-        password=password,
-        calendar=connection.calendar,
-        calendar_url=connection.calendar_url,
-        timeout=timeout,
-    )
-    return access, problem
-
-
 def _current(plan: _Plan) -> CalendarConnection | None:
     """The connection as it is now, if it is still the one the sync read with."""
     connection = db.session.get(CalendarConnection, plan.connection_id, populate_existing=True)
@@ -286,7 +254,7 @@ def _current(plan: _Plan) -> CalendarConnection | None:
 
 
 def _record_failure(plan: _Plan, err: CalendarSyncError, now: datetime) -> SyncResult:
-    message = _redacted(err.message, plan.access)
+    message = redacted(err.message, plan.access)
     log.warning("calendar connection %s: sync failed: %s", plan.connection_id, message)
     lock_calendar(plan.sub_account_id)  # SQLite: write first, never upgrade a read
     connection = _current(plan)
@@ -404,9 +372,3 @@ def _stale(plan: _Plan) -> SyncResult:
         error="the connection was changed or removed during the sync",
         retryable=True,
     )
-
-
-def _redacted(message: str, access: CalendarAccess) -> str:
-    if access.password and len(access.password) >= 4:
-        message = message.replace(access.password, "***")
-    return message[:_ERROR_LENGTH]

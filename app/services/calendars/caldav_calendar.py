@@ -1,12 +1,15 @@
-"""Reading one calendar from a CalDAV server with the ``caldav`` library. No database here.
+"""One calendar on a CalDAV server, through the ``caldav`` library: read for the inbound sync,
+written for write-back. No database here.
 
 ``read_calendar`` finds the calendar (by URL, or by display name among the principal's
 calendars, or the only one), asks for its change markers in one PROPFIND (``DAV:sync-token``,
 RFC 6578, and CalendarServer's ``getctag``; for servers with neither, a digest of its members'
 ETags from a depth-1 PROPFIND), and unless they equal the ones given, reads the events in a
-window with one calendar-query REPORT (a time-range search). Every request has the timeout
-given (connect and each read). Failures are raised as ``CalendarSyncError`` subclasses whose
-messages never include the password.
+window with one calendar-query REPORT (a time-range search). ``put_event`` and
+``delete_event`` write one event at ``<calendar>/<UID>.ics``: a PUT there replaces what is
+there, and a DELETE of what is gone is no error, so both are safe to repeat. Every request has
+the timeout given (connect and each read). Failures are raised as ``CalendarSyncError``
+subclasses whose messages never include the password.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import caldav
 from caldav.elements import dav
@@ -101,6 +104,40 @@ def read_calendar(
             CalendarObject(href=str(obj.url), data=_text(obj.data)) for obj in found if obj.data
         ]
         return CalendarRead(markers, objects)
+
+
+def put_event(access: CalendarAccess, uid: str, data: bytes) -> str:
+    """Store the iCalendar object ``data`` (one event, UID ``uid``) in the calendar, replacing
+    any earlier version; returns the calendar's URL."""
+    with _translated_errors(access), _client(access) as client:
+        calendar = _writable(client, access)
+        try:
+            _event_at(client, calendar, uid, data).save(increase_seqno=False)
+        except caldav_error.NotFoundError:
+            if not access.calendar_url:
+                raise
+            calendar = _find(client, access)  # the remembered URL is gone: look it up
+            _event_at(client, calendar, uid, data).save(increase_seqno=False)
+        return str(calendar.url)
+
+
+def delete_event(access: CalendarAccess, uid: str) -> None:
+    """Remove the event with UID ``uid`` that ``put_event`` stored (nothing there: done)."""
+    with _translated_errors(access), _client(access) as client:
+        _event_at(client, _writable(client, access), uid).delete()
+
+
+def _writable(client: caldav.DAVClient, access: CalendarAccess) -> Any:
+    """The calendar to write to: where a sync found it, else looked up (no PROPFIND for
+    change markers, which a write does not need)."""
+    if access.calendar_url:
+        return client.calendar(url=access.calendar_url)
+    return _find(client, access)
+
+
+def _event_at(client: caldav.DAVClient, calendar: Any, uid: str, data: bytes | None = None) -> Any:
+    url = calendar.url.join(quote(uid, safe="") + ".ics")
+    return caldav.Event(client=client, url=url, data=data, parent=calendar, id=uid)
 
 
 @contextmanager

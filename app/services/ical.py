@@ -1,0 +1,85 @@
+"""A booking as an iCalendar object (``icalendar``): what write-back stores in a connected
+calendar, and what a notification will attach.
+
+The UID is the booking's ``uid`` in every copy, so a calendar replaces its copy rather than
+adding a second, and the inbound sync recognises the service's own events. SEQUENCE is the
+booking's ``sequence``, raised by each change a calendar shows. Times are written in the
+booking's timezone (``DTSTART;TZID=…`` with its VTIMEZONE), so a calendar shows the time the
+booking was made in (UTC for a local time a fall-back repeats, which iCalendar cannot tell
+apart); the instants are the booking's, to the second.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import icalendar
+
+from app.models import Booking, BookingStatus
+from app.scheduling.timezones import zone
+
+PRODID = "-//Calendar Booking API//Bookings//EN"
+
+_STATUS = {
+    BookingStatus.PENDING: "TENTATIVE",
+    BookingStatus.CONFIRMED: "CONFIRMED",
+    BookingStatus.COMPLETED: "CONFIRMED",
+    BookingStatus.NO_SHOW: "CONFIRMED",
+    BookingStatus.CANCELLED: "CANCELLED",
+}
+
+
+def booking_vevent(booking: Booking, *, now: datetime, stored: bool = True) -> icalendar.Event:
+    """The booking's VEVENT. ``stored``: for a copy kept in a calendar collection (CalDAV), whose
+    attendees carry ``SCHEDULE-AGENT=CLIENT`` so a scheduling server (RFC 6638) does not mail
+    invitations of its own: the service tells attendees itself."""
+    tz = zone(booking.timezone)
+    event = icalendar.Event()
+    event.add("uid", booking.uid)
+    event.add("dtstamp", now)
+    event.add("created", booking.created_at)
+    event.add("last-modified", booking.updated_at)
+    event.add("sequence", booking.sequence)
+    event.add("dtstart", _written_time(booking.start_at, tz))
+    event.add("dtend", _written_time(booking.end_at, tz))
+    event.add("summary", booking.title)
+    if booking.description:
+        event.add("description", booking.description)
+    if booking.location:
+        event.add("location", booking.location)
+    event.add("status", _STATUS[BookingStatus(booking.status)])
+    event.add("transp", "OPAQUE")
+    for attendee in booking.attendees:
+        address = icalendar.vCalAddress(f"mailto:{attendee.email}")
+        address.params["CN"] = attendee.name
+        address.params["ROLE"] = "REQ-PARTICIPANT"
+        address.params["PARTSTAT"] = "ACCEPTED"  # they booked the time themselves
+        if stored:
+            address.params["SCHEDULE-AGENT"] = "CLIENT"
+        event.add("attendee", address)
+    return event
+
+
+def _written_time(instant: datetime, tz: ZoneInfo) -> datetime:
+    """``instant`` in the booking's zone, or in UTC where that local time is ambiguous: iCalendar
+    has no fold, and reads a repeated local time (the hour after a fall-back) as its first
+    occurrence (RFC 5545 3.3.5), which would be an hour off."""
+    local = instant.astimezone(tz)
+    if local.replace(fold=0).astimezone(UTC) != instant.astimezone(UTC):
+        return instant.astimezone(UTC)
+    return local
+
+
+def booking_calendar(booking: Booking, *, now: datetime, stored: bool = True) -> bytes:
+    """A VCALENDAR holding the booking's VEVENT and the VTIMEZONE it needs (for the years the
+    booking spans, not tzdata's whole history)."""
+    calendar = icalendar.Calendar()
+    calendar.add("prodid", PRODID)
+    calendar.add("version", "2.0")
+    calendar.add_component(booking_vevent(booking, now=now, stored=stored))
+    calendar.add_missing_timezones(
+        first_date=booking.start_at.date() - timedelta(days=366),
+        last_date=booking.end_at.date() + timedelta(days=366),
+    )
+    return calendar.to_ical()

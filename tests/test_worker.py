@@ -3,7 +3,9 @@ embedded default (kombu's SQLAlchemy transport on a SQLite file beside the datab
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -27,27 +29,30 @@ ALWAYS = {day: [["00:00", "24:00"]] for day in ("mon", "tue", "wed", "thu", "fri
 
 
 @contextmanager
-def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[None]:
-    """``celery -A worker worker`` as the Procfile starts it, until it says it is ready."""
+def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
+    """``celery -A worker worker`` as the Procfile starts it (in a process group of its own,
+    pool processes included), until it says it is ready."""
     process_env = {
         k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")
     }
     process_env.update(DATABASE_URL=database_url, SECRET_KEY="test-secret-key", **env)
-    with open(log_path, "w") as log:
+    start = log_path.stat().st_size if log_path.exists() else 0
+    with open(log_path, "a") as log:
         process = subprocess.Popen(
             [str(BIN / "celery"), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1"],
             cwd=ROOT,
             env=process_env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             deadline = time.monotonic() + 60
-            while "ready." not in log_path.read_text():
+            while "ready." not in log_path.read_text()[start:]:
                 assert process.poll() is None, log_path.read_text()
                 assert time.monotonic() < deadline, "the worker did not start"
                 time.sleep(0.2)
-            yield
+            yield process
         finally:
             process.terminate()
             try:
@@ -55,6 +60,8 @@ def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[Non
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # pool processes left behind, if any
 
 
 def wait_for(predicate, timeout: float = 60.0) -> bool:

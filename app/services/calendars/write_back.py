@@ -131,6 +131,13 @@ def _plan(session: Session, booking_id: int, now: datetime, timeout: float) -> _
 
 def _write(plan: _Plan, target: _Target) -> WriteOutcome:
     action = "deleted" if plan.data is None else "stored"
+    log.info(
+        "calendar connection %s: writing booking %s (%s, sequence %s)",
+        target.connection_id,
+        plan.booking_id,
+        "delete" if plan.data is None else "store",
+        plan.sequence,
+    )
     try:
         if target.access_error is not None:
             raise target.access_error

@@ -127,3 +127,19 @@ def test_remove_deletes_the_connection_and_its_busy_time(app, tenant, radicale):
 def test_an_unknown_connection_is_an_error(app):
     result = run(app, "sync", "999999")
     assert result.exit_code != 0 and "Calendar connection not found" in result.output
+
+
+def test_list_shows_sync_and_write_back_health(app, tenant, radicale):
+    added = add(app, tenant, radicale)
+    radicale.stop()
+    run(app, "sync", str(added["id"]))
+    connection = db.session.get(CalendarConnection, added["id"])
+    connection.last_write_at = utcnow()
+    connection.last_write_error = "cannot connect to http://127.0.0.1"
+    connection.last_write_error_at = utcnow()
+    db.session.commit()
+    (listed,) = [json.loads(line) for line in run(app, "list").output.splitlines()]
+    assert listed["consecutiveFailures"] == 1
+    assert "Connection refused" in listed["lastError"]
+    assert listed["lastWriteAt"] and listed["lastWriteErrorAt"]
+    assert listed["lastWriteError"] == "cannot connect to http://127.0.0.1"

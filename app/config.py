@@ -7,12 +7,14 @@ into ``instance/``, in-memory rate limits (one serving process). Production sets
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
 from typing import Any
 
 import swagger_ui_bundle
+from sqlalchemy.engine import URL, make_url
 
 API_PREFIX = "/v1/api"
 
@@ -51,6 +53,23 @@ def database_url_from_env(url: str) -> str:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
+
+
+def beside_database(database_url: str | URL, instance_path: str, name: str) -> Path:
+    """Where a process keeps a file of its own for this database (the embedded broker, beat's
+    schedule, the rate-limit counts' lock): beside a SQLite database file
+    (``calendar-<name>`` for ``calendar.sqlite3``), else in the instance folder, named per
+    database so two deployments sharing the folder keep apart."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        path = Path(url.database)
+        result = path.with_name(f"{path.stem}-{name}")
+    else:
+        rendered = url.render_as_string(hide_password=True)
+        digest = hashlib.sha256(rendered.encode()).hexdigest()[:16]
+        result = Path(instance_path) / f"{digest}-{name}"
+    result.parent.mkdir(parents=True, exist_ok=True)
+    return result
 
 
 def _instance_secret_key(instance_path: Path) -> str:

@@ -9,14 +9,13 @@ database. Beat keeps its schedule file beside the database too.
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from celery import Celery, Task
 from flask import Flask, current_app
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from app.config import beside_database
 from app.extensions import db
 from app.services.events import BookingEvent, subscribe
 
@@ -37,19 +36,6 @@ def dispatch_to_worker(booking_event: BookingEvent) -> None:
     the row waits for the sweep (``outbox.sweep``)."""
     if current_app.config.get("OUTBOX_DISPATCH", True):
         current_app.extensions["celery"].send_task("outbox.deliver", args=[booking_event.event_id])
-
-
-def beside_database(database_uri: str, instance_path: str, suffix: str) -> Path:
-    """A file of the worker's beside the SQLite database (``calendar-<suffix>``), or in the
-    instance folder for other databases: each embedded deployment keeps its own."""
-    url = make_url(database_uri)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        path = Path(url.database)
-        result = path.with_name(f"{path.stem}-{suffix}")
-    else:
-        result = Path(instance_path) / f"celery-{suffix}"
-    result.parent.mkdir(parents=True, exist_ok=True)
-    return result
 
 
 def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:

@@ -16,7 +16,6 @@ process could then claim the counts too. Development setups only: production has
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
 import os
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy.engine import URL, Engine
 
+from app.config import beside_database
 from app.extensions import db
 
 log = logging.getLogger(__name__)
@@ -42,14 +42,6 @@ NOT_OWNER_MESSAGE = (
 # --preload) does not take its parent's claim for its own.
 _claims: dict[tuple[int, URL], Any] = {}
 _refusal_logged: set[tuple[int, URL]] = set()
-
-
-def _lock_file(engine: Engine, instance_path: str) -> Path:
-    url = engine.url
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        return Path(url.database).with_name(Path(url.database).name + "-ratelimit.lock")
-    digest = hashlib.sha256(url.render_as_string(hide_password=True).encode()).hexdigest()[:16]
-    return Path(instance_path) / f"ratelimit-{digest}.lock"
 
 
 def _claim_file(path: Path) -> Any | None:
@@ -89,7 +81,7 @@ def owns_memory_counts(app: Flask) -> bool:
     elif engine.dialect.name == "postgresql":
         claim = _claim_advisory_lock(engine)
     else:
-        claim = _claim_file(_lock_file(engine, app.instance_path))
+        claim = _claim_file(beside_database(engine.url, app.instance_path, "ratelimit.lock"))
     if claim is None:
         if key not in _refusal_logged:
             _refusal_logged.add(key)

@@ -83,12 +83,15 @@ def busy_periods(
 
 
 def _object_periods(data: str, window: Interval, tz: ZoneInfo, room: int) -> list[BusyPeriod]:
-    """The object's busy periods, expanded slice by slice (7 days, then doubling) so that a
-    runaway rule is caught after computing about ``room`` occurrences, not all of them."""
-    query = recurring_ical_events.of(icalendar.Calendar.from_ical(data))
+    """The object's busy periods. A recurring object is expanded slice by slice (7 days, then
+    doubling) so that a runaway rule is caught after computing about ``room`` occurrences, not
+    all of them; any other (most of a calendar) in one go."""
+    calendar = icalendar.Calendar.from_ical(data)
+    query = recurring_ical_events.of(calendar)
     periods: list[BusyPeriod] = []
     seen: set[tuple[datetime, datetime]] = set()  # an occurrence across a slice edge is in both
-    start, last, span = window.start - _MARGIN, window.end + _MARGIN, _FIRST_SLICE
+    start, last = window.start - _MARGIN, window.end + _MARGIN
+    span = _FIRST_SLICE if _recurs(calendar) else last - start
     while start < last:
         stop = min(start + span, last)
         for occurrence in query.between(start, stop):
@@ -106,6 +109,10 @@ def _object_periods(data: str, window: Interval, tz: ZoneInfo, room: int) -> lis
             periods.append(BusyPeriod(begin, end, str(occurrence.get("UID", ""))))
         start, span = stop, span * 2
     return periods
+
+
+def _recurs(calendar: icalendar.Calendar) -> bool:
+    return any("RRULE" in event or "RDATE" in event for event in calendar.walk("VEVENT"))
 
 
 def _is_busy(component: icalendar.cal.Component) -> bool:

@@ -17,7 +17,11 @@ from app.errors import register_error_handlers
 from app.extensions import db, migrate
 from app.services.calendars.write_back import HANDLER_NAME as WRITE_BACK
 from app.services.calendars.write_back import write_back_delivery
+from app.services.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
+from app.services.notifications.booking_mail import notify_delivery
 from app.services.outbox import register_handler
+from app.services.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
+from app.services.webhooks.deliveries import webhooks_delivery
 from worker.celery_setup import celery_init_app
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -48,6 +52,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_commands(app)
     celery_init_app(app)
     register_handler(WRITE_BACK, write_back_delivery)
+    register_handler(NOTIFICATIONS, notify_delivery)
+    register_handler(WEBHOOKS, webhooks_delivery)
     return app
 
 

@@ -1,4 +1,5 @@
-"""Operator commands: ``flask provision FILE``, ``flask demo`` and ``flask connections …``."""
+"""Operator commands: ``flask provision FILE``, ``flask demo`` and ``flask connections …``
+(``app.cli_messages``: ``flask webhooks …`` and ``flask outbox``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
+from app.cli_messages import outbox_command, webhooks_group
 from app.extensions import db
 from app.models.types import utcnow
 from app.services.calendars.sync import probe_connection, sync_all_connections, sync_connection
@@ -171,3 +173,5 @@ def register_commands(app: Flask) -> None:
     app.cli.add_command(provision_command)
     app.cli.add_command(demo_command)
     app.cli.add_command(connections_group)
+    app.cli.add_command(webhooks_group)
+    app.cli.add_command(outbox_command)

@@ -103,6 +103,12 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "SYNC_INTERVAL_SECONDS",
         "OUTBOX_SWEEP_GRACE_SECONDS",
         "OUTBOX_RETRY_BASE_SECONDS",
+        "SMTP_URL",
+        "MAIL_FROM",
+        "WEBHOOK_TIMEOUT_SECONDS",
+        "WEBHOOK_RETRY_BASE_SECONDS",
+        "WEBHOOK_LEASE_SECONDS",
+        "WEBHOOK_DISABLE_AFTER_HOURS",
     ):
         if env.get(name):
             app_config[name] = env[name]
@@ -116,6 +122,13 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
 
     if env.get("OUTBOX_DISPATCH"):
         app_config["OUTBOX_DISPATCH"] = env["OUTBOX_DISPATCH"].lower() not in ("0", "false", "no")
+
+    if env.get("WEBHOOK_ALLOW_PRIVATE"):
+        app_config["WEBHOOK_ALLOW_PRIVATE"] = env["WEBHOOK_ALLOW_PRIVATE"].lower() in (
+            "1",
+            "true",
+            "yes",
+        )
 
     if env.get("CALDAV_TIMEOUT_SECONDS"):
         app_config["CALDAV_TIMEOUT_SECONDS"] = float(env["CALDAV_TIMEOUT_SECONDS"])

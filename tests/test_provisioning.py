@@ -136,6 +136,7 @@ def test_provisions_the_documented_example(app, client, tmp_path):
         "availabilityProfiles",
         "apiKeys",
         "calendarConnections",
+        "webhooks",
     }
     assert sub["name"] == "Downtown Dental"
 

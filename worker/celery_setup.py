@@ -8,7 +8,7 @@ database. Beat keeps its schedule file beside the database too.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Celery, Task
@@ -18,8 +18,15 @@ from sqlalchemy.exc import OperationalError
 from app.config import beside_database
 from app.extensions import db
 from app.services.events import BookingEvent, subscribe
+from app.services.webhooks.deliveries import set_dispatcher
 
-TASK_MODULES = ["worker.tasks.bookings", "worker.tasks.calendars", "worker.tasks.outbox"]
+TASK_MODULES = [
+    "worker.tasks.bookings",
+    "worker.tasks.calendars",
+    "worker.tasks.notifications",
+    "worker.tasks.outbox",
+    "worker.tasks.webhooks",
+]
 
 # Periodic work: task name → interval.
 BEAT_SCHEDULE = {
@@ -28,6 +35,8 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=5),
     },
     "sweep-outbox": {"task": "outbox.sweep", "schedule": timedelta(minutes=1)},
+    "send-reminders": {"task": "notifications.send_reminders", "schedule": timedelta(minutes=1)},
+    "sweep-webhooks": {"task": "webhooks.sweep", "schedule": timedelta(minutes=1)},
 }
 
 
@@ -36,6 +45,13 @@ def dispatch_to_worker(booking_event: BookingEvent) -> None:
     the row waits for the sweep (``outbox.sweep``)."""
     if current_app.config.get("OUTBOX_DISPATCH", True):
         current_app.extensions["celery"].send_task("outbox.deliver", args=[booking_event.event_id])
+
+
+def webhook_attempt_to_worker(delivery_id: int, when: datetime) -> None:
+    """Hand a webhook delivery's attempt planned for ``when`` to the worker (Celery's ``eta``);
+    should the broker be away, the webhook sweep hands it over later."""
+    if current_app.config.get("OUTBOX_DISPATCH", True):
+        current_app.extensions["celery"].send_task("webhooks.send", args=[delivery_id], eta=when)
 
 
 def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:
@@ -56,8 +72,12 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         or config.get("REDIS_URL")
         or f"sqla+sqlite:///{beside_database(database, instance, 'broker.sqlite3')}"
     )
+    # Redis hands an unacknowledged task to another worker after its visibility timeout;
+    # webhook retries wait up to an hour (+20 %) with their eta, so it must be longer.
+    transport = {"visibility_timeout": 2 * 3600} if broker.startswith("redis") else {}
     return {
         "broker_url": broker,
+        "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
         # A request that committed must not hang on a broker outage: the sweep catches up.
         "broker_connection_timeout": 2,
@@ -107,4 +127,5 @@ def celery_init_app(flask_app: Flask) -> Celery:
     celery_app.set_default()
     flask_app.extensions["celery"] = celery_app
     subscribe(dispatch_to_worker)
+    set_dispatcher(webhook_attempt_to_worker)
     return celery_app

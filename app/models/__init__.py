@@ -11,8 +11,15 @@ from app.models.availability import (
 from app.models.booking import ACTIVE_STATUSES, Attendee, Booking, BookingStatus, Contact
 from app.models.calendar_connection import CalendarConnection
 from app.models.event_type import EventType
+from app.models.notification import MailMessage, MailStatus
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
 from app.models.tenancy import Agency, CalendarSettings, Role, SubAccount, User
+from app.models.webhook import (
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookDeliveryStatus,
+    WebhookSubscription,
+)
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -30,11 +37,17 @@ __all__ = [
     "DateOverride",
     "DeliveryStatus",
     "EventType",
+    "MailMessage",
+    "MailStatus",
     "OutboxDelivery",
     "OutboxEvent",
     "Permission",
     "Role",
     "SubAccount",
     "User",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookDeliveryStatus",
+    "WebhookSubscription",
     "WeeklyHours",
 ]

@@ -21,7 +21,9 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
 
-from app.models import OutboxEvent
+from app.models import Attendee, Booking, OutboxEvent
+from app.representations import BookingSchema
+from app.scheduling.timezones import format_utc
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +66,67 @@ def unsubscribe(subscriber: Subscriber) -> None:
         _subscribers.remove(subscriber)
 
 
+def booking_snapshot(booking: Booking) -> dict[str, Any]:
+    """The booking as the API shows it, plus what messages about it need besides (its
+    iCalendar sequence, the cancellation reason, when it was made)."""
+    return {
+        "booking": BookingSchema().dump(booking),
+        "sequence": booking.sequence,
+        "cancellationReason": booking.cancellation_reason,
+        "createdAt": format_utc(booking.created_at),
+        "updatedAt": format_utc(booking.updated_at),
+    }
+
+
+def booking_from_snapshot(snapshot: dict[str, Any]) -> Booking:
+    """A detached ``Booking`` (never added to a session) as ``snapshot`` recorded it, for
+    building the messages about that moment (``app.services.ical``, the emails)."""
+    shown = snapshot["booking"]
+    booking = Booking(
+        id=shown["id"],
+        uid=shown["uid"],
+        status=shown["status"],
+        sequence=snapshot["sequence"],
+        title=shown["title"],
+        description=shown["description"],
+        location=shown["location"],
+        timezone=shown["timezone"],
+        meta=shown["metadata"],
+        start_at=_instant(shown["startTime"]),
+        end_at=_instant(shown["endTime"]),
+        cancellation_reason=snapshot["cancellationReason"],
+        created_at=_instant(snapshot["createdAt"]),
+        updated_at=_instant(snapshot["updatedAt"]),
+    )
+    booking.attendees = [
+        Attendee(
+            email=a["email"],
+            name=a["name"],
+            first_name=a["firstName"],
+            last_name=a["lastName"],
+            phone=a["phone"],
+            timezone=a["timezone"],
+            is_organizer=a["isOrganizer"],
+        )
+        for a in shown["attendees"]
+    ]
+    return booking
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
 def emit(session: Session, booking_event: BookingEvent) -> None:
     """Record ``booking_event`` in the outbox, in ``session``'s transaction, and queue it for
     the subscribers when that transaction commits."""
+    booking = session.get(Booking, booking_event.booking_id)
     row = OutboxEvent(
         kind=str(booking_event.kind),
         sub_account_id=booking_event.sub_account_id,
         booking_id=booking_event.booking_id,
         changed=list(booking_event.changed),
+        snapshot=booking_snapshot(booking) if booking is not None else None,
         occurred_at=booking_event.occurred_at,
     )
     session.add(row)

@@ -1,5 +1,5 @@
 """A booking as an iCalendar object (``icalendar``): what write-back stores in a connected
-calendar, and what a notification will attach.
+calendar, and what a notification attaches (an iTIP ``REQUEST`` or ``CANCEL``).
 
 The UID is the booking's ``uid`` in every copy, so a calendar replaces its copy rather than
 adding a second, and the inbound sync recognises the service's own events. SEQUENCE is the
@@ -11,6 +11,7 @@ apart); the instants are the booking's, to the second.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -21,6 +22,16 @@ from app.scheduling.timezones import zone
 
 PRODID = "-//Calendar Booking API//Bookings//EN"
 
+
+@dataclass(frozen=True)
+class Organizer:
+    """Who sends a booking's iTIP messages: the sub account (its notification address, else the
+    service's sender address)."""
+
+    email: str
+    name: str
+
+
 _STATUS = {
     BookingStatus.PENDING: "TENTATIVE",
     BookingStatus.CONFIRMED: "CONFIRMED",
@@ -30,10 +41,13 @@ _STATUS = {
 }
 
 
-def booking_vevent(booking: Booking, *, now: datetime, stored: bool = True) -> icalendar.Event:
-    """The booking's VEVENT. ``stored``: for a copy kept in a calendar collection (CalDAV), whose
-    attendees carry ``SCHEDULE-AGENT=CLIENT`` so a scheduling server (RFC 6638) does not mail
-    invitations of its own: the service tells attendees itself."""
+def booking_vevent(
+    booking: Booking, *, now: datetime, organizer: Organizer | None = None
+) -> icalendar.Event:
+    """The booking's VEVENT. Without an ``organizer`` it is the copy kept in a calendar
+    collection (CalDAV write-back), whose attendees carry ``SCHEDULE-AGENT=CLIENT`` so a
+    scheduling server (RFC 6638) does not mail invitations of its own: the service tells
+    attendees itself. With one, it is an iTIP message's (RFC 5546), which needs its ORGANIZER."""
     tz = zone(booking.timezone)
     event = icalendar.Event()
     event.add("uid", booking.uid)
@@ -50,12 +64,16 @@ def booking_vevent(booking: Booking, *, now: datetime, stored: bool = True) -> i
         event.add("location", booking.location)
     event.add("status", _STATUS[BookingStatus(booking.status)])
     event.add("transp", "OPAQUE")
+    if organizer is not None:
+        address = icalendar.vCalAddress(f"mailto:{organizer.email}")
+        address.params["CN"] = organizer.name
+        event.add("organizer", address)
     for attendee in booking.attendees:
         address = icalendar.vCalAddress(f"mailto:{attendee.email}")
         address.params["CN"] = attendee.name
         address.params["ROLE"] = "REQ-PARTICIPANT"
         address.params["PARTSTAT"] = "ACCEPTED"  # they booked the time themselves
-        if stored:
+        if organizer is None:
             address.params["SCHEDULE-AGENT"] = "CLIENT"
         event.add("attendee", address)
     return event
@@ -71,13 +89,23 @@ def _written_time(instant: datetime, tz: ZoneInfo) -> datetime:
     return local
 
 
-def booking_calendar(booking: Booking, *, now: datetime, stored: bool = True) -> bytes:
+def booking_calendar(
+    booking: Booking,
+    *,
+    now: datetime,
+    method: str | None = None,
+    organizer: Organizer | None = None,
+) -> bytes:
     """A VCALENDAR holding the booking's VEVENT and the VTIMEZONE it needs (for the years the
-    booking spans, not tzdata's whole history)."""
+    booking spans, not tzdata's whole history). ``method``: an iTIP message's (``REQUEST`` to
+    add or move the event in a mail client, ``CANCEL`` to remove it), sent by ``organizer``;
+    None: the copy stored in a calendar."""
     calendar = icalendar.Calendar()
     calendar.add("prodid", PRODID)
     calendar.add("version", "2.0")
-    calendar.add_component(booking_vevent(booking, now=now, stored=stored))
+    if method is not None:
+        calendar.add("method", method)
+    calendar.add_component(booking_vevent(booking, now=now, organizer=organizer))
     calendar.add_missing_timezones(
         first_date=booking.start_at.date() - timedelta(days=366),
         last_date=booking.end_at.date() + timedelta(days=366),

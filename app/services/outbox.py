@@ -54,6 +54,7 @@ class Delivery:
     changed: tuple[str, ...]
     occurred_at: datetime
     attempt: int
+    snapshot: dict | None = None  # the booking as the event left it
 
 
 class DeliveryFailed(Exception):
@@ -146,6 +147,7 @@ def handle_event(
         changed=tuple(event.changed or ()),
         occurred_at=event.occurred_at,
         attempt=attempt,
+        snapshot=event.snapshot,
     )
     db.session.commit()  # end the reads: no transaction waits on the handler's server
 

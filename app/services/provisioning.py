@@ -31,6 +31,7 @@ from app.services.api_keys import issue_api_key
 from app.services.errors import InvalidRequest
 from app.services.passwords import hash_password
 from app.services.secrets import encrypt_secret
+from app.services.webhooks.subscriptions import WebhookDoc, create_subscription
 from app.validation import (
     Text,
     TimezoneField,
@@ -199,11 +200,18 @@ class SubAccountDoc(Schema):
     eventTypes = fields.List(fields.Nested(EventTypeDoc), load_default=list)
     apiKeys = fields.List(fields.Nested(ApiKeyDoc), load_default=list)
     calendarConnections = fields.List(fields.Nested(CalendarConnectionDoc), load_default=list)
+    webhooks = fields.List(fields.Nested(WebhookDoc), load_default=list)
 
     @validates_schema
     def references_resolve(self, data: dict, **kwargs: Any) -> None:
         errors: dict[str, Any] = {}
-        for field in ("availabilityProfiles", "eventTypes", "apiKeys", "calendarConnections"):
+        for field in (
+            "availabilityProfiles",
+            "eventTypes",
+            "apiKeys",
+            "calendarConnections",
+            "webhooks",
+        ):
             duplicates = _unique_names(data[field])
             if duplicates:
                 errors[field] = duplicates
@@ -339,6 +347,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
         )
         db.session.add(event_types[et["name"]])
     connections = {c["name"]: create_connection(sub_account, c) for c in doc["calendarConnections"]}
+    webhooks = {w["name"]: create_subscription(sub_account, w) for w in doc["webhooks"]}
     db.session.flush()
     return {
         "id": sub_account.id,
@@ -347,6 +356,10 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
         "availabilityProfiles": {name: p.id for name, p in profiles.items()},
         "apiKeys": {k["name"]: _issue(agency, sub_account, k) for k in doc["apiKeys"]},
         "calendarConnections": {name: c.id for name, c in connections.items()},
+        "webhooks": {
+            name: {"id": subscription.id, "secret": secret}
+            for name, (subscription, secret) in webhooks.items()
+        },
     }
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
-from app.api.fields import UTCTimestamp
 from app.api.smorest import MAX_ID
+from app.representations import UTCTimestamp
 from app.services.availability import AvailabilityQuery
 from app.validation import InstantField, TimezoneField
 

@@ -6,43 +6,10 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
-from app.api.fields import UTCTimestamp
 from app.api.smorest import MAX_ID
-from app.models import BookingStatus
+from app.representations import STATUSES, BookingSchema
 from app.services.booking_queries import BookingListQuery
 from app.validation import InstantField, Text
-
-STATUSES = [s.value for s in BookingStatus]
-
-
-class AttendeeSchema(Schema):
-    id = fields.Integer(dump_only=True)
-    email = fields.String()
-    name = fields.String()
-    firstName = fields.String(attribute="first_name", allow_none=True)
-    lastName = fields.String(attribute="last_name", allow_none=True)
-    phone = fields.String(allow_none=True)
-    timezone = fields.String()
-    isOrganizer = fields.Boolean(attribute="is_organizer")
-    createdAt = UTCTimestamp(attribute="created_at")
-    updatedAt = UTCTimestamp(attribute="updated_at")
-
-
-class BookingSchema(Schema):
-    id = fields.Integer(dump_only=True)
-    uid = fields.String(dump_only=True)
-    startTime = UTCTimestamp(attribute="start_at")
-    endTime = UTCTimestamp(attribute="end_at")
-    status = fields.String(validate=validate.OneOf(STATUSES))
-    title = fields.String()
-    description = fields.String(allow_none=True)
-    location = fields.String(allow_none=True)
-    timezone = fields.String()
-    metadata = fields.Dict(attribute="meta", keys=fields.String())
-    attendees = fields.List(fields.Nested(AttendeeSchema))
-    confirmedAt = UTCTimestamp(attribute="confirmed_at", allow_none=True)
-    cancelledAt = UTCTimestamp(attribute="cancelled_at", allow_none=True)
-    completedAt = UTCTimestamp(attribute="completed_at", allow_none=True)
 
 
 class BookingListSchema(Schema):

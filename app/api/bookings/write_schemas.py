@@ -7,7 +7,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from app.api.fields import UTCTimestamp
+from app.representations import UTCTimestamp
 from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
 from app.validation import InstantField, Text, TimezoneField, unstorable
 

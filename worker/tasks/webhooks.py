@@ -1,0 +1,31 @@
+"""Webhook attempts: one task per attempt, the next one planned with its time; and the sweep
+for attempts a dead worker or a lost message left behind."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from app.extensions import db
+from app.models.types import utcnow
+from app.services.webhooks.deliveries import due_deliveries, hand_over, send_delivery
+
+
+@shared_task(name="webhooks.send")
+def send(delivery_id: int) -> str:
+    """One attempt of one delivery; a failure plans the next (handed over once recorded)."""
+    outcome = send_delivery(delivery_id, utcnow())
+    db.session.commit()
+    if outcome.retry_at is not None:
+        hand_over(delivery_id, outcome.retry_at)
+    return outcome.status
+
+
+@shared_task(name="webhooks.sweep")
+def sweep() -> int:
+    """Hand over again the attempts that are overdue; returns how many."""
+    now = utcnow()
+    delivery_ids = due_deliveries(now)
+    db.session.commit()
+    for delivery_id in delivery_ids:
+        hand_over(delivery_id, now)
+    return len(delivery_ids)

@@ -40,7 +40,7 @@ def always_open(tenants, **extra):
             "defaultDuration": 30,
             "bookingHorizonDays": 60,
             "notificationEmail": OWNER,
-            "reminderMinutesBefore": 60,
+            "reminderMinutesBefore": 120,
         },
         availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS}],
         eventTypes=[{"name": "Cleaning", "duration": 30, "availabilityProfile": "Always"}],
@@ -128,7 +128,7 @@ def test_emails_follow_a_booking_through_the_worker(database_url, make_app, tena
             assert "(Asia/Tokyo)" in to_pat[1]["Subject"]
             assert "(America/New_York)" in inbox.to(OWNER)[1]["Subject"]
 
-            # Reminders, 60 minutes before: one for the time the booking moved to, none for a
+            # Reminders, 2 hours before: one for the time the booking moved to, none for a
             # cancelled booking.
             soon = create(half_hour_from(now, 24 * 60 + 4 * 60))
             doomed = create(half_hour_from(now, 40))  # due now, but …

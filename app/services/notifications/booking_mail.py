@@ -46,6 +46,7 @@ from app.services.notifications.messages import (
     REMINDER,
     Letterhead,
     Recipient,
+    address,
     compose,
     ics_part,
 )
@@ -156,16 +157,10 @@ def _attendee(attendee) -> Recipient:
 def _letterhead(session: Session, sub_account_id: int, settings: CalendarSettings) -> Letterhead:
     sender = current_app.config.get("MAIL_FROM") or DEFAULT_SENDER
     name = session.get(SubAccount, sub_account_id).name
-    organizer_email = settings.notification_email or _addr_spec(sender)
+    organizer_email = settings.notification_email or address(sender).addr_spec
     return Letterhead(
         sender=sender, sub_account_name=name, organizer=Organizer(organizer_email, name)
     )
-
-
-def _addr_spec(sender: str) -> str:
-    from email.headerregistry import HeaderRegistry
-
-    return HeaderRegistry()("From", sender).addresses[0].addr_spec
 
 
 def _recorded(session: Session, keys) -> set[str]:

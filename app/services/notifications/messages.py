@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from email.headerregistry import Address
+from email.headerregistry import Address, HeaderRegistry
 from email.message import EmailMessage
 from email.utils import format_datetime
 
@@ -58,7 +58,7 @@ class Letterhead:
 def message_id(dedupe_key: str, sender: str) -> str:
     """The same Message-ID for every attempt at one message: a resend after a crash is the
     same message to the receiving server and mail client."""
-    domain = _address(sender).domain or "localhost"
+    domain = address(sender).domain or "localhost"
     return f"<{hashlib.sha256(dedupe_key.encode()).hexdigest()[:40]}@{domain}>"
 
 
@@ -122,15 +122,13 @@ def describe_time(start: datetime, end: datetime, timezone: str) -> str:
     return f"{first} – {last} ({timezone})"
 
 
-def _address(text: str) -> Address:
-    from email.headerregistry import HeaderRegistry
-
-    header = HeaderRegistry()("From", text)
-    return header.addresses[0]
+def address(text: str) -> Address:
+    """The address in ``text`` (``Name <user@host>`` or ``user@host``)."""
+    return HeaderRegistry()("From", text).addresses[0]
 
 
 def _from_header(letterhead: Letterhead) -> str:
-    sender = _address(letterhead.sender)
+    sender = address(letterhead.sender)
     return str(Address(display_name=letterhead.sub_account_name, addr_spec=sender.addr_spec))
 
 

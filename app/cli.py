@@ -11,7 +11,7 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
-from app.cli_messages import outbox_command, webhooks_group
+from app.cli_messages import outbox_command, service_failure, webhooks_group
 from app.extensions import db
 from app.models.types import utcnow
 from app.services.calendars.sync import probe_connection, sync_all_connections, sync_connection
@@ -80,11 +80,6 @@ connections_group = AppGroup(
 )
 
 
-def _fail(error: ServiceError) -> click.ClickException:
-    lines = [f"  {path}: {' '.join(msgs)}" for path, msgs in (error.errors or {}).items()]
-    return click.ClickException("\n".join([error.message, *lines]) if lines else error.message)
-
-
 @connections_group.command("list")
 @click.option("--sub-account", "sub_account_id", type=int, help="Only this sub account's.")
 def connections_list(sub_account_id: int | None) -> None:
@@ -116,7 +111,7 @@ def connections_add(sub_account_id: int, **fields: str | bool | None) -> None:
         db.session.commit()
     except ServiceError as err:
         db.session.rollback()
-        raise _fail(err) from None
+        raise service_failure(err) from None
     click.echo(json.dumps(describe(connection)))
 
 
@@ -127,7 +122,7 @@ def connections_test(connection_id: int) -> None:
     try:
         get_connection(connection_id)
     except ServiceError as err:
-        raise _fail(err) from None
+        raise service_failure(err) from None
     result = probe_connection(connection_id, now=utcnow())
     click.echo(json.dumps(result.as_dict()))
     if result.status != "probed":
@@ -147,7 +142,7 @@ def connections_sync(connection_id: int | None, sync_all: bool) -> None:
         try:
             get_connection(connection_id)
         except ServiceError as err:
-            raise _fail(err) from None
+            raise service_failure(err) from None
         results = [sync_connection(connection_id, now=utcnow())]
         db.session.commit()
     for result in results:
@@ -165,7 +160,7 @@ def connections_remove(connection_id: int) -> None:
         db.session.commit()
     except ServiceError as err:
         db.session.rollback()
-        raise _fail(err) from None
+        raise service_failure(err) from None
     click.echo(json.dumps({"removed": connection_id}))
 
 

@@ -30,7 +30,8 @@ webhooks_group = AppGroup(
 )
 
 
-def _fail(error: ServiceError) -> click.ClickException:
+def service_failure(error: ServiceError) -> click.ClickException:
+    """A service's refusal as the command's error: its message, then each field's problems."""
     lines = [f"  {path}: {' '.join(msgs)}" for path, msgs in (error.errors or {}).items()]
     return click.ClickException("\n".join([error.message, *lines]) if lines else error.message)
 
@@ -65,7 +66,7 @@ def webhooks_add(
         db.session.commit()
     except ServiceError as err:
         db.session.rollback()
-        raise _fail(err) from None
+        raise service_failure(err) from None
     click.echo(json.dumps({**describe_subscription(subscription), "secret": plain}))
 
 
@@ -78,7 +79,7 @@ def webhooks_remove(subscription_id: int) -> None:
         db.session.commit()
     except ServiceError as err:
         db.session.rollback()
-        raise _fail(err) from None
+        raise service_failure(err) from None
     click.echo(json.dumps({"removed": subscription_id}))
 
 
@@ -91,7 +92,7 @@ def webhooks_enable(subscription_id: int) -> None:
         db.session.commit()
     except ServiceError as err:
         db.session.rollback()
-        raise _fail(err) from None
+        raise service_failure(err) from None
     click.echo(json.dumps(describe_subscription(subscription)))
 
 
@@ -103,7 +104,7 @@ def webhooks_deliveries(subscription_id: int, limit: int) -> None:
     try:
         get_subscription(subscription_id)
     except ServiceError as err:
-        raise _fail(err) from None
+        raise service_failure(err) from None
     for delivery in subscription_deliveries(subscription_id, limit):
         click.echo(json.dumps(delivery))
 
@@ -118,7 +119,7 @@ def webhooks_resend(delivery_id: int) -> None:
         db.session.commit()
     except ServiceError as err:
         db.session.rollback()
-        raise _fail(err) from None
+        raise service_failure(err) from None
     hand_over(delivery.id, now)
     click.echo(json.dumps({"resent": delivery.id, "webhookId": f"evt_{delivery.event_id}"}))
 

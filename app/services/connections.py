@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import ValidationError
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import CalendarConnection, SubAccount
+from app.models import CalendarConnection
 from app.scheduling.timezones import format_utc
-from app.services.errors import InvalidRequest, NotFound
+from app.services.errors import NotFound
 from app.services.provisioning import CalendarConnectionDoc, create_connection
-from app.validation import describe_errors, flatten_errors
+from app.services.sub_account_documents import load_named
 
 
 class ConnectionNotFound(NotFound):
@@ -64,23 +63,9 @@ def get_connection(connection_id: int) -> CalendarConnection:
 def add_connection(sub_account_id: int, document: dict[str, Any]) -> CalendarConnection:
     """A connection from the provisioning document's fields (``name``, ``url``, ``username``,
     ``password``, ``calendar``, ``writeBack``); every problem named by field."""
-    sub_account = db.session.get(SubAccount, sub_account_id)
-    if sub_account is None:
-        raise NotFound("Sub account not found")
-    try:
-        doc = CalendarConnectionDoc().load(document)
-    except ValidationError as err:
-        errors = flatten_errors(err.messages)
-        raise InvalidRequest(describe_errors(errors), errors=errors) from None
-    taken = db.session.scalar(
-        select(CalendarConnection.id).where(
-            CalendarConnection.sub_account_id == sub_account_id,
-            CalendarConnection.name == doc["name"],
-        )
+    sub_account, doc = load_named(
+        sub_account_id, CalendarConnectionDoc(), document, CalendarConnection
     )
-    if taken is not None:
-        errors = {"name": [f"Duplicate name '{doc['name']}'."]}
-        raise InvalidRequest(describe_errors(errors), errors=errors)
     connection = create_connection(sub_account, doc)
     db.session.flush()
     return connection

@@ -20,11 +20,12 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import SubAccount, WebhookSubscription
 from app.scheduling.timezones import format_utc
-from app.services.errors import InvalidRequest, NotFound
+from app.services.errors import NotFound
 from app.services.events import BookingEventKind
 from app.services.secrets import encrypt_secret
+from app.services.sub_account_documents import load_named
 from app.services.webhooks.targets import UnsafeWebhookUrl, resolve_target
-from app.validation import Text, describe_errors, flatten_errors
+from app.validation import Text
 
 EVENT_NAMES = [str(kind) for kind in BookingEventKind]
 SECRET_PREFIX = "whsec_"
@@ -96,23 +97,7 @@ def add_subscription(
     sub_account_id: int, document: dict[str, Any]
 ) -> tuple[WebhookSubscription, str]:
     """``create_subscription`` from raw input, every problem named by field."""
-    sub_account = db.session.get(SubAccount, sub_account_id)
-    if sub_account is None:
-        raise NotFound("Sub account not found")
-    try:
-        doc = WebhookDoc().load(document)
-    except ValidationError as err:
-        errors = flatten_errors(err.messages)
-        raise InvalidRequest(describe_errors(errors), errors=errors) from None
-    taken = db.session.scalar(
-        select(WebhookSubscription.id).where(
-            WebhookSubscription.sub_account_id == sub_account_id,
-            WebhookSubscription.name == doc["name"],
-        )
-    )
-    if taken is not None:
-        errors = {"name": [f"Duplicate name '{doc['name']}'."]}
-        raise InvalidRequest(describe_errors(errors), errors=errors)
+    sub_account, doc = load_named(sub_account_id, WebhookDoc(), document, WebhookSubscription)
     subscription, secret = create_subscription(sub_account, doc)
     db.session.flush()
     return subscription, secret

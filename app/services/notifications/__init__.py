@@ -1,0 +1,2 @@
+"""Booking emails: who hears of what (``booking_mail``), the messages (``messages``) and sending
+them (``mailer``)."""

@@ -13,6 +13,7 @@ from app.api import register_api
 from app.api.rate_limit import register_rate_limits
 from app.cli import register_commands
 from app.config import Config, load_config
+from app.dashboard import register_dashboard
 from app.errors import register_error_handlers
 from app.extensions import db, migrate
 from app.services.calendars.write_back import HANDLER_NAME as WRITE_BACK
@@ -50,6 +51,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_api(app)
     register_rate_limits(app)
     register_commands(app)
+    register_dashboard(app)
     celery_init_app(app)
     register_handler(WRITE_BACK, write_back_delivery)
     register_handler(NOTIFICATIONS, notify_delivery)

@@ -53,7 +53,7 @@ def provision_command(file: click.utils.LazyFile) -> None:
 
 @click.command("demo")
 def demo_command() -> None:
-    """Provision the demo workspace (once) and print a fresh API key."""
+    """Provision the demo workspace (once); print a fresh dashboard password and API key."""
     access = ensure_demo()
     db.session.commit()
     port = os.environ.get("PORT", "5000")
@@ -62,6 +62,9 @@ def demo_command() -> None:
         "\n".join(
             [
                 "Demo workspace ready.",
+                f"  Dashboard: http://127.0.0.1:{port}/login",
+                f"    email: {access.email}",
+                f"    password (shown once): {access.password}",
                 f"  API key (shown once): {access.api_key}",
                 f"  Event types: {json.dumps(access.event_type_ids)}",
                 "",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,12 @@ class Config:
 
     # Seconds to wait for a CalDAV server, per connection attempt and per read.
     CALDAV_TIMEOUT_SECONDS = 10.0
+
+    # Dashboard sessions: a signed cookie, unreadable to scripts, not sent on cross-site
+    # requests, and refused by the server once older than this (Secure in production).
+    SESSION_COOKIE_HTTPONLY = True
+    SESSION_COOKIE_SAMESITE = "Lax"
+    PERMANENT_SESSION_LIFETIME = timedelta(hours=12)
 
 
 def database_url_from_env(url: str) -> str:
@@ -132,6 +139,13 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
 
     if env.get("CALDAV_TIMEOUT_SECONDS"):
         app_config["CALDAV_TIMEOUT_SECONDS"] = float(env["CALDAV_TIMEOUT_SECONDS"])
+
+    if env.get("DASHBOARD_SESSION_HOURS"):
+        app_config["PERMANENT_SESSION_LIFETIME"] = timedelta(
+            hours=float(env["DASHBOARD_SESSION_HOURS"])
+        )
+    if app_config["APP_ENV"] == "production" or env.get("SESSION_COOKIE_SECURE") == "1":
+        app_config["SESSION_COOKIE_SECURE"] = True
 
     if app_config["APP_ENV"] == "production" and not app_config.get("REDIS_URL"):
         # In-memory rate limits hold for one process only, and production runs many.

@@ -9,6 +9,7 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import Agency, ApiKey
 from app.services.demo import DEMO_EMAIL
+from tests.dashboard import sign_in
 
 
 def run_demo(app):
@@ -32,9 +33,11 @@ def test_demo_prints_a_working_full_permission_key_and_curl_line(app, client):
     }
 
 
-def test_demo_prints_no_dashboard_login_while_there_is_no_dashboard(app):
+def test_demo_prints_a_working_dashboard_sign_in(app, client):
     output, _ = run_demo(app)
-    assert "Dashboard" not in output and DEMO_EMAIL not in output
+    assert f"email: {DEMO_EMAIL}" in output and "/login" in output
+    password = output.split("password (shown once): ")[1].split()[0]
+    assert sign_in(client, DEMO_EMAIL, password).headers["Location"] == "/dashboard/"
 
 
 def test_demo_twice_reuses_the_workspace_with_a_new_key(app, client):

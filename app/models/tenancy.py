@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
+from flask_login import UserMixin
 from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, String, Table
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -37,7 +38,9 @@ user_sub_account_access = Table(
 )
 
 
-class User(db.Model):
+class User(UserMixin, db.Model):
+    """A person who signs in to the dashboard (Flask-Login's user)."""
+
     __tablename__ = "users"
     __table_args__ = (
         CheckConstraint(f"role IN ('{Role.AGENCY_OWNER}', '{Role.AGENCY_USER}')", name="role"),
@@ -55,6 +58,10 @@ class User(db.Model):
 
     agency: Mapped[Agency] = relationship(back_populates="users")
     granted_sub_accounts: Mapped[list[SubAccount]] = relationship(secondary=user_sub_account_access)
+
+    @property
+    def is_active(self) -> bool:  # Flask-Login: a deactivated user cannot sign in
+        return self.active
 
 
 class SubAccount(db.Model):

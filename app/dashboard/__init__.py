@@ -1,0 +1,53 @@
+"""The dashboard: server-rendered pages where people run the calendar the agents book into.
+
+It calls the same services as the API and the worker and never imports the API. Sessions are
+Flask-Login's over Flask's signed cookie (``app.config``: HttpOnly, SameSite=Lax, Secure in
+production, refused by the server after ``DASHBOARD_SESSION_HOURS``); every form carries a CSRF
+token (Flask-WTF).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask import Flask, redirect, url_for
+from flask_login import LoginManager, current_user
+from werkzeug.wrappers import Response
+
+from app.dashboard.auth import auth
+from app.dashboard.views import dashboard
+from app.extensions import db
+from app.models import User
+from app.scheduling.timezones import zone
+
+login_manager = LoginManager()
+login_manager.login_view = "auth.sign_in"
+login_manager.login_message = "Please sign in to continue."
+login_manager.session_protection = "strong"
+
+
+@login_manager.user_loader
+def _load_user(user_id: str) -> User | None:
+    user = db.session.get(User, int(user_id)) if user_id.isdigit() else None
+    return user if user is not None and user.active else None
+
+
+def register_dashboard(app: Flask) -> None:
+    login_manager.init_app(app)
+    app.register_blueprint(auth)
+    app.register_blueprint(dashboard)
+    app.add_url_rule("/", "root", _root)
+    app.add_template_filter(local_time)
+
+
+def local_time(instant: datetime, timezone: str) -> str:
+    """``Mon 7 Dec 2026, 10:00`` in ``timezone``."""
+    local = instant.astimezone(zone(timezone))
+    return f"{local:%a} {local.day} {local:%b %Y, %H:%M}"
+
+
+def _root() -> Response:
+    """Signed in: the dashboard; otherwise the sign-in page."""
+    if current_user.is_authenticated:
+        return redirect(url_for("dashboard.home"))
+    return redirect(url_for("auth.sign_in"))

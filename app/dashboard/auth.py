@@ -1,0 +1,89 @@
+"""Signing in and out, and changing one's password."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask_login import current_user, login_required, login_user, logout_user
+from werkzeug.wrappers import Response
+
+from app.dashboard.forms import PasswordForm, SignInForm, SignOutForm
+from app.dashboard.throttle import count_failed_sign_in, sign_in_allowed
+from app.extensions import db
+from app.services.accounts import authenticate, change_password
+from app.services.errors import ServiceError
+
+auth = Blueprint("auth", __name__)
+
+
+def page_forms() -> dict:
+    """What every dashboard page's header needs (the sign-out button's CSRF token)."""
+    return {"sign_out_form": SignOutForm()}
+
+
+auth.context_processor(page_forms)
+
+TOO_MANY = "Too many failed sign-ins. Wait a few minutes, then try again."
+
+
+@auth.route("/login", methods=["GET", "POST"])
+def sign_in() -> str | Response | tuple[str, int]:
+    if current_user.is_authenticated:
+        return redirect(url_for("dashboard.home"))
+    form = SignInForm()
+    if request.method == "POST" and not form.validate_on_submit():
+        status = 400 if form.csrf_token.errors else 200
+        return render_template("dashboard/sign_in.html", form=form), status
+    if request.method == "POST":
+        email = form.email.data.strip().lower()
+        address = request.remote_addr or "unknown"
+        if not sign_in_allowed(address, email):
+            return render_template("dashboard/sign_in.html", form=form, error=TOO_MANY), 429
+        user = authenticate(email, form.password.data)
+        if user is None:
+            count_failed_sign_in(address, email)
+            error = "The email or the password is wrong."
+            return render_template("dashboard/sign_in.html", form=form, error=error), 200
+        session.clear()
+        session.permanent = True  # expires after DASHBOARD_SESSION_HOURS
+        login_user(user)
+        return redirect(_safe_next() or url_for("dashboard.home"))
+    return render_template("dashboard/sign_in.html", form=form)
+
+
+def _safe_next() -> str | None:
+    """Where the sign-in was asked for, if it is a path of this site."""
+    target = request.args.get("next", "")
+    if target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return None
+
+
+@auth.route("/logout", methods=["POST"])
+def sign_out() -> Response:
+    if not SignOutForm().validate_on_submit():
+        abort(400)
+    logout_user()
+    session.clear()
+    flash("You are signed out.")
+    return redirect(url_for("auth.sign_in"))
+
+
+@auth.route("/dashboard/password", methods=["GET", "POST"])
+@login_required
+def password() -> str | Response | tuple[str, int]:
+    form = PasswordForm()
+    if request.method == "POST":
+        if not form.validate_on_submit():
+            status = 400 if form.csrf_token.errors else 200
+            return render_template("dashboard/password.html", form=form), status
+        try:
+            change_password(current_user, form.current_password.data, form.new_password.data)
+            db.session.commit()
+        except ServiceError as err:
+            db.session.rollback()
+            for name, messages in (err.errors or {}).items():
+                getattr(form, name).errors = list(messages)
+            return render_template("dashboard/password.html", form=form), 200
+        flash("Your password is changed.")
+        return redirect(url_for("dashboard.home"))
+    return render_template("dashboard/password.html", form=form)

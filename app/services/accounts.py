@@ -1,0 +1,67 @@
+"""Dashboard users: signing in, changing a password, and which sub accounts a user may open.
+
+Agency owners open every sub account of their agency; agency users only those granted to them.
+Another agency's sub account is, to a user, one that does not exist.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import Role, SubAccount, User
+from app.services.errors import InvalidRequest, NotFound
+from app.services.passwords import hash_password, verify_password
+
+MIN_PASSWORD_LENGTH = 10
+
+# Compared against when the email is unknown, so a wrong email costs as long as a wrong
+# password and the time does not tell which accounts exist.
+_UNKNOWN_USER_HASH = hash_password("no such user, no such password")
+
+
+class SubAccountNotFound(NotFound):
+    message = "Sub account not found"
+
+
+def authenticate(email: str, password: str) -> User | None:
+    """The active user with this email and password, else None."""
+    user = db.session.scalar(select(User).where(User.email == email.strip().lower()))
+    if user is None:
+        verify_password(_UNKNOWN_USER_HASH, password)
+        return None
+    if not verify_password(user.password_hash, password) or not user.active:
+        return None
+    return user
+
+
+def change_password(user: User, current: str, new: str) -> None:
+    """Set ``new`` as the user's password, if ``current`` is the one they have."""
+    errors: dict[str, list[str]] = {}
+    if not verify_password(user.password_hash, current):
+        errors["current_password"] = ["This is not your current password."]
+    if len(new) < MIN_PASSWORD_LENGTH:
+        errors["new_password"] = [f"Use at least {MIN_PASSWORD_LENGTH} characters."]
+    if errors:
+        raise InvalidRequest("The password was not changed.", errors=errors)
+    user.password_hash = hash_password(new)
+    db.session.flush()
+
+
+def visible_sub_accounts(user: User) -> list[SubAccount]:
+    """The sub accounts ``user`` may open, by name."""
+    stmt = select(SubAccount).where(SubAccount.agency_id == user.agency_id)
+    if user.role != Role.AGENCY_OWNER:
+        granted = [s.id for s in user.granted_sub_accounts]
+        stmt = stmt.where(SubAccount.id.in_(granted))
+    return list(db.session.scalars(stmt.order_by(SubAccount.name, SubAccount.id)))
+
+
+def open_sub_account(user: User, sub_account_id: int) -> SubAccount:
+    """The sub account, if ``user`` may open it; otherwise it does not exist (404)."""
+    sub_account = db.session.get(SubAccount, sub_account_id)
+    if sub_account is None or sub_account.agency_id != user.agency_id:
+        raise SubAccountNotFound()
+    if user.role != Role.AGENCY_OWNER and sub_account not in user.granted_sub_accounts:
+        raise SubAccountNotFound()
+    return sub_account

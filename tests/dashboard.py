@@ -1,0 +1,46 @@
+"""Helpers for dashboard tests through Flask's test client: forms are fetched first and their
+CSRF token sent back, as a browser does."""
+
+from __future__ import annotations
+
+import re
+
+from app.extensions import db
+from app.models import Role, SubAccount, User
+from app.services.passwords import hash_password
+
+PASSWORD = "s3cret-pass"  # tests.factories' agency owners
+
+_TOKEN = re.compile(
+    r'name="csrf_token" type="hidden" value="([^"]+)"|name="csrf_token" value="([^"]+)"'
+)
+
+
+def csrf_token(client, path: str) -> str:
+    page = client.get(path).get_data(as_text=True)
+    found = _TOKEN.search(page)
+    assert found, f"no CSRF token on {path}"
+    return found.group(1) or found.group(2)
+
+
+def sign_in(client, email: str, password: str = PASSWORD):
+    token = csrf_token(client, "/login")
+    return client.post("/login", data={"email": email, "password": password, "csrf_token": token})
+
+
+def owner_email(tenant) -> str:
+    return db.session.get(User, tenant.raw["agencies"][0]["ownerId"]).email
+
+
+def agency_user(tenant, *granted: int, email: str = "helper@agency.test") -> User:
+    """An agency user of ``tenant``'s agency with the sub accounts ``granted``."""
+    user = User(
+        agency_id=tenant.agency_id,
+        email=email,
+        password_hash=hash_password(PASSWORD),
+        role=Role.AGENCY_USER,
+    )
+    user.granted_sub_accounts = [db.session.get(SubAccount, i) for i in granted]
+    db.session.add(user)
+    db.session.commit()
+    return user

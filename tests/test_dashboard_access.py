@@ -1,0 +1,161 @@
+"""Signing in to the dashboard, and who may see what: CSRF on every form, session cookies and
+their expiry, sign-in throttling, roles, and other agencies' data by direct URL (404)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+import time_machine
+
+from app.extensions import db
+from app.models import CalendarSettings, SubAccount
+from tests.dashboard import PASSWORD, agency_user, csrf_token, owner_email, sign_in
+
+
+@pytest.fixture
+def owner(tenant):
+    return owner_email(tenant)
+
+
+def test_the_root_leads_to_sign_in_then_to_the_dashboard(client, tenant, owner):
+    assert client.get("/").headers["Location"] == "/login"
+    sign_in(client, owner)
+    assert client.get("/").headers["Location"] == "/dashboard/"
+
+
+def test_an_owner_signs_in_and_sees_their_sub_account(client, tenant, owner):
+    response = sign_in(client, owner)
+    assert response.status_code == 302 and response.headers["Location"] == "/dashboard/"
+    home = client.get("/dashboard/", follow_redirects=True)
+    assert home.status_code == 200
+    name = db.session.get(SubAccount, tenant.sub_account_id).name
+    assert f"<h1>{name}</h1>" in home.get_data(as_text=True)
+
+
+def test_a_wrong_password_is_refused_in_words(client, tenant, owner):
+    response = sign_in(client, owner, "not the password")
+    assert response.status_code == 200
+    assert "The email or the password is wrong." in response.get_data(as_text=True)
+    assert client.get("/dashboard/").headers["Location"].startswith("/login")
+
+
+def test_a_sign_in_without_its_csrf_token_is_refused(client, tenant, owner):
+    response = client.post("/login", data={"email": owner, "password": PASSWORD})
+    assert response.status_code == 400
+    assert "did not come from this site" in response.get_data(as_text=True)
+    assert client.get("/dashboard/").status_code == 302
+
+
+def test_signing_out_needs_a_post_with_its_token(client, tenant, owner):
+    sign_in(client, owner)
+    assert client.get("/logout").status_code == 405
+    assert client.post("/logout").status_code == 400  # no token: still signed in
+    assert client.get("/dashboard/", follow_redirects=True).status_code == 200
+    token = csrf_token(client, "/dashboard/password")
+    assert client.post("/logout", data={"csrf_token": token}).headers["Location"] == "/login"
+    assert client.get("/dashboard/").headers["Location"].startswith("/login")
+
+
+def test_the_session_cookie_is_http_only_and_same_site(client, tenant, owner):
+    cookie = sign_in(client, owner).headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+
+
+def test_the_session_cookie_is_secure_in_production(make_app):
+    app = make_app(APP_ENV="production", REDIS_URL="redis://127.0.0.1:6379/0")
+    assert app.config["SESSION_COOKIE_SECURE"] is True
+
+
+def test_a_session_expires(client, tenant, owner):
+    sign_in(client, owner)
+    assert client.get("/dashboard/", follow_redirects=True).status_code == 200
+    with time_machine.travel(datetime.now() + timedelta(hours=12, minutes=1)):
+        assert client.get("/dashboard/").headers["Location"].startswith("/login")
+
+
+def test_sign_in_is_throttled_per_account(client, tenant, owner):
+    for _ in range(5):
+        assert sign_in(client, owner, "wrong").status_code == 200
+    refused = sign_in(client, owner)  # even the right password, for now
+    assert refused.status_code == 429
+    assert "Too many failed sign-ins" in refused.get_data(as_text=True)
+
+
+def test_sign_in_is_throttled_per_address(client, tenants):
+    for n in range(20):
+        sign_in(client, f"nobody{n}@example.test", "wrong")
+    other = owner_email(tenants.create())
+    assert sign_in(client, other).status_code == 429
+
+
+def test_a_password_change_needs_the_current_one(client, tenant, owner):
+    sign_in(client, owner)
+    token = csrf_token(client, "/dashboard/password")
+    wrong = client.post(
+        "/dashboard/password",
+        data={"current_password": "nope", "new_password": "a-long-new-pass", "csrf_token": token},
+    )
+    assert "This is not your current password." in wrong.get_data(as_text=True)
+    short = client.post(
+        "/dashboard/password",
+        data={"current_password": PASSWORD, "new_password": "short", "csrf_token": token},
+    )
+    assert "Use at least 10 characters." in short.get_data(as_text=True)
+    changed = client.post(
+        "/dashboard/password",
+        data={"current_password": PASSWORD, "new_password": "a-long-new-pass", "csrf_token": token},
+    )
+    assert changed.status_code == 302
+    client.post("/logout", data={"csrf_token": csrf_token(client, "/dashboard/password")})
+    assert sign_in(client, owner, "a-long-new-pass").status_code == 302
+
+
+# Roles and other agencies
+
+
+def test_an_agency_user_sees_only_what_was_granted(client, tenants):
+    tenant = tenants.create()
+    second = SubAccount(
+        agency_id=tenant.agency_id,
+        name="Second clinic",
+        settings=CalendarSettings(timezone="Europe/Berlin"),
+    )
+    db.session.add(second)
+    db.session.commit()
+    helper = agency_user(tenant, second.id)
+    sign_in(client, helper.email)
+    assert client.get("/dashboard/").headers["Location"] == f"/dashboard/s/{second.id}/"
+    assert client.get(f"/dashboard/s/{second.id}/").status_code == 200
+    refused = client.get(f"/dashboard/s/{tenant.sub_account_id}/")
+    assert refused.status_code == 404 and "Sub account not found" in refused.get_data(as_text=True)
+    assert client.get(f"/dashboard/?s={tenant.sub_account_id}").status_code == 404
+
+
+def dashboard_rules(app):
+    return [rule for rule in app.url_map.iter_rules() if rule.rule.startswith("/dashboard")]
+
+
+def test_every_dashboard_page_needs_a_signed_in_user(app, client, tenant):
+    for rule in dashboard_rules(app):
+        url = rule.rule.replace("<int:sub_account_id>", str(tenant.sub_account_id))
+        assert "<" not in url, f"{rule.rule}: give the test a value for its argument"
+        response = client.get(url)
+        assert response.status_code == 302, url
+        assert response.headers["Location"].startswith("/login"), url
+
+
+def test_no_dashboard_page_shows_another_agencys_sub_account(app, client, tenants):
+    """Enumerates the routes, so a new page cannot forget its check."""
+    mine, theirs = tenants.create(), tenants.create()
+    sign_in(client, owner_email(mine))
+    checked = 0
+    for rule in dashboard_rules(app):
+        if "sub_account_id" not in rule.arguments:
+            continue
+        url = rule.rule.replace("<int:sub_account_id>", str(theirs.sub_account_id))
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            response = client.open(url, method=method)
+            assert response.status_code == 404, (method, url)
+            checked += 1
+    assert checked >= 1

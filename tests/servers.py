@@ -15,6 +15,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import time_machine
@@ -52,17 +53,34 @@ def gunicorn_command() -> list[str]:
     return [sys.executable, "-c", GUNICORN_ON_THE_SHIFTED_CLOCK, repr(offset)]
 
 
-def migrate_and_demo(env: dict[str, str]) -> tuple[str, dict[str, int]]:
+@dataclass(frozen=True)
+class Demo:
+    api_key: str
+    event_types: dict[str, int]
+    email: str
+    password: str
+
+
+def migrate_and_run_demo(env: dict[str, str]) -> Demo:
     """``flask db upgrade`` and ``flask demo`` as the README runs them, in ``env`` (the whole
-    process environment); returns the demo key and the event type ids by name."""
+    process environment); returns what the demo printed."""
     flask = [str(BIN / "flask"), "--app", "wsgi"]
     subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
     demo = subprocess.run(
         [*flask, "demo"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    ).stdout
+    return Demo(
+        api_key=re.search(r"API key \(shown once\): (\S+)", demo).group(1),
+        event_types=json.loads(re.search(r"Event types: (\{.*\})", demo).group(1)),
+        email=re.search(r"email: (\S+)", demo).group(1),
+        password=re.search(r"password \(shown once\): (\S+)", demo).group(1),
     )
-    key = re.search(r"API key \(shown once\): (\S+)", demo.stdout).group(1)
-    event_types = json.loads(re.search(r"Event types: (\{.*\})", demo.stdout).group(1))
-    return key, event_types
+
+
+def migrate_and_demo(env: dict[str, str]) -> tuple[str, dict[str, int]]:
+    """The demo's API key and event type ids by name (``migrate_and_run_demo``)."""
+    demo = migrate_and_run_demo(env)
+    return demo.api_key, demo.event_types
 
 
 def wait_until_serving(url: str, timeout: float = 30.0) -> None:

@@ -67,7 +67,7 @@ def api(base, key, path, body=None):
         return json.loads(response.read())
 
 
-def test_the_demo_owner_signs_in_and_sees_a_booking_an_agent_made(browser, site):
+def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(browser, site):
     base, demo = site
     page = browser.new_page(viewport=WIDTHS["laptop"])
     page.goto(base + "/")
@@ -111,6 +111,21 @@ def test_the_demo_owner_signs_in_and_sees_a_booking_an_agent_made(browser, site)
     assert row.is_visible() and "pat@example.com" in row.inner_text()
     assert booked["status"] in row.inner_text()
     shoot(page, "overview")
+
+    # The owner confirms it, then cancels it with a reason.
+    page.get_by_role("link", name="Bookings").click()
+    assert page.get_by_text("1 booking.").is_visible()
+    shoot(page, "bookings")
+    page.get_by_role("row").filter(has_text="Booked by an agent").get_by_role("link").click()
+    page.get_by_role("button", name="Confirm").click()
+    assert page.get_by_role("status").inner_text() == "Booking confirmed."
+    shoot(page, "booking")
+    page.get_by_label("Reason (optional)").fill("Patient called")
+    page.get_by_role("button", name="Cancel booking").click()
+    assert page.get_by_role("status").inner_text() == "Booking cancelled."
+    assert page.get_by_text("Cancelled because: Patient called").is_visible()
+    history = page.locator("ol").inner_text()
+    assert "created" in history and "confirmed" in history and "cancelled" in history
 
     page.get_by_role("link", name="Password").click()
     assert page.get_by_role("heading", name="Change your password").is_visible()

@@ -14,6 +14,7 @@ from flask import Flask, redirect, url_for
 from flask_login import LoginManager, current_user
 from werkzeug.wrappers import Response
 
+from app.dashboard import bookings  # noqa: F401 - registers the booking pages
 from app.dashboard.auth import auth
 from app.dashboard.views import dashboard
 from app.extensions import db

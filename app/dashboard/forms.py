@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import EmailField, PasswordField
-from wtforms.validators import DataRequired, Length
+from wtforms import DateField, EmailField, IntegerField, PasswordField, SelectField, StringField
+from wtforms.validators import DataRequired, Length, NumberRange, Optional
+
+from app.models import BookingStatus
 
 
 class SignInForm(FlaskForm):
@@ -22,3 +24,28 @@ class PasswordForm(FlaskForm):
         "Current password", validators=[DataRequired(), Length(max=1024)]
     )
     new_password = PasswordField("New password", validators=[DataRequired(), Length(max=1024)])
+
+
+class BookingFilterForm(FlaskForm):
+    """The bookings list's filters: a GET form, so no CSRF token (it changes nothing)."""
+
+    class Meta:
+        csrf = False
+
+    status = SelectField(
+        "Status",
+        choices=[("", "Any"), *((s.value, s.value.replace("_", " ")) for s in BookingStatus)],
+        default="",
+    )
+    start = DateField("From", validators=[Optional()])
+    end = DateField("Until", validators=[Optional()])
+    email = StringField("Attendee email", validators=[Optional(), Length(max=254)])
+    page = IntegerField("Page", default=1, validators=[Optional(), NumberRange(min=1, max=100000)])
+
+
+class ActionForm(FlaskForm):
+    """A button that changes a booking: only the CSRF token."""
+
+
+class CancelForm(FlaskForm):
+    reason = StringField("Reason (optional)", validators=[Optional(), Length(max=500)])

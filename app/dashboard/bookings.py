@@ -1,0 +1,127 @@
+"""The bookings list and a booking's page, with what a person may do to a booking: confirm it,
+cancel it with a reason, and mark it completed or no-show once it has started. Each action is
+the same service call the API and the worker make, under the same rules."""
+
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from sqlalchemy import select
+from werkzeug.wrappers import Response
+
+from app.dashboard.forms import ActionForm, BookingFilterForm, CancelForm
+from app.dashboard.views import dashboard
+from app.extensions import db
+from app.models import BookingStatus, OutboxEvent
+from app.models.types import utcnow
+from app.scheduling.timezones import InstantInput
+from app.services.accounts import open_sub_account
+from app.services.booking_lifecycle import confirm_booking, record_outcome
+from app.services.booking_queries import BookingListQuery, get_booking, list_bookings
+from app.services.bookings import cancel_booking
+from app.services.errors import InvalidRequest
+
+PAGE_SIZE = 25
+
+
+@dashboard.route("/s/<int:sub_account_id>/bookings")
+def bookings(sub_account_id: int) -> str:
+    sub_account = open_sub_account(current_user, sub_account_id)
+    form = BookingFilterForm(request.args)
+    valid = form.validate()
+    page = form.page.data or 1 if valid else 1
+    query = BookingListQuery(
+        status=form.status.data or None if valid else None,
+        start_date=InstantInput(form.start.data) if valid and form.start.data else None,
+        end_date=InstantInput(form.end.data) if valid and form.end.data else None,
+        email=(form.email.data or "").strip().lower() or None if valid else None,
+        limit=PAGE_SIZE,
+        offset=(page - 1) * PAGE_SIZE,
+    )
+    found, total = list_bookings(sub_account, query)
+    return render_template(
+        "dashboard/bookings.html",
+        sub_account=sub_account,
+        form=form,
+        bookings=found,
+        total=total,
+        page=page,
+        pages=max(1, -(-total // PAGE_SIZE)),
+    )
+
+
+@dashboard.route("/s/<int:sub_account_id>/bookings/<int:booking_id>")
+def booking(sub_account_id: int, booking_id: int) -> str:
+    sub_account = open_sub_account(current_user, sub_account_id)
+    found = get_booking(sub_account, booking_id)
+    history = db.session.scalars(
+        select(OutboxEvent).where(OutboxEvent.booking_id == found.id).order_by(OutboxEvent.id)
+    ).all()
+    return render_template(
+        "dashboard/booking.html",
+        sub_account=sub_account,
+        booking=found,
+        history=history,
+        action_form=ActionForm(),
+        cancel_form=CancelForm(),
+        started=found.start_at <= utcnow(),
+        active=found.status in (BookingStatus.PENDING, BookingStatus.CONFIRMED),
+    )
+
+
+@dashboard.route("/s/<int:sub_account_id>/bookings/<int:booking_id>/confirm", methods=["POST"])
+def confirm(sub_account_id: int, booking_id: int) -> Response:
+    return _act(sub_account_id, booking_id, ActionForm(), "Booking confirmed.", _confirm)
+
+
+@dashboard.route("/s/<int:sub_account_id>/bookings/<int:booking_id>/cancel", methods=["POST"])
+def cancel(sub_account_id: int, booking_id: int) -> Response:
+    form = CancelForm()
+    return _act(sub_account_id, booking_id, form, "Booking cancelled.", _cancel(form))
+
+
+@dashboard.route(
+    "/s/<int:sub_account_id>/bookings/<int:booking_id>/outcome/<any(completed, no_show):outcome>",
+    methods=["POST"],
+)
+def outcome(sub_account_id: int, booking_id: int, outcome: str) -> Response:
+    message = "Marked completed." if outcome == "completed" else "Marked no-show."
+    return _act(sub_account_id, booking_id, ActionForm(), message, _outcome(outcome))
+
+
+def _confirm(sub_account, booking_id):
+    confirm_booking(sub_account, booking_id, now=utcnow())
+
+
+def _cancel(form: CancelForm):
+    def run(sub_account, booking_id):
+        cancel_booking(sub_account, booking_id, form.reason.data or None, now=utcnow())
+
+    return run
+
+
+def _outcome(outcome: str):
+    def run(sub_account, booking_id):
+        record_outcome(sub_account, booking_id, BookingStatus(outcome), now=utcnow())
+
+    return run
+
+
+def _act(sub_account_id, booking_id, form, done: str, action) -> Response:
+    """Check the sub account and the form's token, run ``action`` in one transaction, and say
+    how it went on the booking's page."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    get_booking(sub_account, booking_id)  # another calendar's booking: 404
+    page = url_for("dashboard.booking", sub_account_id=sub_account.id, booking_id=booking_id)
+    if not form.validate_on_submit():
+        flash("The form expired or did not come from this site. Please try again.")
+        return redirect(page)
+    try:
+        action(sub_account, booking_id)
+        db.session.commit()
+    except InvalidRequest as err:
+        db.session.rollback()
+        flash(f"Not done: {err.message}.")
+        return redirect(page)
+    flash(done)
+    return redirect(page)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,15 @@ def database_url_from_env(url: str) -> str:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
+
+
+def configured_duration(
+    config: Mapping[str, Any], name: str, default: timedelta, unit: str = "seconds"
+) -> timedelta:
+    """The setting ``name`` (a number of ``unit``, as the environment gives it), else
+    ``default``."""
+    value = config.get(name)
+    return timedelta(**{unit: float(value)}) if value not in (None, "") else default
 
 
 def beside_database(database_url: str | URL, instance_path: str, name: str) -> Path:

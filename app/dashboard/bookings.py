@@ -28,16 +28,17 @@ PAGE_SIZE = 25
 def bookings(sub_account_id: int) -> str:
     sub_account = open_sub_account(current_user, sub_account_id)
     form = BookingFilterForm(request.args)
-    valid = form.validate()
-    page = form.page.data or 1 if valid else 1
-    query = BookingListQuery(
-        status=form.status.data or None if valid else None,
-        start_date=InstantInput(form.start.data) if valid and form.start.data else None,
-        end_date=InstantInput(form.end.data) if valid and form.end.data else None,
-        email=(form.email.data or "").strip().lower() or None if valid else None,
-        limit=PAGE_SIZE,
-        offset=(page - 1) * PAGE_SIZE,
-    )
+    page, query = 1, BookingListQuery(limit=PAGE_SIZE)  # filters with errors: shown, not applied
+    if form.validate():
+        page = form.page.data or 1
+        query = BookingListQuery(
+            status=form.status.data or None,
+            start_date=InstantInput(form.start.data) if form.start.data else None,
+            end_date=InstantInput(form.end.data) if form.end.data else None,
+            email=(form.email.data or "").strip().lower() or None,
+            limit=PAGE_SIZE,
+            offset=(page - 1) * PAGE_SIZE,
+        )
     found, total = list_bookings(sub_account, query)
     return render_template(
         "dashboard/bookings.html",

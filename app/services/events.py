@@ -78,12 +78,14 @@ def booking_snapshot(booking: Booking) -> dict[str, Any]:
     }
 
 
-def booking_from_snapshot(snapshot: dict[str, Any]) -> Booking:
-    """A detached ``Booking`` (never added to a session) as ``snapshot`` recorded it, for
-    building the messages about that moment (``app.services.ical``, the emails)."""
+def booking_from_snapshot(snapshot: dict[str, Any], sub_account_id: int) -> Booking:
+    """A detached ``Booking`` (never added to a session) of sub account ``sub_account_id`` as
+    ``snapshot`` recorded it, for building the messages about that moment
+    (``app.services.ical``, the emails)."""
     shown = snapshot["booking"]
     booking = Booking(
         id=shown["id"],
+        sub_account_id=sub_account_id,
         uid=shown["uid"],
         status=shown["status"],
         sequence=snapshot["sequence"],

@@ -83,7 +83,9 @@ def registered_handlers() -> list[str]:
 
 
 def retry_delay(attempts: int, base: timedelta = RETRY_BASE) -> timedelta:
-    """How long to wait after the ``attempts``-th failed attempt: doubling, capped, ±20 %."""
+    """How long to wait after the ``attempts``-th failed attempt: doubling from ``base``, at
+    most an hour, ±20 % (so retries of many failures do not arrive together). The schedule of
+    outbox handlers, webhook attempts and calendar sync retries."""
     delay = min(base * 2 ** (attempts - 1), RETRY_CAP)
     return delay * random.uniform(0.8, 1.2)
 

@@ -3,15 +3,18 @@ calendar never delays another."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import shared_task
 
 from app.extensions import db
 from app.models.types import utcnow
 from app.services.calendars.sync import active_connection_ids, sync_connection
+from app.services.outbox import retry_delay
 
 # A failing connection is tried again after 1, 2, 4 … minutes (with jitter), then waits for
 # the next periodic run.
-RETRY_BASE_SECONDS = 60
+RETRY_BASE = timedelta(minutes=1)
 MAX_RETRIES = 4
 
 
@@ -31,6 +34,6 @@ def sync(self, connection_id: int) -> str:
     result = sync_connection(connection_id, now=utcnow())
     if not result.ok and result.retryable and self.request.retries < self.max_retries:
         db.session.commit()  # keep the recorded failure; the retry is a new task run
-        countdown = RETRY_BASE_SECONDS * 2**self.request.retries
-        raise self.retry(countdown=countdown)
+        wait = retry_delay(self.request.retries + 1, RETRY_BASE)
+        raise self.retry(countdown=wait.total_seconds())
     return result.status

@@ -3,11 +3,10 @@ is due to retry."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from celery import shared_task
 from flask import current_app
 
+from app.config import configured_duration
 from app.models.types import utcnow
 from app.services.outbox import (
     RETRY_BASE,
@@ -17,11 +16,6 @@ from app.services.outbox import (
     mark_delivered_if_done,
     undelivered_events,
 )
-
-
-def _seconds(name: str, default: timedelta) -> timedelta:
-    value = current_app.config.get(name)
-    return timedelta(seconds=float(value)) if value else default
 
 
 @shared_task(name="outbox.deliver")
@@ -35,7 +29,7 @@ def deliver(event_id: int) -> None:
 @shared_task(name="outbox.handle")
 def handle(event_id: int, handler_name: str) -> None:
     """One handler, one event; its outcome is recorded in this task's transaction."""
-    retry_base = _seconds("OUTBOX_RETRY_BASE_SECONDS", RETRY_BASE)
+    retry_base = configured_duration(current_app.config, "OUTBOX_RETRY_BASE_SECONDS", RETRY_BASE)
     handle_event(event_id, handler_name, utcnow(), retry_base=retry_base)
     mark_delivered_if_done(event_id, utcnow())
 
@@ -44,7 +38,7 @@ def handle(event_id: int, handler_name: str) -> None:
 def sweep() -> int:
     """Hand over again the events whose dispatch was lost or whose handlers are due to retry;
     returns how many."""
-    grace = _seconds("OUTBOX_SWEEP_GRACE_SECONDS", SWEEP_GRACE)
+    grace = configured_duration(current_app.config, "OUTBOX_SWEEP_GRACE_SECONDS", SWEEP_GRACE)
     event_ids = undelivered_events(utcnow(), grace=grace)
     for event_id in event_ids:
         deliver.delay(event_id)

@@ -20,6 +20,7 @@ of sent, for ``flask outbox`` and the dashboard to show.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
@@ -82,8 +83,10 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
             return
         # The booking as this event left it: a message that goes out late (a retry, a backlog)
         # tells of that moment, not of a later change that has its own message.
-        booking = booking_from_snapshot(delivery.snapshot) if delivery.snapshot else current
-        booking.sub_account_id = current.sub_account_id
+        if delivery.snapshot:
+            booking = booking_from_snapshot(delivery.snapshot, delivery.sub_account_id)
+        else:
+            booking = current
         settings = session.get(CalendarSettings, booking.sub_account_id)
         if not settings.notify_on_booking:
             return
@@ -92,14 +95,16 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
             recipients.append(
                 Recipient(settings.notification_email, None, booking.timezone, is_owner=True)
             )
-        letterhead = _letterhead(session, booking.sub_account_id, settings)
-        keys = {r.email: f"event:{delivery.event_id}:{r.email}" for r in recipients}
-        sent = _recorded(session, keys.values())
-        letters = [
-            _letter(booking, delivery.kind, r, letterhead, now, keys[r.email], delivery.event_id)
-            for r in recipients
-            if keys[r.email] not in sent
-        ]
+        letters = _unsent_letters(
+            session,
+            booking,
+            delivery.kind,
+            recipients,
+            _letterhead(session, booking.sub_account_id, settings),
+            now,
+            key=lambda email: f"event:{delivery.event_id}:{email}",
+            event_id=delivery.event_id,
+        )
     failures = _send_all(letters, now)
     if failures:
         raise DeliveryFailed("; ".join(failures))
@@ -132,18 +137,17 @@ def send_due_reminders(now: datetime) -> int:
         ]
         letters: list[_Letter] = []
         for booking, settings in due:
-            letterhead = _letterhead(session, booking.sub_account_id, settings)
-            recipients = [_attendee(a) for a in booking.attendees]
-            keys = {
-                r.email: f"reminder:{booking.id}:{format_utc(booking.start_at)}:{r.email}"
-                for r in recipients
-            }
-            sent = _recorded(session, keys.values())
-            letters += [
-                _letter(booking, REMINDER, r, letterhead, now, keys[r.email], None)
-                for r in recipients
-                if keys[r.email] not in sent
-            ]
+            start = format_utc(booking.start_at)
+            letters += _unsent_letters(
+                session,
+                booking,
+                REMINDER,
+                [_attendee(a) for a in booking.attendees],
+                _letterhead(session, booking.sub_account_id, settings),
+                now,
+                key=lambda email, b=booking, start=start: f"reminder:{b.id}:{start}:{email}",
+                event_id=None,
+            )
     failures = _send_all(letters, now)
     for failure in failures:
         log.warning("reminder not sent: %s", failure)
@@ -163,28 +167,44 @@ def _letterhead(session: Session, sub_account_id: int, settings: CalendarSetting
     )
 
 
-def _recorded(session: Session, keys) -> set[str]:
-    keys = list(keys)
-    if not keys:
-        return set()
-    return set(
-        session.scalars(select(MailMessage.dedupe_key).where(MailMessage.dedupe_key.in_(keys)))
-    )
-
-
-def _letter(
+def _unsent_letters(
+    session: Session,
     booking: Booking,
     kind: str,
-    recipient: Recipient,
+    recipients: list[Recipient],
     letterhead: Letterhead,
     now: datetime,
-    dedupe_key: str,
+    *,
+    key: Callable[[str], str],
     event_id: int | None,
-) -> _Letter:
-    message = compose(booking, kind, recipient, letterhead, now=now, dedupe_key=dedupe_key)
-    return _Letter(
-        dedupe_key, kind, recipient.email, message, booking.sub_account_id, booking.id, event_id
+) -> list[_Letter]:
+    """The messages about ``booking`` for those of ``recipients`` whose message (its key made by
+    ``key`` from their address) is not recorded as sent."""
+    keys = {r.email: key(r.email) for r in recipients}
+    sent = (
+        set(
+            session.scalars(
+                select(MailMessage.dedupe_key).where(
+                    MailMessage.dedupe_key.in_(list(keys.values()))
+                )
+            )
+        )
+        if keys
+        else set()
     )
+    return [
+        _Letter(
+            keys[r.email],
+            kind,
+            r.email,
+            compose(booking, kind, r, letterhead, now=now, dedupe_key=keys[r.email]),
+            booking.sub_account_id,
+            booking.id,
+            event_id,
+        )
+        for r in recipients
+        if keys[r.email] not in sent
+    ]
 
 
 def _send_all(letters: list[_Letter], now: datetime) -> list[str]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,6 +33,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
+from app.config import configured_duration
 from app.extensions import db
 from app.models import (
     Booking,
@@ -46,7 +46,7 @@ from app.models import (
 from app.representations import BookingSchema
 from app.scheduling.timezones import format_utc
 from app.services.errors import NotFound
-from app.services.outbox import Delivery
+from app.services.outbox import Delivery, retry_delay
 from app.services.secrets import SecretUnreadable, decrypt_secret
 from app.services.webhooks.http import Answer, post
 from app.services.webhooks.subscriptions import allow_private, require_https
@@ -57,10 +57,9 @@ log = logging.getLogger(__name__)
 HANDLER_NAME = "webhooks"
 GIVE_UP_AFTER = timedelta(hours=24)
 RETRY_BASE = timedelta(seconds=30)
-RETRY_CAP = timedelta(hours=1)
 LEASE = timedelta(minutes=5)
 DISABLE_AFTER = timedelta(hours=72)
-DEFAULT_TIMEOUT_SECONDS = 5.0
+DEFAULT_TIMEOUT = timedelta(seconds=5)
 _EARLY = timedelta(seconds=5)  # clocks of worker machines differ a little
 
 # Who hands a planned attempt to the worker: (delivery id, when). The Celery app registers
@@ -84,11 +83,6 @@ def hand_over(delivery_id: int, when: datetime) -> None:
             dispatcher(delivery_id, when)
         except Exception:  # the broker away: the sweep hands it over later
             log.exception("webhook delivery %s could not be handed to the worker", delivery_id)
-
-
-def _setting(name: str, default: timedelta, unit: str = "seconds") -> timedelta:
-    value = current_app.config.get(name)
-    return timedelta(**{unit: float(value)}) if value not in (None, "") else default
 
 
 def webhooks_delivery(delivery: Delivery, now: datetime) -> None:
@@ -150,7 +144,7 @@ def send_delivery(delivery_id: int, now: datetime) -> SendOutcome:
     if isinstance(found, str):
         return SendOutcome(found)
     message = found
-    timeout = _setting("WEBHOOK_TIMEOUT_SECONDS", timedelta(seconds=DEFAULT_TIMEOUT_SECONDS))
+    timeout = configured_duration(current_app.config, "WEBHOOK_TIMEOUT_SECONDS", DEFAULT_TIMEOUT)
     answer = _attempt(message, now, timeout.total_seconds())
     return _record(message, answer, now)
 
@@ -242,14 +236,19 @@ def _record(message: _Message, answer: Answer, now: datetime) -> SendOutcome:
         db.session.flush()
         return SendOutcome(delivery.status)
     subscription.failing_since = subscription.failing_since or now
-    wait = retry_delay(delivery.attempts, _setting("WEBHOOK_RETRY_BASE_SECONDS", RETRY_BASE))
+    wait = retry_delay(
+        delivery.attempts,
+        configured_duration(current_app.config, "WEBHOOK_RETRY_BASE_SECONDS", RETRY_BASE),
+    )
     if now + wait > delivery.created_at + GIVE_UP_AFTER:
         delivery.status = WebhookDeliveryStatus.FAILED
         delivery.finished_at = now
         delivery.next_attempt_at = None
     else:
         delivery.next_attempt_at = now + wait
-    disable_after = _setting("WEBHOOK_DISABLE_AFTER_HOURS", DISABLE_AFTER, "hours")
+    disable_after = configured_duration(
+        current_app.config, "WEBHOOK_DISABLE_AFTER_HOURS", DISABLE_AFTER, "hours"
+    )
     if subscription.active and now - subscription.failing_since >= disable_after:
         _disable(
             subscription,
@@ -281,16 +280,11 @@ def _disable(subscription: WebhookSubscription, now: datetime, reason: str) -> N
     )
 
 
-def retry_delay(attempts: int, base: timedelta = RETRY_BASE) -> timedelta:
-    """The wait after the ``attempts``-th failed attempt: doubling, capped, ±20 %."""
-    return min(base * 2 ** (attempts - 1), RETRY_CAP) * random.uniform(0.8, 1.2)
-
-
 def due_deliveries(now: datetime, limit: int = 500) -> list[int]:
     """Pending deliveries whose attempt is overdue by more than the lease (a worker died, a
     message was lost). Claims them: their next attempt is set to now, so the next sweep leaves
     them alone for another lease."""
-    lease = _setting("WEBHOOK_LEASE_SECONDS", LEASE)
+    lease = configured_duration(current_app.config, "WEBHOOK_LEASE_SECONDS", LEASE)
     ids = list(
         db.session.scalars(
             select(WebhookDelivery.id)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from flask_wtf import FlaskForm
 from wtforms import DateField, EmailField, IntegerField, PasswordField, SelectField, StringField
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 
 from app.models import BookingStatus
+from app.services.errors import ServiceError
 
 
 class SignInForm(FlaskForm):
@@ -49,3 +52,25 @@ class ActionForm(FlaskForm):
 
 class CancelForm(FlaskForm):
     reason = StringField("Reason (optional)", validators=[Optional(), Length(max=500)])
+
+
+def show_errors(
+    form: FlaskForm, error: ServiceError, fields: Mapping[str, str] | None = None
+) -> None:
+    """Put a service's refusal next to the fields it names.
+
+    Services name fields as their documents do (``bufferBefore``); ``fields`` maps those names
+    to the form's (``buffer_before``) where they differ. Problems that name no field of the
+    form, or none at all, are shown above the form (``form.form_errors``).
+    """
+    fields = fields or {}
+    general = []
+    for name, messages in (error.errors or {}).items():
+        target = getattr(form, fields.get(name, name), None)
+        if target is not None and hasattr(target, "errors") and name != "csrf_token":
+            target.errors = [*target.errors, *messages]
+        else:
+            general.extend(messages if name == "_schema" else [f"{name}: {m}" for m in messages])
+    if not error.errors:
+        general.append(error.message)
+    form.form_errors.extend(general)

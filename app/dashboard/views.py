@@ -6,6 +6,7 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from flask_login import current_user, login_required
 from werkzeug.wrappers import Response
 
+from app.dashboard.areas import areas_for
 from app.dashboard.auth import page_forms
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
@@ -27,12 +28,17 @@ def _not_found(error: NotFound) -> tuple[str, int]:
     return render_template("dashboard/not_found.html", message=error.message), 404
 
 
+@dashboard.errorhandler(403)
+def _forbidden(error: Exception) -> tuple[str, int]:
+    return render_template("dashboard/forbidden.html"), 403
+
+
 dashboard.context_processor(page_forms)
 
 
 @dashboard.context_processor
-def _switcher() -> dict:
-    return {"switcher": visible_sub_accounts(current_user)}
+def _menus() -> dict:
+    return {"switcher": visible_sub_accounts(current_user), "areas": areas_for(current_user)}
 
 
 @dashboard.route("/")

@@ -15,6 +15,7 @@ from flask_login import LoginManager, current_user
 from werkzeug.wrappers import Response
 
 from app.dashboard import bookings  # noqa: F401 - registers the booking pages
+from app.dashboard import team  # noqa: F401 - registers the team pages
 from app.dashboard.auth import auth
 from app.dashboard.views import dashboard
 from app.extensions import db

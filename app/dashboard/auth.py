@@ -9,6 +9,7 @@ from werkzeug.wrappers import Response
 from app.dashboard.forms import PasswordForm, SignInForm, SignOutForm
 from app.dashboard.throttle import count_failed_sign_in, sign_in_allowed
 from app.extensions import db
+from app.models import User
 from app.services.accounts import authenticate, change_password
 from app.services.errors import ServiceError
 
@@ -43,11 +44,17 @@ def sign_in() -> str | Response | tuple[str, int]:
             count_failed_sign_in(address, email)
             error = "The email or the password is wrong."
             return render_template("dashboard/sign_in.html", form=form, error=error), 200
-        session.clear()
-        session.permanent = True  # expires after DASHBOARD_SESSION_HOURS
-        login_user(user)
+        start_session(user)
         return redirect(_safe_next() or url_for("dashboard.home"))
     return render_template("dashboard/sign_in.html", form=form)
+
+
+def start_session(user: User) -> None:
+    """A fresh session for ``user`` (nothing carried over from before the sign-in), expiring
+    after ``DASHBOARD_SESSION_HOURS``."""
+    session.clear()
+    session.permanent = True
+    login_user(user)
 
 
 def _safe_next() -> str | None:

@@ -13,7 +13,7 @@ from app.models.calendar_connection import CalendarConnection
 from app.models.event_type import EventType
 from app.models.notification import MailMessage, MailStatus
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
-from app.models.tenancy import Agency, CalendarSettings, Role, SubAccount, User
+from app.models.tenancy import Agency, CalendarSettings, Invitation, Role, SubAccount, User
 from app.models.webhook import (
     WebhookAttempt,
     WebhookDelivery,
@@ -37,6 +37,7 @@ __all__ = [
     "DateOverride",
     "DeliveryStatus",
     "EventType",
+    "Invitation",
     "MailMessage",
     "MailStatus",
     "OutboxDelivery",

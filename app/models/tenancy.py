@@ -107,3 +107,26 @@ class CalendarSettings(db.Model):
     auto_complete_bookings: Mapped[bool] = mapped_column(Boolean, default=False)
 
     sub_account: Mapped[SubAccount] = relationship(back_populates="settings")
+
+
+class Invitation(db.Model):
+    """A one-time link that lets an invited agency user choose a password and sign in.
+
+    The invited user exists from the start (inactive, with no usable password), so the owner
+    grants sub accounts to them like to anyone else. Only a SHA-256 digest of the link's token
+    is stored: the link is shown to the owner once.
+    """
+
+    __tablename__ = "invitations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    invited_by_user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL")
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    accepted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    user: Mapped[User] = relationship(foreign_keys=[user_id])

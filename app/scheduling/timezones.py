@@ -48,6 +48,11 @@ def is_timezone(name: str) -> bool:
     return name in _iana_names()
 
 
+def timezone_names() -> list[str]:
+    """Every IANA zone name, sorted: the choices a person picks a timezone from."""
+    return sorted(_iana_names())
+
+
 @lru_cache(maxsize=512)
 def zone(name: str) -> ZoneInfo:
     """The zone for an IANA name; anything else (paths, abbreviations, blanks) is refused."""

@@ -43,6 +43,8 @@ class AvailabilityQuery:
     event_type_id: int | None = None
     duration: int | None = None
     timezone: str | None = None
+    # Rescheduling: the booking being moved does not make its own time busy.
+    exclude_booking_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,7 @@ def check_availability(
     rules = slot_rules(sub_account, event_type, now, query.duration)
     schedule = load_schedule(profile, sub_account.settings.timezone, window)
     occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
-    busy = load_busy(sub_account.id, occupied_span)
+    busy = load_busy(sub_account.id, occupied_span, exclude_booking_id=query.exclude_booking_id)
     slots = open_slots(working_ranges(schedule, *window), busy.all(), rules, window)
 
     return [

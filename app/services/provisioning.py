@@ -419,3 +419,23 @@ def provision(document: Any) -> dict[str, Any]:
             }
         )
     return {"agencies": created}
+
+
+def add_sub_account(agency: Agency, document: dict[str, Any]) -> SubAccount:
+    """One sub account of ``agency`` from a sub account document (``name``, ``timezone``,
+    the rest defaulted as in provisioning), outside a provisioning run: the dashboard's
+    "new sub account". Names are unique within the agency."""
+    try:
+        doc = SubAccountDoc().load(document)
+    except ValidationError as err:
+        flat = flatten_errors(err.messages)
+        raise ProvisioningInvalid(describe_errors(flat), errors=flat) from None
+    taken = db.session.scalar(
+        select(SubAccount.id).where(
+            SubAccount.agency_id == agency.id, SubAccount.name == doc["name"]
+        )
+    )
+    if taken is not None:
+        errors = {"name": [f"A sub account named '{doc['name']}' exists."]}
+        raise ProvisioningInvalid(describe_errors(errors), errors=errors)
+    return db.session.get(SubAccount, _create_sub_account(agency, doc)["id"])

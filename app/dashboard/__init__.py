@@ -14,8 +14,11 @@ from flask import Flask, redirect, url_for
 from flask_login import LoginManager, current_user
 from werkzeug.wrappers import Response
 
-from app.dashboard import bookings  # noqa: F401 - registers the booking pages
-from app.dashboard import team  # noqa: F401 - registers the team pages
+from app.dashboard import (
+    bookings,  # noqa: F401 - registers the booking pages
+    reschedule,  # noqa: F401 - registers the reschedule page
+    team,  # noqa: F401 - registers the team pages
+)
 from app.dashboard.auth import auth
 from app.dashboard.views import dashboard
 from app.extensions import db
@@ -40,12 +43,18 @@ def register_dashboard(app: Flask) -> None:
     app.register_blueprint(dashboard)
     app.add_url_rule("/", "root", _root)
     app.add_template_filter(local_time)
+    app.add_template_filter(clock)
 
 
 def local_time(instant: datetime, timezone: str) -> str:
     """``Mon 7 Dec 2026, 10:00`` in ``timezone``."""
     local = instant.astimezone(zone(timezone))
     return f"{local:%a} {local.day} {local:%b %Y, %H:%M}"
+
+
+def clock(instant: datetime, timezone: str) -> str:
+    """``10:00`` in ``timezone``."""
+    return f"{instant.astimezone(zone(timezone)):%H:%M}"
 
 
 def _root() -> Response:

@@ -16,6 +16,7 @@ from werkzeug.wrappers import Response
 
 from app.dashboard import (
     bookings,  # noqa: F401 - registers the booking pages
+    calendar,  # noqa: F401 - registers the calendar
     reschedule,  # noqa: F401 - registers the reschedule page
     team,  # noqa: F401 - registers the team pages
 )

@@ -1,0 +1,83 @@
+"""The calendar: week and month views (FullCalendar, vendored) of bookings coloured by status,
+with blocked and external busy time behind them; a booking opens its page.
+
+FullCalendar has no timezone database of its own. So it runs in "UTC", and the entries feed
+sends wall-clock times of the sub account's timezone (no offset), and reads the window it asks
+for the same way: every time on screen is the sub account's, whatever the browser's zone.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time
+from typing import Any
+
+from flask import jsonify, render_template, request, url_for
+from flask_login import current_user
+from werkzeug.wrappers import Response
+
+from app.dashboard.views import dashboard
+from app.models.types import utcnow
+from app.scheduling.timezones import local_to_utc, zone
+from app.services.accounts import open_sub_account
+from app.services.calendar_view import calendar_entries
+from app.services.errors import InvalidRequest
+
+
+def _wall_clock(instant: datetime, tz_name: str) -> str:
+    return instant.astimezone(zone(tz_name)).replace(tzinfo=None).isoformat(timespec="minutes")
+
+
+def _window_day(name: str) -> date:
+    """The date of FullCalendar's ``start``/``end`` parameter (always a midnight)."""
+    text = request.args.get(name, "")
+    try:
+        return date.fromisoformat(text[:10])
+    except ValueError:
+        raise InvalidRequest(f"{name}: expected a date like 2026-12-07") from None
+
+
+@dashboard.route("/s/<int:sub_account_id>/calendar")
+def calendar(sub_account_id: int) -> str:
+    sub_account = open_sub_account(current_user, sub_account_id)
+    return render_template(
+        "dashboard/calendar.html",
+        sub_account=sub_account,
+        now=_wall_clock(utcnow(), sub_account.settings.timezone),
+    )
+
+
+@dashboard.route("/s/<int:sub_account_id>/calendar/entries")
+def calendar_feed(sub_account_id: int) -> Response | tuple[Response, int]:
+    """FullCalendar's JSON event feed for the window it shows."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    tz_name = sub_account.settings.timezone
+    try:
+        start = local_to_utc(_window_day("start"), time(0), zone(tz_name))
+        end = local_to_utc(_window_day("end"), time(0), zone(tz_name))
+        bookings, blocked = calendar_entries(sub_account, start, end)
+    except InvalidRequest as err:
+        return jsonify({"message": err.message}), 400
+    events: list[dict[str, Any]] = [
+        {
+            "id": f"booking-{b.booking_id}",
+            "title": f"{b.status.replace('_', ' ').capitalize()} · {b.title}",
+            "start": _wall_clock(b.start, tz_name),
+            "end": _wall_clock(b.end, tz_name),
+            "url": url_for(
+                "dashboard.booking", sub_account_id=sub_account.id, booking_id=b.booking_id
+            ),
+            "classNames": [f"status-{b.status}"],
+        }
+        for b in bookings
+    ]
+    events += [
+        {
+            "title": entry.label,
+            "start": _wall_clock(entry.start, tz_name),
+            "end": _wall_clock(entry.end, tz_name),
+            "display": "background",
+            "classNames": ["busy-external" if entry.external else "busy-blocked"],
+        }
+        for entry in blocked
+    ]
+    return jsonify(events)

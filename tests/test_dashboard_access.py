@@ -189,3 +189,17 @@ def test_owners_only_pages_refuse_agency_users(app, client, tenant):
             assert response.status_code == 403, (method, url)
             checked += 1
     assert checked >= 1, "no owners-only page found"
+
+
+def test_an_id_too_large_to_store_is_not_found_on_every_page(app, client, tenant):
+    """Ids past PostgreSQL's integer range name nothing: 404, not a database error."""
+    sign_in(client, owner_email(tenant))
+    huge = "99999999999999999999"
+    for rule in dashboard_rules(app):
+        if "<int:" not in rule.rule:
+            continue
+        url = re.sub(r"<int:\w+>", huge, rule.rule)
+        url = re.sub(r"<any\(([\w-]+)[^)]*\):\w+>", r"\1", url)
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            response = client.open(url, method=method)
+            assert response.status_code == 404, (method, url)

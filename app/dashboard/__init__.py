@@ -15,8 +15,10 @@ from flask_login import LoginManager, current_user
 from werkzeug.wrappers import Response
 
 from app.dashboard import (
+    api_keys,  # noqa: F401 - registers the API key pages
     bookings,  # noqa: F401 - registers the booking pages
     calendar,  # noqa: F401 - registers the calendar
+    notifications,  # noqa: F401 - registers the mail and webhook pages
     reschedule,  # noqa: F401 - registers the reschedule page
     team,  # noqa: F401 - registers the team pages
 )

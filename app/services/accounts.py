@@ -11,6 +11,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import Role, SubAccount, User
 from app.services.errors import InvalidRequest, NotFound
+from app.services.ids import is_storable_id
 from app.services.passwords import hash_password, verify_password
 
 MIN_PASSWORD_LENGTH = 10
@@ -59,7 +60,9 @@ def visible_sub_accounts(user: User) -> list[SubAccount]:
 
 def open_sub_account(user: User, sub_account_id: int) -> SubAccount:
     """The sub account, if ``user`` may open it; otherwise it does not exist (404)."""
-    sub_account = db.session.get(SubAccount, sub_account_id)
+    sub_account = (
+        db.session.get(SubAccount, sub_account_id) if is_storable_id(sub_account_id) else None
+    )
     if sub_account is None or sub_account.agency_id != user.agency_id:
         raise SubAccountNotFound()
     if user.role != Role.AGENCY_OWNER and sub_account not in user.granted_sub_accounts:

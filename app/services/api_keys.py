@@ -11,13 +11,23 @@ import hashlib
 import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from enum import StrEnum
 
+from marshmallow import Schema, ValidationError, fields, validate
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import joinedload
 
 from app.extensions import db
 from app.models import Agency, ApiKey, Permission, SubAccount
-from app.services.errors import AuthenticationFailed, PermissionDenied
+from app.scheduling.timezones import InvalidInstant, zone
+from app.services.errors import (
+    AuthenticationFailed,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+)
+from app.services.ids import is_storable_id
+from app.validation import InstantField, Text, describe_errors, flatten_errors
 
 KEY_PREFIX = "cbk_"
 DISPLAY_PREFIX_LENGTH = 12
@@ -25,6 +35,24 @@ DISPLAY_PREFIX_LENGTH = 12
 INVALID_KEY = "Invalid or inactive API key"
 EXPIRED_KEY = "API key has expired"
 NO_SUB_ACCOUNT = "API key not associated with a subaccount"
+
+# The spec's dashboard labels, in the spec's order.
+PERMISSION_LABELS = {
+    Permission.CHECK_AVAILABILITY.value: "Check availability",
+    Permission.GET_BOOKINGS.value: "Get bookings",
+    Permission.BOOK.value: "Book appointments",
+    Permission.CANCEL.value: "Cancel bookings",
+}
+
+
+class ApiKeyNotFound(NotFound):
+    message = "API key not found"
+
+
+class KeyStatus(StrEnum):
+    ACTIVE = "active"
+    DEACTIVATED = "deactivated"
+    EXPIRED = "expired"
 
 
 def key_digest(plain_key: str) -> str:
@@ -108,3 +136,135 @@ def record_key_use(api_key: ApiKey, now: datetime, resolution_seconds: int) -> b
         .execution_options(synchronize_session=False)
     )
     return True
+
+
+# Keys as an agency owner manages them for one sub account (the dashboard)
+
+
+class NewKeyDoc(Schema):
+    """A key as a person asks for it. ``expiresAt`` may be naive: it is read in the sub
+    account's timezone, as a person means it."""
+
+    name = Text(
+        required=True,
+        validate=[
+            validate.Length(min=1, error="Give the key a name."),
+            validate.Length(max=255, error="Use at most 255 characters."),
+        ],
+    )
+    permissions = fields.List(
+        fields.String(
+            validate=validate.OneOf(PERMISSION_LABELS, error="Unknown permission '{input}'.")
+        ),
+        load_default=list,
+    )
+    expiresAt = InstantField(
+        load_default=None,
+        allow_none=True,
+        error_messages={
+            "invalid": "Give a date (2027-03-31) or a date and time (2027-03-31T17:00)."
+        },
+    )
+
+
+def create_api_key(
+    sub_account: SubAccount,
+    *,
+    name: str,
+    permissions: Iterable[str],
+    expires_at: str | None,
+    now: datetime,
+    created_by_user_id: int | None,
+) -> tuple[ApiKey, str]:
+    """A key for ``sub_account`` as a person typed it: a name (1 to 255 characters), any of
+    the four permissions, and an optional expiry in the future. The expiry is a date and time
+    in the sub account's timezone (or with an offset), or a date alone, meaning the key works
+    through that day. Returns the row and the plain key, shown once; every problem is named by
+    field (``name``, ``permissions``, ``expiresAt``)."""
+    document = {
+        "name": (name or "").strip(),
+        "permissions": list(permissions),
+        "expiresAt": (expires_at or "").strip() or None,
+    }
+    errors: dict[str, list[str]] = {}
+    try:
+        doc = NewKeyDoc().load(document)
+    except ValidationError as err:
+        for path, messages in flatten_errors(err.messages).items():
+            errors.setdefault(path.split("[", 1)[0], []).extend(messages)  # permissions[2]
+        doc = err.valid_data or {}  # the expiry is still checked, so every problem is named
+    expires = None
+    if doc.get("expiresAt") is not None:
+        timezone = sub_account.settings.timezone if sub_account.settings else "UTC"
+        try:
+            expires = doc["expiresAt"].resolve(zone(timezone), date_means="end")
+        except InvalidInstant as err:
+            errors["expiresAt"] = [f"{err}."]
+        else:
+            if expires <= now:
+                errors["expiresAt"] = ["The expiry must be in the future."]
+    if errors:
+        raise InvalidRequest(describe_errors(errors), errors=errors)
+    return issue_api_key(
+        agency=sub_account.agency,
+        sub_account=sub_account,
+        name=doc["name"],
+        permissions=doc["permissions"],
+        expires_at=expires,
+        created_by_user_id=created_by_user_id,
+    )
+
+
+def list_keys(sub_account: SubAccount) -> list[ApiKey]:
+    """The sub account's keys, newest first. Agency-level keys serve no sub account and are
+    not among them."""
+    return list(
+        db.session.scalars(
+            select(ApiKey)
+            .where(ApiKey.sub_account_id == sub_account.id)
+            .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+        )
+    )
+
+
+def get_key(sub_account: SubAccount, key_id: int) -> ApiKey:
+    """The key, if it is ``sub_account``'s: another sub account's key does not exist here."""
+    api_key = None
+    if is_storable_id(key_id):
+        api_key = db.session.scalar(
+            select(ApiKey).where(ApiKey.id == key_id, ApiKey.sub_account_id == sub_account.id)
+        )
+    if api_key is None:
+        raise ApiKeyNotFound()
+    return api_key
+
+
+def key_status(api_key: ApiKey, now: datetime) -> KeyStatus:
+    """What the API would make of the key now (deactivation first, as ``authenticate``)."""
+    if not api_key.active:
+        return KeyStatus.DEACTIVATED
+    if api_key.expires_at is not None and api_key.expires_at <= now:
+        return KeyStatus.EXPIRED
+    return KeyStatus.ACTIVE
+
+
+def deactivate_key(sub_account: SubAccount, key_id: int) -> ApiKey:
+    """Stop the key working; the API reads the flag on every request, so the next one fails."""
+    api_key = get_key(sub_account, key_id)
+    api_key.active = False
+    db.session.flush()
+    return api_key
+
+
+def reactivate_key(sub_account: SubAccount, key_id: int) -> ApiKey:
+    """Let a deactivated key work again (an expired one stays expired)."""
+    api_key = get_key(sub_account, key_id)
+    api_key.active = True
+    db.session.flush()
+    return api_key
+
+
+def delete_key(sub_account: SubAccount, key_id: int) -> None:
+    """Remove the key for good: its digest goes, so the plain key matches nothing."""
+    db.session.delete(get_key(sub_account, key_id))
+    db.session.flush()

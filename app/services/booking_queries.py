@@ -14,6 +14,7 @@ from app.extensions import db
 from app.models import Attendee, Booking, SubAccount
 from app.scheduling.timezones import InstantInput, zone
 from app.services.errors import BookingNotFound
+from app.services.ids import is_storable_id
 from app.services.instants import resolve_instant
 
 
@@ -74,6 +75,8 @@ def list_bookings(
 
 
 def get_booking(sub_account: SubAccount, booking_id: int) -> Booking:
+    if not is_storable_id(booking_id):
+        raise BookingNotFound()
     booking = db.session.scalar(
         select(Booking).where(Booking.id == booking_id, Booking.sub_account_id == sub_account.id)
     )

@@ -20,6 +20,7 @@ from app.extensions import db
 from app.models import Invitation, Role, SubAccount, User
 from app.services.accounts import MIN_PASSWORD_LENGTH, SubAccountNotFound
 from app.services.errors import InvalidRequest, NotFound
+from app.services.ids import is_storable_id
 from app.services.passwords import hash_password
 from app.services.provisioning import add_sub_account
 from app.validation import describe_errors, flatten_errors
@@ -164,7 +165,7 @@ def accept_invitation(token: str, password: str, *, now: datetime) -> User:
 
 
 def get_agency_user(owner: User, user_id: int) -> User:
-    user = db.session.get(User, user_id)
+    user = db.session.get(User, user_id) if is_storable_id(user_id) else None
     if user is None or user.agency_id != owner.agency_id:
         raise UserNotFound()
     return user

@@ -46,6 +46,7 @@ from app.models import (
 from app.representations import BookingSchema
 from app.scheduling.timezones import format_utc
 from app.services.errors import NotFound
+from app.services.ids import is_storable_id
 from app.services.outbox import Delivery, retry_delay
 from app.services.secrets import SecretUnreadable, decrypt_secret
 from app.services.webhooks.http import Answer, post
@@ -345,24 +346,47 @@ def describe_delivery(delivery: WebhookDelivery, attempts: list[WebhookAttempt])
     }
 
 
-def subscription_deliveries(subscription_id: int, limit: int = 50) -> list[dict]:
-    deliveries = list(
-        db.session.scalars(
-            select(WebhookDelivery)
-            .where(WebhookDelivery.subscription_id == subscription_id)
-            .order_by(WebhookDelivery.id.desc())
-            .limit(limit)
-        )
-    )
-    attempts: dict[int, list[WebhookAttempt]] = {d.id: [] for d in deliveries}
-    if deliveries:
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """A delivery with the event it carries and each of its attempts, oldest first."""
+
+    delivery: WebhookDelivery
+    event_kind: str
+    attempts: list[WebhookAttempt]
+
+
+def delivery_log(subscription_id: int, limit: int = 50) -> list[DeliveryRecord]:
+    """The subscription's latest deliveries, newest first."""
+    rows = db.session.execute(
+        select(WebhookDelivery, OutboxEvent.kind)
+        .join(OutboxEvent, OutboxEvent.id == WebhookDelivery.event_id)
+        .where(WebhookDelivery.subscription_id == subscription_id)
+        .order_by(WebhookDelivery.id.desc())
+        .limit(limit)
+    ).all()
+    attempts: dict[int, list[WebhookAttempt]] = {d.id: [] for d, _ in rows}
+    if rows:
         for attempt in db.session.scalars(
             select(WebhookAttempt)
             .where(WebhookAttempt.delivery_id.in_(list(attempts)))
             .order_by(WebhookAttempt.id)
         ):
             attempts[attempt.delivery_id].append(attempt)
-    return [describe_delivery(d, attempts[d.id]) for d in deliveries]
+    return [DeliveryRecord(d, kind, attempts[d.id]) for d, kind in rows]
+
+
+def subscription_deliveries(subscription_id: int, limit: int = 50) -> list[dict]:
+    return [describe_delivery(r.delivery, r.attempts) for r in delivery_log(subscription_id, limit)]
+
+
+def get_subscription_delivery(subscription_id: int, delivery_id: int) -> WebhookDelivery:
+    """The delivery, if it belongs to the subscription (which the caller has scoped)."""
+    delivery = None
+    if is_storable_id(delivery_id):
+        delivery = db.session.get(WebhookDelivery, delivery_id)
+    if delivery is None or delivery.subscription_id != subscription_id:
+        raise DeliveryNotFound()
+    return delivery
 
 
 def _stamp(value: datetime | None) -> str | None:

@@ -22,6 +22,7 @@ from app.models import SubAccount, WebhookSubscription
 from app.scheduling.timezones import format_utc
 from app.services.errors import NotFound
 from app.services.events import BookingEventKind
+from app.services.ids import is_storable_id
 from app.services.secrets import encrypt_secret
 from app.services.sub_account_documents import load_named
 from app.services.webhooks.targets import UnsafeWebhookUrl, resolve_target
@@ -113,6 +114,17 @@ def list_subscriptions(sub_account_id: int | None = None) -> list[WebhookSubscri
 def get_subscription(subscription_id: int) -> WebhookSubscription:
     subscription = db.session.get(WebhookSubscription, subscription_id)
     if subscription is None:
+        raise SubscriptionNotFound()
+    return subscription
+
+
+def get_sub_account_subscription(sub_account_id: int, subscription_id: int) -> WebhookSubscription:
+    """The subscription, if it is ``sub_account_id``'s: to someone who may open only that sub
+    account (the dashboard), another one's subscription does not exist."""
+    subscription = None
+    if is_storable_id(subscription_id):
+        subscription = db.session.get(WebhookSubscription, subscription_id)
+    if subscription is None or subscription.sub_account_id != sub_account_id:
         raise SubscriptionNotFound()
     return subscription
 

@@ -1,0 +1,173 @@
+"""Calendar API keys, for agency owners only (the spec: "a key is created in the dashboard by
+an agency owner"): make one with a name, an optional expiry and some of the four permissions,
+see its plain key once, list the sub account's keys, deactivate, reactivate and delete them.
+The rules are ``app.services.api_keys``'s; the API reads a key's state on every request, so a
+change here holds from the next call."""
+
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
+from wtforms import HiddenField, SelectMultipleField, StringField
+from wtforms.fields.choices import SelectChoice
+from wtforms.widgets import CheckboxInput, ListWidget
+
+from app.dashboard.areas import owners_only
+from app.dashboard.forms import show_errors
+from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
+from app.dashboard.views import dashboard
+from app.extensions import db
+from app.models import SubAccount
+from app.models.types import utcnow
+from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.api_keys import (
+    PERMISSION_LABELS,
+    create_api_key,
+    deactivate_key,
+    delete_key,
+    get_key,
+    key_status,
+    list_keys,
+    reactivate_key,
+)
+from app.services.errors import InvalidRequest
+from app.services.ids import is_storable_id
+
+FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
+
+
+class MultiCheckboxField(SelectMultipleField):
+    """A choice of several, as checkboxes. Values are checked by the service, which names
+    an unknown one, rather than by the form."""
+
+    widget = ListWidget(prefix_label=False)
+    option_widget = CheckboxInput()
+
+
+class NewApiKeyForm(FlaskForm):
+    # Lengths and formats are the service's rules; the form carries what was typed.
+    ticket = HiddenField()
+    name = StringField("Name", render_kw={"maxlength": 255, "autocomplete": "off"})
+    expires_at = StringField("Expires (optional)", render_kw={"autocomplete": "off"})
+    permissions = MultiCheckboxField(
+        "Permissions",
+        choices=[SelectChoice(value, label) for value, label in PERMISSION_LABELS.items()],
+        validate_choice=False,
+    )
+
+
+class KeyActionForm(FlaskForm):
+    """A button that changes a key: only the CSRF token."""
+
+
+def _open(sub_account_id: int) -> SubAccount:
+    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
+    if not is_storable_id(sub_account_id):
+        raise SubAccountNotFound()
+    return open_sub_account(current_user, sub_account_id)
+
+
+def _keys_url(sub_account: SubAccount) -> str:
+    return url_for("dashboard.api_keys", sub_account_id=sub_account.id)
+
+
+@dashboard.route("/s/<int:sub_account_id>/api-keys", methods=["GET", "POST"])
+@owners_only
+def api_keys(sub_account_id: int) -> str | Response | tuple[str, int]:
+    """The keys and the form for a new one; a new key's page answers the POST itself, so its
+    plain key is in that one answer and nowhere else."""
+    sub_account = _open(sub_account_id)
+    form = NewApiKeyForm()
+    if request.method == "GET":
+        form.ticket.data = issue_ticket()
+        return _list_page(sub_account, form)
+    if not form.validate_on_submit():
+        return _list_page(sub_account, form), 400
+    if not ticket_valid(form.ticket.data):  # a reload of the new key's page
+        flash("That form was already sent: its key is listed below and is not shown again.")
+        return redirect(_keys_url(sub_account), 303)
+    try:
+        api_key, plain = create_api_key(
+            sub_account,
+            name=form.name.data,
+            permissions=form.permissions.data or [],
+            expires_at=form.expires_at.data,
+            now=utcnow(),
+            created_by_user_id=current_user.id,
+        )
+        db.session.commit()
+    except InvalidRequest as err:
+        db.session.rollback()
+        show_errors(form, err, {"expiresAt": "expires_at"})
+        return _list_page(sub_account, form)
+    use_ticket(form.ticket.data)
+    page = render_template(
+        "dashboard/api_key_created.html",
+        sub_account=sub_account,
+        api_key=api_key,
+        plain_key=plain,
+        labels=PERMISSION_LABELS,
+    )
+    return secret_page(page)
+
+
+def _list_page(sub_account: SubAccount, form: NewApiKeyForm) -> str:
+    timezone = sub_account.settings.timezone
+    form.expires_at.label.text = f"Expires (optional, {timezone} time)"
+    now = utcnow()
+    return render_template(
+        "dashboard/api_keys.html",
+        sub_account=sub_account,
+        form=form,
+        keys=[(key, key_status(key, now)) for key in list_keys(sub_account)],
+        labels=PERMISSION_LABELS,
+        action_form=KeyActionForm(),
+    )
+
+
+@dashboard.route("/s/<int:sub_account_id>/api-keys/<int:key_id>/deactivate", methods=["POST"])
+@owners_only
+def api_key_deactivate(sub_account_id: int, key_id: int) -> Response:
+    return _change(sub_account_id, key_id, deactivate_key, "deactivated: the API refuses it now")
+
+
+@dashboard.route("/s/<int:sub_account_id>/api-keys/<int:key_id>/reactivate", methods=["POST"])
+@owners_only
+def api_key_reactivate(sub_account_id: int, key_id: int) -> Response:
+    return _change(sub_account_id, key_id, reactivate_key, "reactivated")
+
+
+def _change(sub_account_id: int, key_id: int, action, done: str) -> Response:
+    """Check the sub account, the key and the form's token, then run ``action`` and commit."""
+    sub_account = _open(sub_account_id)
+    api_key = get_key(sub_account, key_id)  # another sub account's key: 404
+    if not KeyActionForm().validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(_keys_url(sub_account))
+    action(sub_account, api_key.id)
+    db.session.commit()
+    flash(f"API key “{api_key.name}” {done}.")
+    return redirect(_keys_url(sub_account))
+
+
+@dashboard.route("/s/<int:sub_account_id>/api-keys/<int:key_id>/delete", methods=["GET", "POST"])
+@owners_only
+def api_key_delete(sub_account_id: int, key_id: int) -> str | Response:
+    """Asks first (GET), deletes on the confirmation's POST."""
+    sub_account = _open(sub_account_id)
+    api_key = get_key(sub_account, key_id)
+    form = KeyActionForm()
+    if request.method == "GET":
+        return render_template(
+            "dashboard/api_key_delete.html", sub_account=sub_account, api_key=api_key, form=form
+        )
+    if not form.validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(_keys_url(sub_account))
+    name = api_key.name
+    delete_key(sub_account, api_key.id)
+    db.session.commit()
+    flash(f"API key “{name}” deleted: the API refuses it now.")
+    return redirect(_keys_url(sub_account))

@@ -1,0 +1,219 @@
+"""What the calendar tells others: the mail it sent or kept (with no SMTP server, the embedded
+default, kept mail is only readable here and through ``flask outbox``), and the sub account's
+webhook subscriptions with each one's delivery log. Adding, removing, enabling and re-sending
+are the services the ``flask webhooks`` commands call, under the same rules (a webhook URL must
+be safe to POST to: ``app.services.webhooks.targets``)."""
+
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
+from wtforms import HiddenField, IntegerField, StringField, URLField
+from wtforms.fields.choices import SelectChoice
+from wtforms.validators import NumberRange, Optional
+
+from app.dashboard.api_keys import MultiCheckboxField
+from app.dashboard.forms import show_errors
+from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
+from app.dashboard.views import dashboard
+from app.extensions import db
+from app.models import SubAccount
+from app.models.types import utcnow
+from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.errors import InvalidRequest
+from app.services.ids import is_storable_id
+from app.services.notifications.mail_log import get_mail, list_mail
+from app.services.webhooks.deliveries import (
+    delivery_log,
+    get_subscription_delivery,
+    hand_over,
+    resend,
+)
+from app.services.webhooks.subscriptions import (
+    EVENT_NAMES,
+    add_subscription,
+    enable_subscription,
+    get_sub_account_subscription,
+    list_subscriptions,
+    remove_subscription,
+)
+
+PAGE_SIZE = 25
+FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
+
+
+class MailPageForm(FlaskForm):
+    """The outbox's page number: a GET form, so no CSRF token (it changes nothing)."""
+
+    class Meta:
+        csrf = False
+
+    page = IntegerField("Page", default=1, validators=[Optional(), NumberRange(min=1, max=100000)])
+
+
+class NewWebhookForm(FlaskForm):
+    # The subscription service checks every field (and the URL's safety); the form carries
+    # what was typed.
+    ticket = HiddenField()
+    name = StringField("Name", render_kw={"maxlength": 255, "autocomplete": "off"})
+    url = URLField("URL", render_kw={"maxlength": 2000, "placeholder": "https://"})
+    events = MultiCheckboxField(
+        "Events",
+        choices=[SelectChoice("*", "All events"), *(SelectChoice(name) for name in EVENT_NAMES)],
+        validate_choice=False,
+    )
+
+
+class WebhookActionForm(FlaskForm):
+    """A button that changes a subscription or a delivery: only the CSRF token."""
+
+
+def _open(sub_account_id: int) -> SubAccount:
+    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
+    if not is_storable_id(sub_account_id):
+        raise SubAccountNotFound()
+    return open_sub_account(current_user, sub_account_id)
+
+
+@dashboard.route("/s/<int:sub_account_id>/notifications")
+def notifications(sub_account_id: int) -> str:
+    sub_account = _open(sub_account_id)
+    form = NewWebhookForm()
+    form.ticket.data = issue_ticket()
+    return _page(sub_account, form)
+
+
+def _page(sub_account: SubAccount, form: NewWebhookForm) -> str:
+    """The outbox (``?page=N``; a page number that is no number shows the first) and the
+    webhooks with the form for a new one."""
+    paging = MailPageForm(request.args)
+    page = (paging.page.data or 1) if paging.validate() else 1
+    messages, total = list_mail(sub_account, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    return render_template(
+        "dashboard/notifications.html",
+        sub_account=sub_account,
+        messages=messages,
+        total=total,
+        page=page,
+        pages=max(1, -(-total // PAGE_SIZE)),
+        subscriptions=list_subscriptions(sub_account.id),
+        form=form,
+    )
+
+
+@dashboard.route("/s/<int:sub_account_id>/notifications/mail/<int:message_id>")
+def mail_message(sub_account_id: int, message_id: int) -> str:
+    sub_account = _open(sub_account_id)
+    message = get_mail(sub_account, message_id)
+    return render_template("dashboard/mail_message.html", sub_account=sub_account, message=message)
+
+
+@dashboard.route("/s/<int:sub_account_id>/notifications/webhooks", methods=["POST"])
+def webhook_add(sub_account_id: int) -> str | Response | tuple[str, int]:
+    """A new subscription; its page answers the POST itself, so the signing secret is in that
+    one answer and nowhere else."""
+    sub_account = _open(sub_account_id)
+    form = NewWebhookForm()
+    if not form.validate_on_submit():
+        return _page(sub_account, form), 400
+    back = url_for("dashboard.notifications", sub_account_id=sub_account.id)
+    if not ticket_valid(form.ticket.data):  # a reload of the secret's page
+        flash("That form was already sent: its subscription is listed below.")
+        return redirect(back, 303)
+    events = form.events.data or []
+    document = {"name": form.name.data, "url": form.url.data, "events": events, "secret": None}
+    try:
+        subscription, secret = add_subscription(sub_account.id, document)
+        db.session.commit()
+    except InvalidRequest as err:
+        db.session.rollback()
+        show_errors(form, err, {f"events[{i}]": "events" for i in range(len(events))})
+        return _page(sub_account, form)
+    use_ticket(form.ticket.data)
+    page = render_template(
+        "dashboard/webhook_created.html",
+        sub_account=sub_account,
+        subscription=subscription,
+        secret=secret,
+    )
+    return secret_page(page)
+
+
+@dashboard.route("/s/<int:sub_account_id>/notifications/webhooks/<int:subscription_id>")
+def webhook(sub_account_id: int, subscription_id: int) -> str:
+    """A subscription and its latest deliveries, each with its attempts."""
+    sub_account = _open(sub_account_id)
+    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
+    return render_template(
+        "dashboard/webhook.html",
+        sub_account=sub_account,
+        subscription=subscription,
+        deliveries=delivery_log(subscription.id),
+        action_form=WebhookActionForm(),
+    )
+
+
+@dashboard.route(
+    "/s/<int:sub_account_id>/notifications/webhooks/<int:subscription_id>/enable",
+    methods=["POST"],
+)
+def webhook_enable(sub_account_id: int, subscription_id: int) -> Response:
+    sub_account = _open(sub_account_id)
+    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
+    page = url_for(
+        "dashboard.webhook", sub_account_id=sub_account.id, subscription_id=subscription.id
+    )
+    if not WebhookActionForm().validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(page)
+    enable_subscription(subscription.id)
+    db.session.commit()
+    flash("Subscription enabled: new events are sent to it again.")
+    return redirect(page)
+
+
+@dashboard.route(
+    "/s/<int:sub_account_id>/notifications/webhooks/<int:subscription_id>/remove",
+    methods=["POST"],
+)
+def webhook_remove(sub_account_id: int, subscription_id: int) -> Response:
+    sub_account = _open(sub_account_id)
+    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
+    if not WebhookActionForm().validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(
+            url_for(
+                "dashboard.webhook", sub_account_id=sub_account.id, subscription_id=subscription.id
+            )
+        )
+    name = subscription.name
+    remove_subscription(subscription.id)
+    db.session.commit()
+    flash(f"Subscription “{name}” removed, with its delivery log.")
+    return redirect(url_for("dashboard.notifications", sub_account_id=sub_account.id))
+
+
+@dashboard.route(
+    "/s/<int:sub_account_id>/notifications/webhooks/<int:subscription_id>"
+    "/deliveries/<int:delivery_id>/resend",
+    methods=["POST"],
+)
+def webhook_resend(sub_account_id: int, subscription_id: int, delivery_id: int) -> Response:
+    """Send a delivery again, with the same webhook-id, through the worker."""
+    sub_account = _open(sub_account_id)
+    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
+    delivery = get_subscription_delivery(subscription.id, delivery_id)
+    page = url_for(
+        "dashboard.webhook", sub_account_id=sub_account.id, subscription_id=subscription.id
+    )
+    if not WebhookActionForm().validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(page)
+    now = utcnow()
+    resend(delivery.id, now)
+    db.session.commit()
+    hand_over(delivery.id, now)
+    flash(f"Event evt_{delivery.event_id} will be sent again (the same webhook-id).")
+    return redirect(page)

@@ -1,0 +1,44 @@
+"""Pages that show a new secret (an API key, a webhook signing secret) exactly once.
+
+The secret is rendered straight into the answer to the POST that made it, marked
+``Cache-Control: no-store``, and kept nowhere else: not in the session cookie, which is signed
+but readable. A reload would send that POST again, so each form carries a single-use ticket
+(issued with the page, remembered in the session, given up when the secret is made): the
+resent form finds its ticket gone and is turned away instead of making, and showing, another
+secret.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from flask import make_response, session
+from werkzeug.wrappers import Response
+
+_SESSION_KEY = "show_once_tickets"
+_KEPT = 10  # one per open form; the oldest go first
+
+
+def issue_ticket() -> str:
+    """A ticket for one form that makes a secret."""
+    ticket = secrets.token_urlsafe(16)
+    session[_SESSION_KEY] = [*session.get(_SESSION_KEY, [])[-(_KEPT - 1) :], ticket]
+    return ticket
+
+
+def ticket_valid(ticket: str | None) -> bool:
+    """Whether the form's ticket is still unused."""
+    return bool(ticket) and ticket in session.get(_SESSION_KEY, [])
+
+
+def use_ticket(ticket: str) -> None:
+    """Give the ticket up: the secret is made, and this form makes no other."""
+    session[_SESSION_KEY] = [t for t in session.get(_SESSION_KEY, []) if t != ticket]
+
+
+def secret_page(html: str) -> Response:
+    """The page with the secret, kept by no cache (the browser's back button included)."""
+    response = make_response(html)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Pragma"] = "no-cache"
+    return response

@@ -147,6 +147,13 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
             "yes",
         )
 
+    if env.get("CALDAV_ALLOW_PRIVATE"):
+        app_config["CALDAV_ALLOW_PRIVATE"] = env["CALDAV_ALLOW_PRIVATE"].lower() in (
+            "1",
+            "true",
+            "yes",
+        )
+
     if env.get("CALDAV_TIMEOUT_SECONDS"):
         app_config["CALDAV_TIMEOUT_SECONDS"] = float(env["CALDAV_TIMEOUT_SECONDS"])
 

@@ -18,8 +18,11 @@ from app.dashboard import (
     api_keys,  # noqa: F401 - registers the API key pages
     bookings,  # noqa: F401 - registers the booking pages
     calendar,  # noqa: F401 - registers the calendar
+    connections,  # noqa: F401 - registers the calendar connection pages
+    contacts,  # noqa: F401 - registers the contact pages
     notifications,  # noqa: F401 - registers the mail and webhook pages
     reschedule,  # noqa: F401 - registers the reschedule page
+    settings,  # noqa: F401 - registers the settings page
     team,  # noqa: F401 - registers the team pages
 )
 from app.dashboard.auth import auth

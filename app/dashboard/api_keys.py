@@ -10,12 +10,11 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import HiddenField, SelectMultipleField, StringField
+from wtforms import HiddenField, StringField
 from wtforms.fields.choices import SelectChoice
-from wtforms.widgets import CheckboxInput, ListWidget
 
 from app.dashboard.areas import owners_only
-from app.dashboard.forms import show_errors
+from app.dashboard.forms import MultiCheckboxField, show_errors
 from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
 from app.dashboard.views import dashboard
 from app.extensions import db
@@ -36,14 +35,6 @@ from app.services.errors import InvalidRequest
 from app.services.ids import is_storable_id
 
 FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
-
-
-class MultiCheckboxField(SelectMultipleField):
-    """A choice of several, as checkboxes. Values are checked by the service, which names
-    an unknown one, rather than by the form."""
-
-    widget = ListWidget(prefix_label=False)
-    option_widget = CheckboxInput()
 
 
 class NewApiKeyForm(FlaskForm):

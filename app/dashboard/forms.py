@@ -5,8 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from flask_wtf import FlaskForm
-from wtforms import DateField, EmailField, IntegerField, PasswordField, SelectField, StringField
+from wtforms import (
+    DateField,
+    EmailField,
+    IntegerField,
+    PasswordField,
+    SelectField,
+    SelectMultipleField,
+    StringField,
+)
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
+from wtforms.widgets import CheckboxInput, ListWidget
 
 from app.models import BookingStatus
 from app.services.errors import ServiceError
@@ -44,6 +53,14 @@ class BookingFilterForm(FlaskForm):
     end = DateField("Until", validators=[Optional()])
     email = StringField("Attendee email", validators=[Optional(), Length(max=254)])
     page = IntegerField("Page", default=1, validators=[Optional(), NumberRange(min=1, max=100000)])
+
+
+class MultiCheckboxField(SelectMultipleField):
+    """A choice of several, as checkboxes. Values are checked by the service, which names
+    an unknown one, rather than by the form."""
+
+    widget = ListWidget(prefix_label=False)
+    option_widget = CheckboxInput()
 
 
 class ActionForm(FlaskForm):

@@ -14,8 +14,7 @@ from wtforms import HiddenField, IntegerField, StringField, URLField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import NumberRange, Optional
 
-from app.dashboard.api_keys import MultiCheckboxField
-from app.dashboard.forms import show_errors
+from app.dashboard.forms import MultiCheckboxField, show_errors
 from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
 from app.dashboard.views import dashboard
 from app.extensions import db

@@ -7,12 +7,12 @@ from flask import flash, make_response, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import EmailField, PasswordField, SelectMultipleField, StringField, widgets
+from wtforms import EmailField, PasswordField, StringField
 from wtforms.validators import DataRequired, Length
 
 from app.dashboard.areas import owners_only
 from app.dashboard.auth import auth, start_session
-from app.dashboard.forms import ActionForm, show_errors
+from app.dashboard.forms import ActionForm, MultiCheckboxField, show_errors
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models.types import utcnow
@@ -33,16 +33,6 @@ from app.services.team import (
 )
 
 
-class SubAccountChoices(SelectMultipleField):
-    """Sub accounts as checkboxes."""
-
-    widget = widgets.ListWidget(prefix_label=False)
-    option_widget = widgets.CheckboxInput()
-
-    def pre_validate(self, form: FlaskForm) -> None:
-        """Unknown ids are the service's to refuse (as "not found"), not WTForms'."""
-
-
 class NewSubAccountForm(FlaskForm):
     name = StringField("Name")
     timezone = StringField("Timezone", default="UTC")
@@ -50,18 +40,22 @@ class NewSubAccountForm(FlaskForm):
 
 class InviteForm(FlaskForm):
     email = EmailField("Email")
-    sub_accounts = SubAccountChoices("Sub accounts they may open", coerce=int)
+    sub_accounts = MultiCheckboxField(
+        "Sub accounts they may open", coerce=int, validate_choice=False
+    )
 
 
 class GrantsForm(FlaskForm):
-    sub_accounts = SubAccountChoices("Sub accounts they may open", coerce=int)
+    sub_accounts = MultiCheckboxField(
+        "Sub accounts they may open", coerce=int, validate_choice=False
+    )
 
 
 class AcceptForm(FlaskForm):
     password = PasswordField("Choose a password", validators=[DataRequired(), Length(max=1024)])
 
 
-def _sub_account_choices(form_field: SubAccountChoices) -> None:
+def _sub_account_choices(form_field: MultiCheckboxField) -> None:
     form_field.choices = [(s.id, s.name) for s in visible_sub_accounts(current_user)]
 
 

@@ -1,22 +1,65 @@
-"""Calendar connections managed by operators (``flask connections …``): add, list, remove.
-Syncing is ``app.services.calendars.sync``. Passwords are stored encrypted and never shown."""
+"""Calendar connections: operators manage them with ``flask connections …`` (add, list, remove),
+dashboard users with the functions below the operator's, which keep to a sub account and check
+where a typed URL leads. Syncing is ``app.services.calendars.sync``. Passwords are stored
+encrypted and never shown.
+
+Where a connection may point (users' functions only): the CalDAV URL, and a calendar given as
+a URL, must resolve to public addresses, as webhook URLs must (``webhooks.targets``: no
+loopback, private, link-local — the cloud metadata service — or otherwise reserved address)
+unless ``CALDAV_ALLOW_PRIVATE`` is on (tests and their Radicale on 127.0.0.1, a private
+deployment). The check runs when a URL is saved and again before each test and "sync now";
+the periodic sync trusts what was saved. A stored password is only ever sent to the server it
+was entered for: pointing a connection at another server needs the password again.
+"""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
+from flask import current_app
+from marshmallow import ValidationError, fields
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
-from app.models import CalendarConnection
+from app.models import CalendarConnection, SubAccount
 from app.scheduling.timezones import format_utc
-from app.services.errors import NotFound
+from app.services.calendars.access import caldav_timeout, connection_access, redacted
+from app.services.calendars.caldav_calendar import account_calendars
+from app.services.calendars.errors import CalendarSyncError
+from app.services.calendars.sync import SyncResult, sync_connection
+from app.services.errors import InvalidRequest, NotFound
+from app.services.ids import is_storable_id
 from app.services.provisioning import CalendarConnectionDoc, create_connection
+from app.services.secrets import encrypt_secret
 from app.services.sub_account_documents import load_named
+from app.services.webhooks.targets import UnsafeWebhookUrl, resolve_target
+from app.validation import describe_errors, flatten_errors
+
+log = logging.getLogger(__name__)
+
+MAX_LISTED_CALENDARS = 100
 
 
 class ConnectionNotFound(NotFound):
     message = "Calendar connection not found"
+
+
+class ConnectionTestFailed(InvalidRequest):
+    """The server could not be reached, refused the credentials, or did not answer as a
+    CalDAV server does; the message says which, never with the password."""
+
+
+@dataclass(frozen=True)
+class CalendarChoice:
+    """A calendar of the connection's account: its display name (None: unnamed) and URL."""
+
+    name: str | None
+    url: str
 
 
 def _stamp(value: Any) -> str | None:
@@ -62,7 +105,12 @@ def get_connection(connection_id: int) -> CalendarConnection:
 
 def add_connection(sub_account_id: int, document: dict[str, Any]) -> CalendarConnection:
     """A connection from the provisioning document's fields (``name``, ``url``, ``username``,
-    ``password``, ``calendar``, ``writeBack``); every problem named by field."""
+    ``password``, ``calendar``, ``writeBack``); every problem named by field.
+
+    For operators (``flask connections add``, provisioning): the URL may be any address, private
+    ones included, whatever ``CALDAV_ALLOW_PRIVATE`` says. Operators run the service and reach
+    its network anyway; the check keeps dashboard users, who do not, from pointing the server at
+    what only it can reach. Dashboard users add through ``connect_calendar``."""
     sub_account, doc = load_named(
         sub_account_id, CalendarConnectionDoc(), document, CalendarConnection
     )
@@ -75,3 +123,181 @@ def remove_connection(connection_id: int) -> None:
     """Delete the connection and the busy time it brought (its external blocked times)."""
     db.session.delete(get_connection(connection_id))
     db.session.flush()
+
+
+# Dashboard users: a sub account's connections, with where their URLs lead checked.
+
+
+class ConnectionChangesDoc(CalendarConnectionDoc):
+    """Changes to a connection: any of ``CalendarConnectionDoc``'s fields, and ``active``."""
+
+    active = fields.Boolean()
+
+
+def caldav_allow_private() -> bool:
+    return bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
+
+
+def find_connection(sub_account: SubAccount, connection_id: int) -> CalendarConnection:
+    """The sub account's connection ``connection_id``; another sub account's is not found."""
+    connection = (
+        db.session.get(CalendarConnection, connection_id) if is_storable_id(connection_id) else None
+    )
+    if connection is None or connection.sub_account_id != sub_account.id:
+        raise ConnectionNotFound()
+    return connection
+
+
+def connect_calendar(sub_account: SubAccount, document: dict[str, Any]) -> CalendarConnection:
+    """``add_connection`` for a dashboard user: the same document and rules, and the URL (and a
+    calendar given as a URL) must lead to a permitted address. Flushes, never commits."""
+    errors = flatten_errors(CalendarConnectionDoc().validate(document))
+    if "url" not in errors:
+        calendar = None if "calendar" in errors else document.get("calendar")
+        errors.update(_target_errors(document["url"], calendar))
+    if errors:
+        raise _invalid(errors)
+    return add_connection(sub_account.id, document)
+
+
+def update_connection(
+    sub_account: SubAccount, connection_id: int, document: dict[str, Any]
+) -> CalendarConnection:
+    """Apply ``document`` (any of ``name``, ``url``, ``username``, ``password``, ``calendar``,
+    ``writeBack``, ``active``; a field left out stays as it is) to the connection.
+
+    A new URL, username, password or calendar makes the next sync read the calendar afresh. A
+    URL or calendar on a server the stored password was not entered for needs ``password``.
+    Flushes, never commits."""
+    connection = find_connection(sub_account, connection_id)
+    try:
+        doc = ConnectionChangesDoc().load(document, partial=True)
+    except ValidationError as err:
+        raise _invalid(flatten_errors(err.messages)) from None
+    name = doc.get("name", connection.name)
+    url = doc.get("url", connection.url)
+    username = doc.get("username", connection.username)
+    calendar = doc.get("calendar", connection.calendar)
+    errors: dict[str, list[str]] = {}
+    if name != connection.name and _name_taken(sub_account, name):
+        errors["name"] = [f"Duplicate name '{name}'."]
+    if (url, calendar) != (connection.url, connection.calendar):
+        errors.update(_target_errors(url, calendar))
+        before = _password_destinations(connection.url, connection.calendar)
+        if "password" not in doc and not _password_destinations(url, calendar) <= before:
+            errors["password"] = [
+                "Enter the password again: the stored one is only sent to the server it was "
+                "entered for."
+            ]
+    if errors:
+        raise _invalid(errors)
+    old = (connection.url, connection.username, connection.calendar)
+    reconnect = "password" in doc or (url, username, calendar) != old
+    connection.name, connection.url, connection.username = name, url, username
+    connection.calendar = calendar
+    connection.write_back = doc.get("writeBack", connection.write_back)
+    connection.active = doc.get("active", connection.active)
+    if "password" in doc:
+        connection.encrypted_secret = encrypt_secret(
+            doc["password"], current_app.config["SECRET_KEY"]
+        )
+    if reconnect:
+        connection.forget_sync_state()
+    try:
+        db.session.flush()
+    except IntegrityError:  # the name was taken meanwhile
+        raise _invalid({"name": [f"Duplicate name '{connection.name}'."]}) from None
+    return connection
+
+
+def list_calendars(
+    sub_account: SubAccount, connection_id: int, *, timeout: float | None = None
+) -> list[CalendarChoice]:
+    """Connect with the connection's stored credentials and list its account's calendars, so
+    the user can choose one; raises ``ConnectionTestFailed`` saying why not. Stores nothing.
+    Waits at most ``timeout`` (default ``CALDAV_TIMEOUT_SECONDS``) for each answer."""
+    connection = find_connection(sub_account, connection_id)
+    _require_permitted(connection)
+    access, problem = connection_access(connection, caldav_timeout(timeout))
+    if problem is not None:
+        raise ConnectionTestFailed(problem.message)
+    try:
+        found = account_calendars(access, MAX_LISTED_CALENDARS)
+        return [CalendarChoice(name, url) for name, url in found]
+    except CalendarSyncError as err:
+        raise ConnectionTestFailed(redacted(err.message, access)) from None
+    except Exception as err:  # the library failing in a way not foreseen
+        log.exception("calendar connection %s: unexpected error listing calendars", connection.id)
+        raise ConnectionTestFailed(f"unexpected error: {type(err).__name__}") from None
+
+
+def sync_now(
+    sub_account: SubAccount, connection_id: int, *, now: datetime, timeout: float | None = None
+) -> SyncResult:
+    """Sync the connection now, as the worker's ``calendars.sync`` task does (the same service,
+    so the same rules and the same recorded outcome), once its URL is checked again. A failure
+    is recorded and returned, not raised. Flushes, never commits."""
+    connection = find_connection(sub_account, connection_id)
+    _require_permitted(connection)
+    return sync_connection(connection.id, now=now, timeout=timeout)
+
+
+def disconnect_calendar(sub_account: SubAccount, connection_id: int) -> None:
+    """``remove_connection`` within the sub account: the connection and its busy time go."""
+    remove_connection(find_connection(sub_account, connection_id).id)
+
+
+def _invalid(errors: dict[str, list[str]]) -> InvalidRequest:
+    return InvalidRequest(describe_errors(errors), errors=errors)
+
+
+def _name_taken(sub_account: SubAccount, name: str) -> bool:
+    return (
+        db.session.scalar(
+            select(CalendarConnection.id).where(
+                CalendarConnection.sub_account_id == sub_account.id,
+                CalendarConnection.name == name,
+            )
+        )
+        is not None
+    )
+
+
+def _calendar_url(url: str, calendar: str | None) -> str | None:
+    """Where a calendar reference leads, if it is a URL (absolute, or a path on the server);
+    as ``caldav_calendar`` resolves it. A display name leads nowhere of its own."""
+    if calendar and (calendar.startswith("/") or "://" in calendar):
+        return urljoin(url, calendar)
+    return None
+
+
+def _target_errors(url: str, calendar: str | None) -> dict[str, list[str]]:
+    """Why ``url`` or the calendar's URL may not be connected to (resolved now), by field."""
+    errors = {}
+    allow_private = caldav_allow_private()
+    for field, target in (("url", url), ("calendar", _calendar_url(url, calendar))):
+        if target is None:
+            continue
+        try:
+            resolve_target(target, require_https=False, allow_private=allow_private)
+        except UnsafeWebhookUrl as err:
+            errors[field] = [f"{err.message[:1].upper()}{err.message[1:]}."]
+    return errors
+
+
+def _require_permitted(connection: CalendarConnection) -> None:
+    errors = _target_errors(connection.url, connection.calendar)
+    if errors:
+        raise _invalid(errors)
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _password_destinations(url: str, calendar: str | None) -> set[tuple]:
+    """The servers a sync sends the password to: the URL's, and a calendar URL's."""
+    calendar_url = _calendar_url(url, calendar)
+    return {_origin(url)} | ({_origin(calendar_url)} if calendar_url else set())

@@ -59,15 +59,20 @@ class HoursRange(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> tuple:
         if not isinstance(value, list | tuple) or len(value) != 2:
             raise self.make_error("invalid")
-        minutes = []
-        for clock in value:
-            if not isinstance(clock, str) or not _CLOCK.match(clock):
-                raise self.make_error("invalid")
-            hours, mins = clock.split(":")
-            minutes.append(int(hours) * 60 + int(mins))
-        if minutes[0] >= minutes[1]:
+        minutes = [clock_minutes(clock) for clock in value]
+        if None in minutes or minutes[0] >= minutes[1]:
             raise self.make_error("invalid")
         return tuple(minutes)
+
+
+def clock_minutes(clock: Any) -> int | None:
+    """``"09:30"`` → 570, minutes after local midnight (``"24:00"``, the day's end, is 1440);
+    None for anything that is not such a clock. Shared with the dashboard's hours forms, which
+    check each end of a range on its own so a message can stand next to the wrong one."""
+    if not isinstance(clock, str) or not _CLOCK.match(clock):
+        return None
+    hours, mins = clock.split(":")
+    return int(hours) * 60 + int(mins)
 
 
 def _unique_names(items: list[dict], field: str = "name") -> dict[int, dict[str, list[str]]]:
@@ -104,7 +109,9 @@ class SettingsDoc(Schema):
     )
     defaultLocation = Text(load_default=None, allow_none=True, validate=validate.Length(max=500))
     notifyOnBooking = fields.Boolean(load_default=True)
-    notificationEmail = fields.Email(load_default=None, allow_none=True)
+    notificationEmail = fields.Email(
+        load_default=None, allow_none=True, validate=validate.Length(max=254)
+    )
     reminderMinutesBefore = fields.Integer(
         load_default=None, allow_none=True, validate=validate.Range(min=1, max=10080)
     )

@@ -106,6 +106,15 @@ def read_calendar(
         return CalendarRead(markers, objects)
 
 
+def account_calendars(access: CalendarAccess, limit: int) -> list[tuple[str | None, str]]:
+    """The account's calendars as (display name, URL), at most ``limit``: what a person
+    chooses a connection's calendar from. Reaches the server as a sync does (same client,
+    timeouts and errors: ``CalendarSyncError`` subclasses)."""
+    with _translated_errors(access), _client(access) as client:
+        calendars = client.principal().get_calendars()[:limit]
+        return [(_clean(c.get_display_name()), str(c.url)) for c in calendars]
+
+
 def put_event(access: CalendarAccess, uid: str, data: bytes) -> str:
     """Store the iCalendar object ``data`` (one event, UID ``uid``) in the calendar, replacing
     any earlier version; returns the calendar's URL."""

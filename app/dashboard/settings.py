@@ -1,0 +1,125 @@
+"""The sub account's settings page: its name, timezone and calendar defaults, saved through
+``calendar_settings`` under provisioning's rules. The form only turns text into numbers and
+booleans; what a value may be is the service's to say, next to the field."""
+
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
+from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
+from wtforms import BooleanField, EmailField, IntegerField, StringField
+from wtforms.validators import InputRequired, Optional
+
+from app.dashboard.forms import show_errors
+from app.dashboard.views import dashboard
+from app.extensions import db
+from app.models import SubAccount
+from app.scheduling.timezones import timezone_names
+from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.calendar_settings import (
+    SettingsChange,
+    settings_document,
+    update_calendar_settings,
+)
+from app.services.errors import InvalidRequest
+from app.services.ids import is_storable_id
+
+# Service document field → form field.
+FIELDS = {
+    "name": "name",
+    "timezone": "timezone",
+    "defaultDuration": "default_duration",
+    "minimumNoticeMinutes": "minimum_notice",
+    "bookingHorizonDays": "booking_horizon",
+    "defaultLocation": "default_location",
+    "notifyOnBooking": "notify_on_booking",
+    "notificationEmail": "notification_email",
+    "reminderMinutesBefore": "reminder_minutes",
+    "autoCompleteBookings": "auto_complete",
+}
+
+
+class SettingsForm(FlaskForm):
+    name = StringField("Name")
+    timezone = StringField("Timezone (IANA name, e.g. Europe/Berlin)")
+    default_duration = IntegerField("Default duration (minutes)", validators=[InputRequired()])
+    minimum_notice = IntegerField("Minimum notice (minutes)", validators=[InputRequired()])
+    booking_horizon = IntegerField("Booking horizon (days ahead)", validators=[InputRequired()])
+    default_location = StringField("Default location (optional)")
+    notify_on_booking = BooleanField("Email a notification for each booking")
+    notification_email = EmailField("Notification email (optional)")
+    reminder_minutes = IntegerField(
+        "Reminder, minutes before the booking (empty: no reminder)", validators=[Optional()]
+    )
+    auto_complete = BooleanField("Mark past bookings completed automatically")
+
+    def document(self) -> dict:
+        """The service's document; blank optional text is "none"."""
+        document = {name: getattr(self, field).data for name, field in FIELDS.items()}
+        for name in ("name", "timezone"):
+            document[name] = (document[name] or "").strip()
+        for name in ("defaultLocation", "notificationEmail"):
+            document[name] = (document[name] or "").strip() or None
+        return document
+
+
+def _open(sub_account_id: int) -> SubAccount:
+    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
+    if not is_storable_id(sub_account_id):
+        raise SubAccountNotFound()
+    return open_sub_account(current_user, sub_account_id)
+
+
+@dashboard.route("/s/<int:sub_account_id>/settings", methods=["GET", "POST"])
+def settings(sub_account_id: int) -> str | Response | tuple[str, int]:
+    sub_account = _open(sub_account_id)
+    form = SettingsForm(data={FIELDS[k]: v for k, v in settings_document(sub_account).items()})
+    if request.method == "GET":
+        return _page(sub_account, form)
+    if not form.validate_on_submit():
+        return _page(sub_account, form), 400 if form.csrf_token.errors else 200
+    try:
+        change = update_calendar_settings(sub_account, form.document())
+        db.session.commit()
+    except InvalidRequest as err:
+        db.session.rollback()
+        show_errors(form, err, FIELDS)
+        return _page(sub_account, form)
+    flash(_saved(change))
+    return redirect(url_for("dashboard.settings", sub_account_id=sub_account.id))
+
+
+def _page(sub_account: SubAccount, form: SettingsForm) -> str:
+    return render_template(
+        "dashboard/settings.html",
+        sub_account=sub_account,
+        form=form,
+        timezones=timezone_names(),
+    )
+
+
+def _saved(change: SettingsChange) -> str:
+    """What was saved; for a new timezone, what that changes and what it does not."""
+    if not change.changed:
+        return "Nothing changed."
+    if not change.timezone_changed:
+        return "Settings saved."
+    message = (
+        f"Settings saved. The timezone is now {change.timezone} (was"
+        f" {change.previous_timezone}): this dashboard shows times in it, bookings made"
+        " without a timezone take it, and all-day events of connected calendars are placed in"
+        " it at their next sync. Existing bookings keep their times."
+    )
+    kept, previous = change.profiles_in_previous_timezone, change.previous_timezone
+    if kept == 1:
+        message += (
+            f" 1 availability profile keeps its own timezone, {previous}: change it on the"
+            " Availability page if its hours should follow."
+        )
+    elif kept:
+        message += (
+            f" {kept} availability profiles keep their own timezone, {previous}: change them on"
+            " the Availability page if their hours should follow."
+        )
+    return message

@@ -23,6 +23,14 @@ document.addEventListener("DOMContentLoaded", function () {
     eventTimeFormat: { hour: "2-digit", minute: "2-digit", hour12: false },
     slotLabelFormat: { hour: "2-digit", minute: "2-digit", hour12: false },
     events: element.dataset.entries,
+    // The toolbar's chevrons are role="img" without text; their buttons are named already.
+    datesSet: hideIcons,
   });
   calendar.render();
+
+  function hideIcons() {
+    element.querySelectorAll(".fc-icon").forEach(function (icon) {
+      icon.setAttribute("aria-hidden", "true");
+    });
+  }
 });

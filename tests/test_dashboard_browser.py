@@ -1,6 +1,7 @@
 """The dashboard in a real browser: Playwright for Python driving Debian's chromium against a
 live gunicorn, as a person would use it. Screenshots of each page at laptop and phone widths
-are written to ``test-artifacts/screenshots/``."""
+are written to ``test-artifacts/screenshots/``, and each main page is checked with axe-core
+(vendored from npm in ``tests/vendor/``): no serious or critical violation."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+AXE = ROOT / "tests" / "vendor" / "axe-core-4.14.1" / "axe.min.js"
 WIDTHS = {"laptop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
@@ -54,6 +56,32 @@ def shoot(page, name: str) -> None:
         page.set_viewport_size(size)
         page.screenshot(path=SCREENSHOTS / f"{name}-{label}.png", full_page=True)
     page.set_viewport_size(WIDTHS["laptop"])
+
+
+def accessibility_problems(page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now, at both widths."""
+    problems = []
+    for label, size in WIDTHS.items():
+        page.set_viewport_size(size)
+        if not page.evaluate("() => typeof axe !== 'undefined'"):
+            page.add_script_tag(path=str(AXE))
+        violations = page.evaluate(
+            "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        )
+        problems += [
+            f"{label} {v['id']} ({v['impact']}): {v['help']} at "
+            + ", ".join(" ".join(n["target"]) for n in v["nodes"][:3])
+            for v in violations
+            if v["impact"] in ("serious", "critical")
+        ]
+    page.set_viewport_size(WIDTHS["laptop"])
+    return problems
+
+
+def audit(page, name: str) -> None:
+    """Screenshots at laptop and phone widths, and no serious accessibility violation."""
+    shoot(page, name)
+    assert accessibility_problems(page) == [], name
 
 
 def api(base, key, path, body=None):
@@ -136,3 +164,164 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     assert page.get_by_role("status").inner_text() == "You are signed out."
     page.goto(base + "/dashboard/")
     assert page.url.startswith(base + "/login")
+
+
+def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_kept_out(
+    browser, site
+):
+    """The issue's walk: sign in, a new sub account, a profile with hours, an event type and an
+    API key; the key books through the HTTP API; the booking is in the calendar and the list;
+    the owner confirms and cancels it; an invited agency user sees only what was granted."""
+    base, demo = site
+    page = browser.new_page(viewport=WIDTHS["laptop"])
+    page.goto(base + "/login")
+    page.get_by_label("Email").fill(demo.email)
+    page.get_by_label("Password").fill(demo.password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(base + "/dashboard/s/*/")
+    demo_overview = page.url
+
+    # A new sub account, from the team page.
+    page.get_by_role("link", name="Team").click()
+    audit(page, "team")
+    page.get_by_label("Name", exact=True).fill("Harbour Physio")
+    page.get_by_label("Timezone").fill("Europe/Berlin")
+    page.get_by_role("button", name="Create sub account").click()
+    page.wait_for_url(base + "/dashboard/s/*/")
+    assert page.get_by_role("heading", name="Harbour Physio").is_visible()
+    sub_account = page.url.rstrip("/").rsplit("/", 1)[1]
+    assert page.url != demo_overview
+
+    # A profile open every day 08:00–18:00 (so there are slots whatever today is).
+    page.get_by_role("navigation", name="Harbour Physio").get_by_role(
+        "link", name="Availability"
+    ).click()
+    page.get_by_label("Name", exact=True).fill("Clinic hours")
+    page.get_by_role("button", name="Create profile").click()
+    assert page.get_by_role("heading", name="Clinic hours").is_visible()
+    weekly = page.get_by_role("region", name="Weekly hours")
+    for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"):
+        weekly.get_by_label("Day", exact=True).select_option(label=day)
+        weekly.get_by_label("Opens (HH:MM)").fill("08:00")
+        weekly.get_by_label("Closes (HH:MM, 24:00 for midnight)").fill("18:00")
+        weekly.get_by_role("button", name="Add hours").click()
+    assert page.get_by_text("18:00").count() >= 7
+    audit(page, "availability-profile")
+
+    # An event type on that profile; its eventTypeId is on the page.
+    page.get_by_role("link", name="Event types").click()
+    page.get_by_role("link", name="New event type").click()
+    page.get_by_label("Name", exact=True).fill("Assessment")
+    page.get_by_label("Duration (minutes)").fill("45")
+    page.get_by_label("Availability profile").select_option(label="Clinic hours")
+    page.get_by_role("button", name="Create event type").click()
+    event_type_id = int(page.locator(".event-type-id code").first.inner_text())
+    audit(page, "event-types")
+
+    # An API key that may check availability and book.
+    page.get_by_role("link", name="API keys").click()
+    page.get_by_label("Name", exact=True).fill("Booking agent")
+    page.get_by_label("Check availability").check()
+    page.get_by_label("Book appointments").check()
+    page.get_by_role("button", name="Create key").click()
+    key = page.get_by_label("API key “Booking agent”").input_value()
+    assert key.startswith("cbk_")
+    audit(page, "api-key-created")
+    page.get_by_role("link", name="Back to API keys").click()
+    assert page.get_by_role("row").filter(has_text="Booking agent").is_visible()
+    audit(page, "api-keys")
+
+    # The key books through the HTTP API, as an agent would.
+    today = datetime.now(UTC).date()
+    days = api(
+        base,
+        key,
+        f"/availability?eventTypeId={event_type_id}"
+        f"&startDate={today + timedelta(days=2)}&endDate={today + timedelta(days=9)}",
+    )
+    slot = next(slot for day in days for slot in day["slots"])
+    booked = api(
+        base,
+        key,
+        f"/event-types/{event_type_id}/bookings",
+        {
+            "startTime": slot["start"],
+            "endTime": slot["end"],
+            "title": "Knee assessment",
+            "attendees": [{"email": "robin@example.com", "name": "Robin"}],
+        },
+    )
+    assert booked["status"] == "pending"
+
+    # The booking is in the calendar (on its week) and in the list.
+    start = datetime.fromisoformat(booked["startTime"].replace("Z", "+00:00"))
+    page.goto(f"{base}/dashboard/s/{sub_account}/calendar")
+    page.locator(".fc").wait_for()
+    while not page.locator(".fc-event", has_text="Knee assessment").count():
+        page.get_by_role("button", name="Next week").click()
+        page.wait_for_load_state("networkidle")
+        assert page.locator(".fc-timegrid").count(), "no week view"
+        if page.locator(".fc-toolbar-title").inner_text().endswith(str(start.year + 1)):
+            break
+    event = page.locator(".fc-event", has_text="Knee assessment")
+    assert "Pending" in event.inner_text()
+    audit(page, "calendar")
+    page.get_by_role("button", name="Month", exact=True).click()
+    page.locator(".fc-daygrid").wait_for()
+    assert page.locator(".fc-event", has_text="Knee assessment").count() == 1
+    shoot(page, "calendar-month")
+    page.get_by_role("link", name="Bookings", exact=True).click()
+    assert page.get_by_role("row").filter(has_text="robin@example.com").is_visible()
+    audit(page, "bookings-list")
+
+    # Opened from the calendar, the owner confirms it, then cancels it.
+    page.goto(f"{base}/dashboard/s/{sub_account}/calendar")
+    page.locator(".fc").wait_for()
+    page.goto(f"{base}/dashboard/s/{sub_account}/bookings/{booked['id']}")
+    page.get_by_role("button", name="Confirm").click()
+    assert page.get_by_role("status").first.inner_text() == "Booking confirmed."
+    page.get_by_role("link", name="Reschedule").click()
+    assert page.get_by_role("heading", name="Reschedule “Knee assessment”").is_visible()
+    audit(page, "reschedule")
+    page.get_by_role("link", name="Back to the booking").click()
+    page.get_by_label("Reason (optional)").fill("Robin is ill")
+    page.get_by_role("button", name="Cancel booking").click()
+    assert page.get_by_role("status").first.inner_text() == "Booking cancelled."
+    audit(page, "booking")
+
+    # The other areas, each audited.
+    for area, shot in (
+        ("Overview", "overview-new"),
+        ("Contacts", "contacts"),
+        ("Connections", "connections"),
+        ("Notifications", "notifications"),
+        ("Settings", "settings"),
+        ("Availability", "availability"),
+    ):
+        page.get_by_role("navigation", name="Harbour Physio").get_by_role(
+            "link", name=area, exact=True
+        ).click()
+        audit(page, shot)
+
+    # An agency user, invited to the new sub account only.
+    page.get_by_role("link", name="Team").click()
+    page.get_by_label("Email", exact=True).fill("assistant@harbour.example")
+    page.get_by_label("Harbour Physio").check()
+    page.get_by_role("button", name="Invite").click()
+    link = page.get_by_label("Invitation link").input_value()
+    audit(page, "invitation")
+    page.get_by_role("button", name="Sign out").click()
+    page.goto(link)
+    page.get_by_label("Choose a password").fill("assistant-password")
+    page.get_by_role("button", name="Set password and sign in").click()
+    page.wait_for_url(f"{base}/dashboard/s/{sub_account}/")
+    menu = page.get_by_role("navigation", name="Harbour Physio")
+    assert menu.get_by_role("link", name="Bookings", exact=True).is_visible()
+    assert menu.get_by_role("link", name="API keys").count() == 0
+    assert page.get_by_role("link", name="Team").count() == 0
+    refused = page.goto(f"{base}/dashboard/s/{sub_account}/api-keys")
+    assert refused.status == 403
+    assert page.get_by_role("heading", name="Not allowed").is_visible()
+    demo_id = demo_overview.rstrip("/").rsplit("/", 1)[1]
+    hidden = page.goto(f"{base}/dashboard/s/{demo_id}/bookings")
+    assert hidden.status == 404

@@ -16,10 +16,13 @@ from werkzeug.wrappers import Response
 
 from app.dashboard import (
     api_keys,  # noqa: F401 - registers the API key pages
+    availability,  # noqa: F401 - registers the availability page
+    availability_profiles,  # noqa: F401 - registers the availability profile pages
     bookings,  # noqa: F401 - registers the booking pages
     calendar,  # noqa: F401 - registers the calendar
     connections,  # noqa: F401 - registers the calendar connection pages
     contacts,  # noqa: F401 - registers the contact pages
+    event_types,  # noqa: F401 - registers the event type pages
     notifications,  # noqa: F401 - registers the mail and webhook pages
     reschedule,  # noqa: F401 - registers the reschedule page
     settings,  # noqa: F401 - registers the settings page

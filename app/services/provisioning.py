@@ -283,7 +283,7 @@ def load_provisioning_document(document: Any) -> dict[str, Any]:
         raise ProvisioningInvalid(describe_errors(flat), errors=flat) from None
 
 
-def _create_profile(sub_account: SubAccount, doc: dict, is_default: bool) -> AvailabilityProfile:
+def build_profile(sub_account: SubAccount, doc: dict, is_default: bool) -> AvailabilityProfile:
     profile = AvailabilityProfile(
         sub_account_id=sub_account.id,
         name=doc["name"],
@@ -324,7 +324,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
 
     has_default = any(p["default"] for p in doc["availabilityProfiles"])
     profiles = {
-        p["name"]: _create_profile(sub_account, p, p["default"] or (not has_default and i == 0))
+        p["name"]: build_profile(sub_account, p, p["default"] or (not has_default and i == 0))
         for i, p in enumerate(doc["availabilityProfiles"])
     }
     for blocked in doc["blockedTimes"]:

@@ -1,0 +1,204 @@
+"""One availability profile's page: its name and timezone, weekly hours (several ranges a day,
+added and removed one at a time), date overrides (a date closed, or open for its own ranges),
+making it the default, and deleting it once no event type uses it, through
+``app.services.availability_profiles``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from itertools import groupby
+
+from flask import flash, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response
+
+from app.dashboard.availability_forms import (
+    PROFILE_FIELDS,
+    RANGE_FIELDS,
+    WEEKDAY_NAMES,
+    DateOverrideForm,
+    ProfileForm,
+    WeeklyHoursForm,
+)
+from app.dashboard.changes import Refused, commit_or_show, open_for_page, press_button
+from app.dashboard.forms import ActionForm
+from app.dashboard.views import dashboard
+from app.models import AvailabilityProfile, SubAccount
+from app.scheduling.timezones import zone
+from app.services.availability_profiles import (
+    add_date_hours,
+    add_weekly_hours,
+    close_date,
+    delete_profile,
+    get_date_override,
+    get_profile,
+    get_weekly_hours,
+    make_default,
+    profile_users,
+    remove_date_override,
+    remove_weekly_hours,
+    update_profile,
+)
+
+Page = str | Response | tuple[str, int]
+PROFILE = "/s/<int:sub_account_id>/availability/profiles/<int:profile_id>"
+
+
+def clock(minutes: int) -> str:
+    """Minutes after local midnight as ``HH:MM`` (1440 is ``24:00``, the day's end)."""
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+@dashboard.route(PROFILE, methods=["GET", "POST"])
+def availability_profile(sub_account_id: int, profile_id: int) -> Page:
+    """The profile's page; a POST renames it or sets its timezone."""
+    sub_account = open_for_page(sub_account_id)
+    profile = get_profile(sub_account, profile_id)
+    if request.method == "GET":
+        return _page(sub_account, profile)
+    form = ProfileForm()
+    if not form.validate_on_submit():
+        status = 400 if form.csrf_token.errors else 200
+        return _page(sub_account, profile, details_form=form), status
+    try:
+        commit_or_show(
+            form, lambda: update_profile(sub_account, profile.id, form.document()), PROFILE_FIELDS
+        )
+    except Refused:
+        return _page(sub_account, profile, details_form=form)
+    flash(f"Saved the profile {profile.name} ({profile.timezone}).")
+    return _back(sub_account, profile)
+
+
+@dashboard.route(f"{PROFILE}/hours", methods=["POST"])
+def weekly_hours_add(sub_account_id: int, profile_id: int) -> Page:
+    sub_account = open_for_page(sub_account_id)
+    profile = get_profile(sub_account, profile_id)
+    form = WeeklyHoursForm()
+    if not form.validate_on_submit():
+        status = 400 if form.csrf_token.errors else 200
+        return _page(sub_account, profile, weekly_form=form), status
+    try:
+        hours = commit_or_show(
+            form, lambda: add_weekly_hours(sub_account, profile.id, form.document()), RANGE_FIELDS
+        )
+    except Refused:
+        return _page(sub_account, profile, weekly_form=form)
+    flash(
+        f"{WEEKDAY_NAMES[hours.weekday]}: open {clock(hours.start_minute)}"
+        f" to {clock(hours.end_minute)} added."
+    )
+    return _back(sub_account, profile, "weekly")
+
+
+@dashboard.route(f"{PROFILE}/hours/<int:hours_id>/remove", methods=["POST"])
+def weekly_hours_remove(sub_account_id: int, profile_id: int, hours_id: int) -> Response:
+    sub_account = open_for_page(sub_account_id)
+    profile = get_profile(sub_account, profile_id)
+    get_weekly_hours(sub_account, profile.id, hours_id)  # another profile's: 404
+    press_button(
+        ActionForm(),
+        lambda: remove_weekly_hours(sub_account, profile.id, hours_id),
+        "Opening hours removed.",
+    )
+    return _back(sub_account, profile, "weekly")
+
+
+@dashboard.route(f"{PROFILE}/overrides", methods=["POST"])
+def date_override_add(sub_account_id: int, profile_id: int) -> Page:
+    sub_account = open_for_page(sub_account_id)
+    profile = get_profile(sub_account, profile_id)
+    form = DateOverrideForm()
+    if not form.validate_on_submit():
+        status = 400 if form.csrf_token.errors else 200
+        return _page(sub_account, profile, override_form=form), status
+    change = close_date if form.closed.data else add_date_hours
+    try:
+        override = commit_or_show(
+            form, lambda: change(sub_account, profile.id, form.document()), RANGE_FIELDS
+        )
+    except Refused:
+        return _page(sub_account, profile, override_form=form)
+    if override.start_minute is None:
+        flash(f"{override.date:%a} {override.date.isoformat()}: closed all day.")
+    else:
+        flash(
+            f"{override.date:%a} {override.date.isoformat()}: open {clock(override.start_minute)}"
+            f" to {clock(override.end_minute)} added."
+        )
+    return _back(sub_account, profile, "overrides")
+
+
+@dashboard.route(f"{PROFILE}/overrides/<int:override_id>/remove", methods=["POST"])
+def date_override_remove(sub_account_id: int, profile_id: int, override_id: int) -> Response:
+    sub_account = open_for_page(sub_account_id)
+    profile = get_profile(sub_account, profile_id)
+    get_date_override(sub_account, profile.id, override_id)  # another profile's: 404
+    press_button(
+        ActionForm(),
+        lambda: remove_date_override(sub_account, profile.id, override_id),
+        "Date override removed.",
+    )
+    return _back(sub_account, profile, "overrides")
+
+
+@dashboard.route(f"{PROFILE}/default", methods=["POST"])
+def availability_profile_default(sub_account_id: int, profile_id: int) -> Response:
+    sub_account = open_for_page(sub_account_id)
+    profile = get_profile(sub_account, profile_id)
+    press_button(
+        ActionForm(),
+        lambda: make_default(sub_account, profile.id),
+        f"{profile.name} is now the default profile.",
+    )
+    return _back(sub_account, profile)
+
+
+@dashboard.route(f"{PROFILE}/delete", methods=["POST"])
+def availability_profile_delete(sub_account_id: int, profile_id: int) -> Response:
+    """Delete the profile, or say which event types keep it."""
+    sub_account = open_for_page(sub_account_id)
+    profile = get_profile(sub_account, profile_id)
+    deleted = press_button(
+        ActionForm(),
+        lambda: delete_profile(sub_account, profile.id),
+        f"Deleted the profile {profile.name}.",
+    )
+    if deleted:
+        return redirect(url_for("dashboard.availability", sub_account_id=sub_account.id))
+    return _back(sub_account, profile)
+
+
+def _back(sub_account: SubAccount, profile: AvailabilityProfile, section: str = "") -> Response:
+    page = url_for(
+        "dashboard.availability_profile", sub_account_id=sub_account.id, profile_id=profile.id
+    )
+    return redirect(f"{page}#{section}" if section else page)
+
+
+def _page(
+    sub_account: SubAccount,
+    profile: AvailabilityProfile,
+    *,
+    details_form: ProfileForm | None = None,
+    weekly_form: WeeklyHoursForm | None = None,
+    override_form: DateOverrideForm | None = None,
+) -> str:
+    today = datetime.now(zone(profile.timezone)).date()
+    upcoming = [o for o in profile.date_overrides if o.date >= today]
+    return render_template(
+        "dashboard/availability_profile.html",
+        sub_account=sub_account,
+        profile=profile,
+        users=profile_users(profile),
+        weekly=[
+            (name, [h for h in profile.weekly_hours if h.weekday == index])
+            for index, name in enumerate(WEEKDAY_NAMES)
+        ],
+        overrides=[(day, list(rows)) for day, rows in groupby(upcoming, lambda o: o.date)],
+        clock=clock,
+        details_form=details_form
+        or ProfileForm(formdata=None, data={"name": profile.name, "timezone": profile.timezone}),
+        weekly_form=weekly_form or WeeklyHoursForm(formdata=None),
+        override_form=override_form or DateOverrideForm(formdata=None),
+        button=ActionForm(),
+    )

@@ -1,0 +1,67 @@
+"""How the event type and availability pages open their sub account and run a change: one
+service call in one transaction, its refusal shown next to the form's fields (a form) or
+flashed (a button). A form without its CSRF token changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flask import flash
+from flask_login import current_user
+from flask_wtf import FlaskForm
+
+from app.dashboard.forms import show_errors
+from app.extensions import db
+from app.models import SubAccount
+from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.errors import InvalidRequest
+from app.services.ids import is_storable_id
+
+FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
+
+
+def open_for_page(sub_account_id: int) -> SubAccount:
+    """``open_sub_account`` for the signed-in user; an id too large to exist is a 404 like any
+    unknown one, not a database error."""
+    if not is_storable_id(sub_account_id):
+        raise SubAccountNotFound()
+    return open_sub_account(current_user, sub_account_id)
+
+
+class Refused(Exception):
+    """The service refused the change; its reasons are on the form."""
+
+
+def commit_or_show(
+    form: FlaskForm, change: Callable[[], Any], fields: Mapping[str, str] | None = None
+) -> Any:
+    """``change()``'s result, committed. When the service refuses, nothing is kept and its
+    reasons are put next to ``form``'s fields (``fields`` maps document names to the form's),
+    then ``Refused`` is raised for the view to show the form again."""
+    try:
+        result = change()
+        db.session.commit()
+    except InvalidRequest as err:
+        db.session.rollback()
+        show_errors(form, err, fields)
+        raise Refused() from None
+    return result
+
+
+def press_button(form: FlaskForm, change: Callable[[], Any], done: str) -> bool:
+    """A button's change (its form carries only the CSRF token), run and committed or
+    refused; either way the outcome is flashed for the page the view redirects to. Whether
+    it was done."""
+    if not form.validate_on_submit():
+        flash(FORM_EXPIRED)
+        return False
+    try:
+        change()
+        db.session.commit()
+    except InvalidRequest as err:
+        db.session.rollback()
+        flash(f"Not done: {err.message}")
+        return False
+    flash(done)
+    return True

@@ -1,0 +1,77 @@
+"""The event type form. It only turns text into numbers and a profile id; what a value may be
+(ranges, lengths, unique names, the sub account's profiles) is ``app.services.event_types``'s
+to say, next to the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_wtf import FlaskForm
+from wtforms import IntegerField, SelectField, StringField
+from wtforms.fields.choices import SelectChoice
+from wtforms.validators import InputRequired, Optional
+
+from app.models import AvailabilityProfile
+
+# Service document field → form field.
+FIELDS = {
+    "name": "name",
+    "duration": "duration",
+    "bufferBefore": "buffer_before",
+    "bufferAfter": "buffer_after",
+    "slotInterval": "slot_interval",
+    "location": "location",
+    "availabilityProfileId": "availability_profile_id",
+    "minimumNoticeMinutes": "minimum_notice_minutes",
+    "bookingHorizonDays": "booking_horizon_days",
+}
+
+WHOLE_NUMBER = "Enter a whole number."
+
+
+def optional_id(value: Any) -> int | None:
+    """A select's value: empty is "none chosen", anything else must be a number."""
+    if value is None or value == "":
+        return None
+    return int(value)
+
+
+def _minutes(label: str, **kwargs: Any) -> IntegerField:
+    return IntegerField(label, invalid_value_message=WHOLE_NUMBER, **kwargs)
+
+
+class EventTypeForm(FlaskForm):
+    # Field names are the model's, so an event type fills the form (``obj=``).
+    name = StringField("Name", validators=[InputRequired("Enter a name.")])
+    duration = _minutes("Duration (minutes)", validators=[InputRequired(WHOLE_NUMBER)])
+    buffer_before = _minutes("Buffer before (minutes)", default=0, validators=[Optional()])
+    buffer_after = _minutes("Buffer after (minutes)", default=0, validators=[Optional()])
+    slot_interval = _minutes(
+        "Slot interval (minutes; empty: the duration)", validators=[Optional()]
+    )
+    location = StringField("Location (optional)")
+    availability_profile_id = SelectField(
+        "Availability profile", coerce=optional_id, validate_choice=False
+    )
+    minimum_notice_minutes = _minutes("Minimum notice (minutes)", validators=[Optional()])
+    booking_horizon_days = _minutes("Booking horizon (days ahead)", validators=[Optional()])
+
+    def offer_profiles(self, profiles: list[AvailabilityProfile]) -> None:
+        """The sub account's profiles to choose from, after "the default"."""
+        default = next((p.name for p in profiles if p.is_default), None)
+        label = f"The default profile ({default})" if default else "The default profile"
+        self.availability_profile_id.choices = [
+            SelectChoice("", label),
+            *(SelectChoice(str(p.id), p.name) for p in profiles),
+        ]
+
+    def document(self) -> dict[str, Any]:
+        """The service's document; blank buffers are the schema's default (none), blank
+        location is none."""
+        document = {name: getattr(self, field).data for name, field in FIELDS.items()}
+        document["name"] = (document["name"] or "").strip()
+        document["location"] = (document["location"] or "").strip() or None
+        for name in ("bufferBefore", "bufferAfter"):
+            if document[name] is None:
+                del document[name]
+        return document

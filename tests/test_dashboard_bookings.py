@@ -112,3 +112,15 @@ def test_another_calendars_booking_is_not_found(client, tenants):
     refused = client.post(f"{page_of(mine, their_booking.id)}/confirm", data={"csrf_token": token})
     assert refused.status_code == 404
     assert status_of(their_booking.id) == "pending"
+
+
+def test_the_list_filters_by_event_type(client, tenant):
+    make_booking(tenant, ny(MONDAY, 10), event_type="Cleaning", title="A cleaning")
+    make_booking(tenant, ny(MONDAY, 13), event_type="Checkup", minutes=60, title="A checkup")
+    sign_in(client, owner_email(tenant))
+    url = f"/dashboard/s/{tenant.sub_account_id}/bookings"
+    chosen = client.get(f"{url}?event_type={tenant.event_types['Checkup']}").get_data(as_text=True)
+    assert "A checkup" in chosen and "A cleaning" not in chosen and "1 booking." in chosen
+    for odd in ("nonsense", "99999999999999999999", "-1"):
+        page = client.get(f"{url}?event_type={odd}")
+        assert page.status_code == 200 and "0 bookings." in page.get_data(as_text=True)

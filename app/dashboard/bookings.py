@@ -8,6 +8,7 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from sqlalchemy import select
 from werkzeug.wrappers import Response
+from wtforms.fields.choices import SelectChoice
 
 from app.dashboard.forms import ActionForm, BookingFilterForm, CancelForm
 from app.dashboard.views import dashboard
@@ -20,6 +21,8 @@ from app.services.booking_lifecycle import confirm_booking, record_outcome
 from app.services.booking_queries import BookingListQuery, get_booking, list_bookings
 from app.services.bookings import cancel_booking
 from app.services.errors import InvalidRequest
+from app.services.event_types import list_event_types
+from app.services.ids import is_storable_id
 
 PAGE_SIZE = 25
 
@@ -28,11 +31,16 @@ PAGE_SIZE = 25
 def bookings(sub_account_id: int) -> str:
     sub_account = open_sub_account(current_user, sub_account_id)
     form = BookingFilterForm(request.args)
+    form.event_type.choices = [
+        SelectChoice("", "Any"),
+        *(SelectChoice(str(et.id), et.name) for et in list_event_types(sub_account)),
+    ]
     page, query = 1, BookingListQuery(limit=PAGE_SIZE)  # filters with errors: shown, not applied
     if form.validate():
         page = form.page.data or 1
         query = BookingListQuery(
             status=form.status.data or None,
+            event_type_id=_event_type_id(form.event_type.data),
             start_date=InstantInput(form.start.data) if form.start.data else None,
             end_date=InstantInput(form.end.data) if form.end.data else None,
             email=(form.email.data or "").strip().lower() or None,
@@ -49,6 +57,13 @@ def bookings(sub_account_id: int) -> str:
         page=page,
         pages=max(1, -(-total // PAGE_SIZE)),
     )
+
+
+def _event_type_id(text: str | None) -> int | None:
+    """The chosen event type's id; anything else (a hand-edited URL) matches no booking."""
+    if not text:
+        return None
+    return int(text) if text.isdigit() and is_storable_id(int(text)) else 0
 
 
 @dashboard.route("/s/<int:sub_account_id>/bookings/<int:booking_id>")

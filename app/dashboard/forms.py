@@ -14,6 +14,7 @@ from wtforms import (
     SelectMultipleField,
     StringField,
 )
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 from wtforms.widgets import CheckboxInput, ListWidget
 
@@ -46,9 +47,14 @@ class BookingFilterForm(FlaskForm):
 
     status = SelectField(
         "Status",
-        choices=[("", "Any"), *((s.value, s.value.replace("_", " ")) for s in BookingStatus)],
+        choices=[
+            SelectChoice("", "Any"),
+            *(SelectChoice(s.value, s.value.replace("_", " ")) for s in BookingStatus),
+        ],
         default="",
     )
+    # Choices: the sub account's event types (set by the view); unknown ids match nothing.
+    event_type = SelectField("Event type", default="", validate_choice=False)
     start = DateField("From", validators=[Optional()])
     end = DateField("Until", validators=[Optional()])
     email = StringField("Attendee email", validators=[Optional(), Length(max=254)])

@@ -11,6 +11,7 @@ import shutil
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -82,6 +83,22 @@ def audit(page, name: str) -> None:
     """Screenshots at laptop and phone widths, and no serious accessibility violation."""
     shoot(page, name)
     assert accessibility_problems(page) == [], name
+
+
+def week_showing(page, calendar_url: str, text: str, start: datetime, timezone: str):
+    """The calendar's week view on the week (Monday first) of ``start`` in ``timezone``, and
+    the entry with ``text`` there."""
+    page.goto(calendar_url)
+    page.locator(".fc-timegrid").wait_for()
+    local, today = start.astimezone(ZoneInfo(timezone)).date(), datetime.now(ZoneInfo(timezone))
+    weeks = (
+        (local - timedelta(days=local.weekday())) - (today.date() - timedelta(days=today.weekday()))
+    ).days // 7
+    for _ in range(weeks):
+        page.get_by_role("button", name="Next week").click()
+    entry = page.locator(".fc-event", has_text=text)
+    entry.wait_for()
+    return entry
 
 
 def api(base, key, path, body=None):
@@ -254,16 +271,9 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     assert booked["status"] == "pending"
 
     # The booking is in the calendar (on its week) and in the list.
+    calendar = f"{base}/dashboard/s/{sub_account}/calendar"
     start = datetime.fromisoformat(booked["startTime"].replace("Z", "+00:00"))
-    page.goto(f"{base}/dashboard/s/{sub_account}/calendar")
-    page.locator(".fc").wait_for()
-    while not page.locator(".fc-event", has_text="Knee assessment").count():
-        page.get_by_role("button", name="Next week").click()
-        page.wait_for_load_state("networkidle")
-        assert page.locator(".fc-timegrid").count(), "no week view"
-        if page.locator(".fc-toolbar-title").inner_text().endswith(str(start.year + 1)):
-            break
-    event = page.locator(".fc-event", has_text="Knee assessment")
+    event = week_showing(page, calendar, "Knee assessment", start, "Europe/Berlin")
     assert "Pending" in event.inner_text()
     audit(page, "calendar")
     page.get_by_role("button", name="Month", exact=True).click()
@@ -275,9 +285,8 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     audit(page, "bookings-list")
 
     # Opened from the calendar, the owner confirms it, then cancels it.
-    page.goto(f"{base}/dashboard/s/{sub_account}/calendar")
-    page.locator(".fc").wait_for()
-    page.goto(f"{base}/dashboard/s/{sub_account}/bookings/{booked['id']}")
+    week_showing(page, calendar, "Knee assessment", start, "Europe/Berlin").click()
+    page.wait_for_url(f"{base}/dashboard/s/{sub_account}/bookings/{booked['id']}")
     page.get_by_role("button", name="Confirm").click()
     assert page.get_by_role("status").first.inner_text() == "Booking confirmed."
     page.get_by_role("link", name="Reschedule").click()

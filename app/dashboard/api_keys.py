@@ -14,13 +14,13 @@ from wtforms import HiddenField, StringField
 from wtforms.fields.choices import SelectChoice
 
 from app.dashboard.areas import owners_only
-from app.dashboard.forms import MultiCheckboxField, show_errors
+from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField, show_errors
 from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import SubAccount
 from app.models.types import utcnow
-from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.accounts import open_sub_account
 from app.services.api_keys import (
     PERMISSION_LABELS,
     create_api_key,
@@ -32,9 +32,6 @@ from app.services.api_keys import (
     reactivate_key,
 )
 from app.services.errors import InvalidRequest
-from app.services.ids import is_storable_id
-
-FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
 
 
 class NewApiKeyForm(FlaskForm):
@@ -53,13 +50,6 @@ class KeyActionForm(FlaskForm):
     """A button that changes a key: only the CSRF token."""
 
 
-def _open(sub_account_id: int) -> SubAccount:
-    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
-    if not is_storable_id(sub_account_id):
-        raise SubAccountNotFound()
-    return open_sub_account(current_user, sub_account_id)
-
-
 def _keys_url(sub_account: SubAccount) -> str:
     return url_for("dashboard.api_keys", sub_account_id=sub_account.id)
 
@@ -69,7 +59,7 @@ def _keys_url(sub_account: SubAccount) -> str:
 def api_keys(sub_account_id: int) -> str | Response | tuple[str, int]:
     """The keys and the form for a new one; a new key's page answers the POST itself, so its
     plain key is in that one answer and nowhere else."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = NewApiKeyForm()
     if request.method == "GET":
         form.ticket.data = issue_ticket()
@@ -132,7 +122,7 @@ def api_key_reactivate(sub_account_id: int, key_id: int) -> Response:
 
 def _change(sub_account_id: int, key_id: int, action, done: str) -> Response:
     """Check the sub account, the key and the form's token, then run ``action`` and commit."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     api_key = get_key(sub_account, key_id)  # another sub account's key: 404
     if not KeyActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
@@ -147,7 +137,7 @@ def _change(sub_account_id: int, key_id: int, action, done: str) -> Response:
 @owners_only
 def api_key_delete(sub_account_id: int, key_id: int) -> str | Response:
     """Asks first (GET), deletes on the confirmation's POST."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     api_key = get_key(sub_account, key_id)
     form = KeyActionForm()
     if request.method == "GET":

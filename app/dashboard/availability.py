@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
 from werkzeug.wrappers import Response
 from wtforms.fields.choices import SelectChoice
 
@@ -19,12 +20,13 @@ from app.dashboard.availability_forms import (
     PreviewForm,
     ProfileForm,
 )
-from app.dashboard.changes import Refused, commit_or_show, open_for_page, press_button
+from app.dashboard.changes import Refused, commit_or_show, press_button
 from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
 from app.models import SubAccount
 from app.models.types import utcnow
 from app.scheduling.timezones import zone
+from app.services.accounts import open_sub_account
 from app.services.availability_preview import preview_open_slots
 from app.services.availability_profiles import create_profile, list_profiles, profile_users
 from app.services.blocked_times import (
@@ -47,14 +49,14 @@ class PreviewDay:
 
 @dashboard.route("/s/<int:sub_account_id>/availability")
 def availability(sub_account_id: int) -> str:
-    return _page(open_for_page(sub_account_id))
+    return _page(open_sub_account(current_user, sub_account_id))
 
 
 @dashboard.route("/s/<int:sub_account_id>/availability/preview")
 def availability_preview(sub_account_id: int) -> str | Response:
     """The preview alone, for htmx to swap in when another event type is chosen; a browser
     without htmx gets the whole page."""
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     if "HX-Request" not in request.headers:
         page = url_for(
             "dashboard.availability",
@@ -69,7 +71,7 @@ def availability_preview(sub_account_id: int) -> str | Response:
 
 @dashboard.route("/s/<int:sub_account_id>/availability/profiles", methods=["POST"])
 def availability_profile_create(sub_account_id: int) -> Page:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = ProfileForm()
     if not form.validate_on_submit():
         return _page(sub_account, profile_form=form), 400 if form.csrf_token.errors else 200
@@ -89,7 +91,7 @@ def availability_profile_create(sub_account_id: int) -> Page:
 
 @dashboard.route("/s/<int:sub_account_id>/availability/blocked", methods=["POST"])
 def blocked_time_add(sub_account_id: int) -> Page:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = BlockedTimeForm()
     if not form.validate_on_submit():
         return _page(sub_account, blocked_form=form), 400 if form.csrf_token.errors else 200
@@ -105,7 +107,7 @@ def blocked_time_add(sub_account_id: int) -> Page:
     "/s/<int:sub_account_id>/availability/blocked/<int:blocked_time_id>/remove", methods=["POST"]
 )
 def blocked_time_remove(sub_account_id: int, blocked_time_id: int) -> Response:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     get_blocked_time(sub_account, blocked_time_id)  # another sub account's: 404
     press_button(
         ActionForm(),

@@ -9,6 +9,7 @@ from datetime import datetime
 from itertools import groupby
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from app.dashboard.availability_forms import (
@@ -19,11 +20,12 @@ from app.dashboard.availability_forms import (
     ProfileForm,
     WeeklyHoursForm,
 )
-from app.dashboard.changes import Refused, commit_or_show, open_for_page, press_button
+from app.dashboard.changes import Refused, commit_or_show, press_button
 from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
 from app.models import AvailabilityProfile, SubAccount
 from app.scheduling.timezones import zone
+from app.services.accounts import open_sub_account
 from app.services.availability_profiles import (
     add_date_hours,
     add_weekly_hours,
@@ -51,7 +53,7 @@ def clock(minutes: int) -> str:
 @dashboard.route(PROFILE, methods=["GET", "POST"])
 def availability_profile(sub_account_id: int, profile_id: int) -> Page:
     """The profile's page; a POST renames it or sets its timezone."""
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     profile = get_profile(sub_account, profile_id)
     if request.method == "GET":
         return _page(sub_account, profile)
@@ -71,7 +73,7 @@ def availability_profile(sub_account_id: int, profile_id: int) -> Page:
 
 @dashboard.route(f"{PROFILE}/hours", methods=["POST"])
 def weekly_hours_add(sub_account_id: int, profile_id: int) -> Page:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     profile = get_profile(sub_account, profile_id)
     form = WeeklyHoursForm()
     if not form.validate_on_submit():
@@ -92,7 +94,7 @@ def weekly_hours_add(sub_account_id: int, profile_id: int) -> Page:
 
 @dashboard.route(f"{PROFILE}/hours/<int:hours_id>/remove", methods=["POST"])
 def weekly_hours_remove(sub_account_id: int, profile_id: int, hours_id: int) -> Response:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     profile = get_profile(sub_account, profile_id)
     get_weekly_hours(sub_account, profile.id, hours_id)  # another profile's: 404
     press_button(
@@ -105,7 +107,7 @@ def weekly_hours_remove(sub_account_id: int, profile_id: int, hours_id: int) -> 
 
 @dashboard.route(f"{PROFILE}/overrides", methods=["POST"])
 def date_override_add(sub_account_id: int, profile_id: int) -> Page:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     profile = get_profile(sub_account, profile_id)
     form = DateOverrideForm()
     if not form.validate_on_submit():
@@ -130,7 +132,7 @@ def date_override_add(sub_account_id: int, profile_id: int) -> Page:
 
 @dashboard.route(f"{PROFILE}/overrides/<int:override_id>/remove", methods=["POST"])
 def date_override_remove(sub_account_id: int, profile_id: int, override_id: int) -> Response:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     profile = get_profile(sub_account, profile_id)
     get_date_override(sub_account, profile.id, override_id)  # another profile's: 404
     press_button(
@@ -143,7 +145,7 @@ def date_override_remove(sub_account_id: int, profile_id: int, override_id: int)
 
 @dashboard.route(f"{PROFILE}/default", methods=["POST"])
 def availability_profile_default(sub_account_id: int, profile_id: int) -> Response:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     profile = get_profile(sub_account, profile_id)
     press_button(
         ActionForm(),
@@ -156,7 +158,7 @@ def availability_profile_default(sub_account_id: int, profile_id: int) -> Respon
 @dashboard.route(f"{PROFILE}/delete", methods=["POST"])
 def availability_profile_delete(sub_account_id: int, profile_id: int) -> Response:
     """Delete the profile, or say which event types keep it."""
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     profile = get_profile(sub_account, profile_id)
     deleted = press_button(
         ActionForm(),

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from werkzeug.wrappers import Response
 from wtforms.fields.choices import SelectChoice
 
-from app.dashboard.forms import ActionForm, BookingFilterForm, CancelForm
+from app.dashboard.forms import FORM_EXPIRED, ActionForm, BookingFilterForm, CancelForm
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import BookingStatus, OutboxEvent
@@ -130,7 +130,7 @@ def _act(sub_account_id, booking_id, form, done: str, action) -> Response:
     get_booking(sub_account, booking_id)  # another calendar's booking: 404
     page = url_for("dashboard.booking", sub_account_id=sub_account.id, booking_id=booking_id)
     if not form.validate_on_submit():
-        flash("The form expired or did not come from this site. Please try again.")
+        flash(FORM_EXPIRED)
         return redirect(page)
     try:
         action(sub_account, booking_id)

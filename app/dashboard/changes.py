@@ -8,25 +8,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import flash
-from flask_login import current_user
 from flask_wtf import FlaskForm
 
-from app.dashboard.forms import show_errors
+from app.dashboard.forms import FORM_EXPIRED, show_errors
 from app.extensions import db
-from app.models import SubAccount
-from app.services.accounts import SubAccountNotFound, open_sub_account
 from app.services.errors import InvalidRequest
-from app.services.ids import is_storable_id
-
-FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
-
-
-def open_for_page(sub_account_id: int) -> SubAccount:
-    """``open_sub_account`` for the signed-in user; an id too large to exist is a 404 like any
-    unknown one, not a database error."""
-    if not is_storable_id(sub_account_id):
-        raise SubAccountNotFound()
-    return open_sub_account(current_user, sub_account_id)
 
 
 class Refused(Exception):

@@ -16,12 +16,12 @@ from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
 from wtforms import BooleanField, HiddenField, PasswordField, StringField, URLField
 
-from app.dashboard.forms import ActionForm, show_errors
+from app.dashboard.forms import FORM_EXPIRED, ActionForm, show_errors
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import CalendarConnection, SubAccount
 from app.models.types import utcnow
-from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.accounts import open_sub_account
 from app.services.calendars.sync import SyncResult
 from app.services.connections import (
     CalendarChoice,
@@ -34,10 +34,8 @@ from app.services.connections import (
     update_connection,
 )
 from app.services.errors import InvalidRequest, ServiceError
-from app.services.ids import is_storable_id
 
 FIELDS = {"writeBack": "write_back"}
-FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
 
 
 class NewConnectionForm(FlaskForm):
@@ -74,13 +72,6 @@ class ChooseCalendarForm(FlaskForm):
     calendar = HiddenField()
 
 
-def _open(sub_account_id: int) -> SubAccount:
-    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
-    if not is_storable_id(sub_account_id):
-        raise SubAccountNotFound()
-    return open_sub_account(current_user, sub_account_id)
-
-
 def _connection_url(connection: CalendarConnection) -> str:
     return url_for(
         "dashboard.connection",
@@ -92,7 +83,7 @@ def _connection_url(connection: CalendarConnection) -> str:
 @dashboard.route("/s/<int:sub_account_id>/connections", methods=["GET", "POST"])
 def connections(sub_account_id: int) -> str | Response | tuple[str, int]:
     """The connections and the form for a new one (POST adds it)."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = NewConnectionForm()
     if request.method == "GET":
         return _list_page(sub_account, form)
@@ -124,7 +115,7 @@ def _list_page(sub_account: SubAccount, form: NewConnectionForm) -> str:
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>", methods=["GET", "POST"])
 def connection(sub_account_id: int, connection_id: int) -> str | Response | tuple[str, int]:
     """A connection's health and its settings (POST saves them)."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     form = EditConnectionForm(obj=found)
     if request.method == "GET":
@@ -145,7 +136,7 @@ def connection(sub_account_id: int, connection_id: int) -> str | Response | tupl
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>/test", methods=["POST"])
 def connection_test(sub_account_id: int, connection_id: int) -> str | Response:
     """Connect and list the account's calendars (stores nothing), on the connection's page."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     if not ActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
@@ -165,7 +156,7 @@ def connection_test(sub_account_id: int, connection_id: int) -> str | Response:
 )
 def connection_calendar(sub_account_id: int, connection_id: int) -> Response:
     """Use one of the calendars the test listed."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     form = ChooseCalendarForm()
     if not form.validate_on_submit():
@@ -184,7 +175,7 @@ def connection_calendar(sub_account_id: int, connection_id: int) -> Response:
 
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>/sync", methods=["POST"])
 def connection_sync(sub_account_id: int, connection_id: int) -> Response:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     if not ActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
@@ -218,7 +209,7 @@ def _sync_outcome(result: SyncResult) -> str:
 
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>/remove", methods=["POST"])
 def connection_remove(sub_account_id: int, connection_id: int) -> Response:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     if not ActionForm().validate_on_submit():
         flash(FORM_EXPIRED)

@@ -10,11 +10,11 @@ from werkzeug.wrappers import Response
 from wtforms import EmailField, IntegerField, SearchField, StringField
 from wtforms.validators import Length, NumberRange, Optional
 
-from app.dashboard.forms import ActionForm, show_errors
+from app.dashboard.forms import FORM_EXPIRED, ActionForm, show_errors
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import Contact, SubAccount
-from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.accounts import open_sub_account
 from app.services.contacts import (
     contact_bookings,
     delete_contact,
@@ -23,7 +23,6 @@ from app.services.contacts import (
     update_contact,
 )
 from app.services.errors import InvalidRequest
-from app.services.ids import is_storable_id
 
 PAGE_SIZE = 25
 FIELDS = {"firstName": "first_name", "lastName": "last_name"}
@@ -56,16 +55,9 @@ class ContactForm(FlaskForm):
         }
 
 
-def _open(sub_account_id: int) -> SubAccount:
-    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
-    if not is_storable_id(sub_account_id):
-        raise SubAccountNotFound()
-    return open_sub_account(current_user, sub_account_id)
-
-
 @dashboard.route("/s/<int:sub_account_id>/contacts")
 def contacts(sub_account_id: int) -> str:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = ContactSearchForm(request.args)
     search, page = None, 1  # a search with errors: shown, not applied
     if form.validate():
@@ -88,7 +80,7 @@ def contacts(sub_account_id: int) -> str:
 @dashboard.route("/s/<int:sub_account_id>/contacts/<int:contact_id>", methods=["GET", "POST"])
 def contact(sub_account_id: int, contact_id: int) -> str | Response | tuple[str, int]:
     """The contact, their bookings, and the form that corrects them (POST saves it)."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = get_contact(sub_account, contact_id)
     form = ContactForm(obj=found)
     if request.method == "GET":
@@ -110,10 +102,10 @@ def contact(sub_account_id: int, contact_id: int) -> str | Response | tuple[str,
 
 @dashboard.route("/s/<int:sub_account_id>/contacts/<int:contact_id>/delete", methods=["POST"])
 def contact_delete(sub_account_id: int, contact_id: int) -> Response:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = get_contact(sub_account, contact_id)
     if not ActionForm().validate_on_submit():
-        flash("The form expired or did not come from this site. Please try again.")
+        flash(FORM_EXPIRED)
         return redirect(
             url_for("dashboard.contact", sub_account_id=sub_account.id, contact_id=found.id)
         )

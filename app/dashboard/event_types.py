@@ -5,13 +5,15 @@ it by), a new one, editing one, and deactivating or reactivating it, through
 from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from app.dashboard.changes import Refused, commit_or_show, open_for_page, press_button
+from app.dashboard.changes import Refused, commit_or_show, press_button
 from app.dashboard.event_type_forms import FIELDS, EventTypeForm
 from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
 from app.models import EventType, SubAccount
+from app.services.accounts import open_sub_account
 from app.services.availability_profiles import list_profiles
 from app.services.event_types import (
     create_event_type,
@@ -26,7 +28,7 @@ Page = str | Response | tuple[str, int]
 
 @dashboard.route("/s/<int:sub_account_id>/event-types")
 def event_types(sub_account_id: int) -> str:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     found = list_event_types(sub_account)
     return render_template(
         "dashboard/event_types.html",
@@ -39,7 +41,7 @@ def event_types(sub_account_id: int) -> str:
 
 @dashboard.route("/s/<int:sub_account_id>/event-types/new", methods=["GET", "POST"])
 def new_event_type(sub_account_id: int) -> Page:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = EventTypeForm()
     if request.method == "GET":
         form.duration.data = sub_account.settings.default_duration
@@ -58,7 +60,7 @@ def new_event_type(sub_account_id: int) -> Page:
 
 @dashboard.route("/s/<int:sub_account_id>/event-types/<int:event_type_id>", methods=["GET", "POST"])
 def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     event_type = get_event_type(sub_account, event_type_id)
     form = EventTypeForm(obj=event_type)
     if request.method == "GET":
@@ -84,7 +86,7 @@ def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
 )
 def change_event_type_offer(sub_account_id: int, event_type_id: int, change: str) -> Response:
     """Deactivate (no longer offered; its bookings live on) or reactivate an event type."""
-    sub_account = open_for_page(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     event_type = get_event_type(sub_account, event_type_id)
     offered = change == "reactivate"
     done = (

@@ -77,6 +77,10 @@ class CancelForm(FlaskForm):
     reason = StringField("Reason (optional)", validators=[Optional(), Length(max=500)])
 
 
+# What a form posted without its valid CSRF token is told (fields.html's form_errors says it too).
+FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
+
+
 def show_errors(
     form: FlaskForm, error: ServiceError, fields: Mapping[str, str] | None = None
 ) -> None:

@@ -14,15 +14,14 @@ from wtforms import HiddenField, IntegerField, StringField, URLField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import NumberRange, Optional
 
-from app.dashboard.forms import MultiCheckboxField, show_errors
+from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField, show_errors
 from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import SubAccount
 from app.models.types import utcnow
-from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.accounts import open_sub_account
 from app.services.errors import InvalidRequest
-from app.services.ids import is_storable_id
 from app.services.notifications.mail_log import get_mail, list_mail
 from app.services.webhooks.deliveries import (
     delivery_log,
@@ -40,7 +39,6 @@ from app.services.webhooks.subscriptions import (
 )
 
 PAGE_SIZE = 25
-FORM_EXPIRED = "The form expired or did not come from this site. Please try again."
 
 
 class MailPageForm(FlaskForm):
@@ -69,16 +67,9 @@ class WebhookActionForm(FlaskForm):
     """A button that changes a subscription or a delivery: only the CSRF token."""
 
 
-def _open(sub_account_id: int) -> SubAccount:
-    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
-    if not is_storable_id(sub_account_id):
-        raise SubAccountNotFound()
-    return open_sub_account(current_user, sub_account_id)
-
-
 @dashboard.route("/s/<int:sub_account_id>/notifications")
 def notifications(sub_account_id: int) -> str:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = NewWebhookForm()
     form.ticket.data = issue_ticket()
     return _page(sub_account, form)
@@ -104,7 +95,7 @@ def _page(sub_account: SubAccount, form: NewWebhookForm) -> str:
 
 @dashboard.route("/s/<int:sub_account_id>/notifications/mail/<int:message_id>")
 def mail_message(sub_account_id: int, message_id: int) -> str:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     message = get_mail(sub_account, message_id)
     return render_template("dashboard/mail_message.html", sub_account=sub_account, message=message)
 
@@ -113,7 +104,7 @@ def mail_message(sub_account_id: int, message_id: int) -> str:
 def webhook_add(sub_account_id: int) -> str | Response | tuple[str, int]:
     """A new subscription; its page answers the POST itself, so the signing secret is in that
     one answer and nowhere else."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = NewWebhookForm()
     if not form.validate_on_submit():
         return _page(sub_account, form), 400
@@ -143,7 +134,7 @@ def webhook_add(sub_account_id: int) -> str | Response | tuple[str, int]:
 @dashboard.route("/s/<int:sub_account_id>/notifications/webhooks/<int:subscription_id>")
 def webhook(sub_account_id: int, subscription_id: int) -> str:
     """A subscription and its latest deliveries, each with its attempts."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     subscription = get_sub_account_subscription(sub_account.id, subscription_id)
     return render_template(
         "dashboard/webhook.html",
@@ -159,7 +150,7 @@ def webhook(sub_account_id: int, subscription_id: int) -> str:
     methods=["POST"],
 )
 def webhook_enable(sub_account_id: int, subscription_id: int) -> Response:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     subscription = get_sub_account_subscription(sub_account.id, subscription_id)
     page = url_for(
         "dashboard.webhook", sub_account_id=sub_account.id, subscription_id=subscription.id
@@ -178,7 +169,7 @@ def webhook_enable(sub_account_id: int, subscription_id: int) -> Response:
     methods=["POST"],
 )
 def webhook_remove(sub_account_id: int, subscription_id: int) -> Response:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     subscription = get_sub_account_subscription(sub_account.id, subscription_id)
     if not WebhookActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
@@ -201,7 +192,7 @@ def webhook_remove(sub_account_id: int, subscription_id: int) -> Response:
 )
 def webhook_resend(sub_account_id: int, subscription_id: int, delivery_id: int) -> Response:
     """Send a delivery again, with the same webhook-id, through the worker."""
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     subscription = get_sub_account_subscription(sub_account.id, subscription_id)
     delivery = get_subscription_delivery(subscription.id, delivery_id)
     page = url_for(

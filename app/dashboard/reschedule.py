@@ -13,6 +13,7 @@ from werkzeug.wrappers import Response
 from wtforms import DateField, HiddenField
 from wtforms.validators import Optional
 
+from app.dashboard.forms import FORM_EXPIRED
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import ACTIVE_STATUSES
@@ -88,7 +89,7 @@ def move(sub_account_id: int, booking_id: int) -> Response:
     back = url_for("dashboard.reschedule", sub_account_id=sub_account.id, booking_id=booking.id)
     form = MoveForm()
     if not form.validate_on_submit():
-        flash("The form expired or did not come from this site. Please try again.")
+        flash(FORM_EXPIRED)
         return redirect(back)
     try:
         start = read_instant(form.start.data or "")

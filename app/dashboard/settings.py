@@ -16,14 +16,13 @@ from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import SubAccount
 from app.scheduling.timezones import timezone_names
-from app.services.accounts import SubAccountNotFound, open_sub_account
+from app.services.accounts import open_sub_account
 from app.services.calendar_settings import (
     SettingsChange,
     settings_document,
     update_calendar_settings,
 )
 from app.services.errors import InvalidRequest
-from app.services.ids import is_storable_id
 
 # Service document field → form field.
 FIELDS = {
@@ -64,16 +63,9 @@ class SettingsForm(FlaskForm):
         return document
 
 
-def _open(sub_account_id: int) -> SubAccount:
-    """``open_sub_account``; an id too large to exist is a 404 like any unknown one."""
-    if not is_storable_id(sub_account_id):
-        raise SubAccountNotFound()
-    return open_sub_account(current_user, sub_account_id)
-
-
 @dashboard.route("/s/<int:sub_account_id>/settings", methods=["GET", "POST"])
 def settings(sub_account_id: int) -> str | Response | tuple[str, int]:
-    sub_account = _open(sub_account_id)
+    sub_account = open_sub_account(current_user, sub_account_id)
     form = SettingsForm(data={FIELDS[k]: v for k, v in settings_document(sub_account).items()})
     if request.method == "GET":
         return _page(sub_account, form)

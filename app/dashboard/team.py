@@ -12,7 +12,7 @@ from wtforms.validators import DataRequired, Length
 
 from app.dashboard.areas import owners_only
 from app.dashboard.auth import auth, start_session
-from app.dashboard.forms import ActionForm, MultiCheckboxField, show_errors
+from app.dashboard.forms import FORM_EXPIRED, ActionForm, MultiCheckboxField, show_errors
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models.types import utcnow
@@ -160,7 +160,7 @@ def team_user_action(user_id: int, action: str) -> str | Response:
     user = get_agency_user(current_user, user_id)
     page = url_for("dashboard.team_user", user_id=user.id)
     if not ActionForm().validate_on_submit():
-        flash("The form expired or did not come from this site. Please try again.")
+        flash(FORM_EXPIRED)
         return redirect(page)
     try:
         if action == "renew":

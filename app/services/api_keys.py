@@ -26,7 +26,7 @@ from app.services.errors import (
     NotFound,
     PermissionDenied,
 )
-from app.services.ids import is_storable_id
+from app.services.sub_account_rows import find_owned
 from app.validation import InstantField, Text, describe_errors, flatten_errors
 
 KEY_PREFIX = "cbk_"
@@ -229,14 +229,7 @@ def list_keys(sub_account: SubAccount) -> list[ApiKey]:
 
 def get_key(sub_account: SubAccount, key_id: int) -> ApiKey:
     """The key, if it is ``sub_account``'s: another sub account's key does not exist here."""
-    api_key = None
-    if is_storable_id(key_id):
-        api_key = db.session.scalar(
-            select(ApiKey).where(ApiKey.id == key_id, ApiKey.sub_account_id == sub_account.id)
-        )
-    if api_key is None:
-        raise ApiKeyNotFound()
-    return api_key
+    return find_owned(ApiKey, sub_account, key_id, ApiKeyNotFound)
 
 
 def key_status(api_key: ApiKey, now: datetime) -> KeyStatus:

@@ -14,8 +14,8 @@ from app.extensions import db
 from app.models import Attendee, Booking, SubAccount
 from app.scheduling.timezones import InstantInput, zone
 from app.services.errors import BookingNotFound
-from app.services.ids import is_storable_id
 from app.services.instants import resolve_instant
+from app.services.sub_account_rows import find_owned
 
 
 @dataclass(frozen=True)
@@ -75,11 +75,4 @@ def list_bookings(
 
 
 def get_booking(sub_account: SubAccount, booking_id: int) -> Booking:
-    if not is_storable_id(booking_id):
-        raise BookingNotFound()
-    booking = db.session.scalar(
-        select(Booking).where(Booking.id == booking_id, Booking.sub_account_id == sub_account.id)
-    )
-    if booking is None:
-        raise BookingNotFound()
-    return booking
+    return find_owned(Booking, sub_account, booking_id, BookingNotFound)

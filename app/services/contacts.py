@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from app.extensions import db
 from app.models import Attendee, Booking, Contact, SubAccount
 from app.services.errors import InvalidRequest, NotFound
-from app.services.ids import is_storable_id
+from app.services.sub_account_rows import find_owned
 from app.validation import Text, describe_errors, flatten_errors
 
 EMAIL_MAX = 254
@@ -83,14 +83,7 @@ def list_contacts(
 
 def get_contact(sub_account: SubAccount, contact_id: int) -> Contact:
     """The sub account's contact ``contact_id``; another sub account's is not found."""
-    if not is_storable_id(contact_id):
-        raise ContactNotFound()
-    contact = db.session.scalar(
-        select(Contact).where(Contact.id == contact_id, Contact.sub_account_id == sub_account.id)
-    )
-    if contact is None:
-        raise ContactNotFound()
-    return contact
+    return find_owned(Contact, sub_account, contact_id, ContactNotFound)
 
 
 def contact_bookings(

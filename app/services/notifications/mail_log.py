@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import MailMessage, SubAccount
 from app.services.errors import NotFound
-from app.services.ids import is_storable_id
+from app.services.sub_account_rows import find_owned
 
 
 class MailMessageNotFound(NotFound):
@@ -35,13 +35,4 @@ def list_mail(sub_account: SubAccount, *, limit: int, offset: int) -> tuple[list
 
 def get_mail(sub_account: SubAccount, message_id: int) -> MailMessage:
     """The message, if it is ``sub_account``'s: another sub account's does not exist here."""
-    message = None
-    if is_storable_id(message_id):
-        message = db.session.scalar(
-            select(MailMessage).where(
-                MailMessage.id == message_id, MailMessage.sub_account_id == sub_account.id
-            )
-        )
-    if message is None:
-        raise MailMessageNotFound()
-    return message
+    return find_owned(MailMessage, sub_account, message_id, MailMessageNotFound)

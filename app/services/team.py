@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, validate
+from marshmallow import Schema, fields, validate
 from sqlalchemy import func, select
 
 from app.extensions import db
@@ -23,7 +23,8 @@ from app.services.errors import InvalidRequest, NotFound
 from app.services.ids import is_storable_id
 from app.services.passwords import hash_password
 from app.services.provisioning import add_sub_account
-from app.validation import describe_errors, flatten_errors
+from app.services.sub_account_rows import load_document
+from app.validation import describe_errors
 
 INVITATION_VALID_FOR = timedelta(days=7)
 # Stored as the password hash of an invited user who has not chosen one: no argon2 hash looks
@@ -41,14 +42,6 @@ class InvitationUnusable(InvalidRequest):
 
 class InvitationDoc(Schema):
     email = fields.Email(required=True, validate=validate.Length(max=254))
-
-
-def _load(schema: Schema, document: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return schema.load(document)
-    except ValidationError as err:
-        errors = flatten_errors(err.messages)
-        raise InvalidRequest(describe_errors(errors), errors=errors) from None
 
 
 def _digest(token: str) -> str:
@@ -95,7 +88,7 @@ def invite_user(
 ) -> tuple[User, str]:
     """An agency user who may open ``sub_account_ids`` once they choose a password through
     the returned one-time token (valid for ``INVITATION_VALID_FOR``)."""
-    doc = _load(InvitationDoc(), document)
+    doc = load_document(InvitationDoc(), document)
     email = doc["email"].strip().lower()
     if db.session.scalar(select(User.id).where(func.lower(User.email) == email)) is not None:
         errors = {"email": [f"A user with email '{email}' exists."]}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,14 @@ from app.api.rate_limit import register_rate_limits
 from app.cli import register_commands
 from app.config import Config, load_config
 from app.dashboard import register_dashboard
+from app.database import bound_postgres_waits, engine_options
 from app.errors import register_error_handlers
 from app.extensions import db, migrate
+from app.health import register_health
+from app.logs import configure_logging, register_request_ids
+from app.metrics import register_metrics
+from app.request_body import WholeBodyFirst
+from app.security_headers import register_security_headers
 from app.services.calendars.write_back import HANDLER_NAME as WRITE_BACK
 from app.services.calendars.write_back import write_back_delivery
 from app.services.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
@@ -44,25 +49,24 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # client's Host header; paths are matched as sent instead (an unknown one is a JSON 404).
     app.url_map.merge_slashes = False
 
-    register_logging()
+    configure_logging()
+    register_request_ids(app)
+    register_metrics(app)
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config)
     db.init_app(app)
+    with app.app_context():
+        bound_postgres_waits(db.engine, app.config)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     register_api(app)
     register_rate_limits(app)
     register_commands(app)
     register_dashboard(app)
+    register_health(app, MIGRATIONS_DIR)
+    register_security_headers(app)
+    app.wsgi_app = WholeBodyFirst(app.wsgi_app, app.config["MAX_CONTENT_LENGTH"])  # type: ignore[method-assign]
     celery_init_app(app)
     register_handler(WRITE_BACK, write_back_delivery)
     register_handler(NOTIFICATIONS, notify_delivery)
     register_handler(WEBHOOKS, webhooks_delivery)
     return app
-
-
-def register_logging() -> None:
-    """Log INFO and above to stderr unless the process set logging up itself (pytest, a
-    ``--log-config``): without a handler the extensions' lines, such as the rate limiter's
-    "storage unreachable"/"recovered", would reach no log at all under gunicorn."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s"
-    )

@@ -23,7 +23,6 @@ API_PREFIX = "/v1/api"
 
 class Config:
     APP_ENV = "development"
-    SQLALCHEMY_ENGINE_OPTIONS: dict[str, Any] = {"pool_pre_ping": True}
     MAX_CONTENT_LENGTH = 1024 * 1024
 
     API_TITLE = "Calendar Booking API"
@@ -126,6 +125,11 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "WEBHOOK_RETRY_BASE_SECONDS",
         "WEBHOOK_LEASE_SECONDS",
         "WEBHOOK_DISABLE_AFTER_HOURS",
+        "DB_CONNECT_TIMEOUT_S",
+        "DB_STATEMENT_TIMEOUT_MS",
+        "DB_POOL_SIZE",
+        "DB_POOL_TIMEOUT_S",
+        "METRICS_TOKEN",
     ):
         if env.get(name):
             app_config[name] = env[name]
@@ -156,6 +160,11 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
 
     if env.get("CALDAV_TIMEOUT_SECONDS"):
         app_config["CALDAV_TIMEOUT_SECONDS"] = float(env["CALDAV_TIMEOUT_SECONDS"])
+
+    # Reverse proxies in front of the app whose X-Forwarded-* headers are believed (0: none).
+    app_config["TRUSTED_PROXY_COUNT"] = int(
+        env.get("TRUSTED_PROXY_COUNT") or app_config.get("TRUSTED_PROXY_COUNT", 0)
+    )
 
     if env.get("DASHBOARD_SESSION_HOURS"):
         app_config["PERMANENT_SESSION_LIFETIME"] = timedelta(

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, current_app, jsonify
+from flask import Flask, current_app, g, jsonify
 from flask.typing import ResponseReturnValue
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from app.services.errors import ServiceError
@@ -25,7 +27,12 @@ HTTP_MESSAGES = {
     415: "Unsupported media type: send application/json",
     429: "Too many requests",
     500: "Internal server error",
+    503: "Service temporarily unavailable: the database is not answering; retry shortly",
 }
+
+# Seconds a client should wait before retrying a 503: the service reconnects by itself within
+# a second of the database coming back.
+DATABASE_RETRY_AFTER = "1"
 
 # Response headers worth keeping from a werkzeug exception.
 _PASSED_HEADERS = ("Allow", "Retry-After")
@@ -63,6 +70,14 @@ def handle_service_error(error: ServiceError) -> ResponseReturnValue:
     return envelope(error.status_code, error.message, error.errors)
 
 
+def handle_database_unavailable(error: Exception) -> ResponseReturnValue:
+    """The database did not answer in time, or went away: nothing was committed, so the
+    client may retry (with its Idempotency-Key for a create, to be safe either way)."""
+    current_app.logger.warning("Database unavailable: %s", type(error).__name__)
+    g.retry_after = DATABASE_RETRY_AFTER
+    return envelope(503, HTTP_MESSAGES[503], headers={"Retry-After": DATABASE_RETRY_AFTER})
+
+
 def handle_unexpected(error: Exception) -> ResponseReturnValue:
     current_app.logger.exception("Unhandled exception", exc_info=error)
     return envelope(500, HTTP_MESSAGES[500])
@@ -85,4 +100,6 @@ def _drop_location(messages: Any) -> Any:
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(ServiceError, handle_service_error)
+    for database_unavailable in (OperationalError, InterfaceError, PoolTimeout):
+        app.register_error_handler(database_unavailable, handle_database_unavailable)
     app.register_error_handler(Exception, handle_unexpected)

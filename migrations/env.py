@@ -5,6 +5,7 @@ from flask import current_app
 from sqlalchemy import inspect
 
 from alembic import context
+from app.database import without_statement_timeout
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
@@ -96,6 +97,10 @@ def run_migrations_online():
             # The PRAGMA began SQLAlchemy's implicit transaction; Alembic joins a transaction it
             # finds open instead of beginning (and committing) its own, so end this one here or
             # the alembic_version row is rolled back when the connection closes.
+            connection.commit()
+        else:
+            # Building an index on a large table may take longer than a request may wait.
+            without_statement_timeout(connection.connection.dbapi_connection)
             connection.commit()
         context.configure(connection=connection, target_metadata=get_metadata(), **conf_args)
 

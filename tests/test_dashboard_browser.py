@@ -65,7 +65,7 @@ def accessibility_problems(page) -> list[str]:
     for label, size in WIDTHS.items():
         page.set_viewport_size(size)
         if not page.evaluate("() => typeof axe !== 'undefined'"):
-            page.add_script_tag(path=str(AXE))
+            page.evaluate(AXE.read_text())
         violations = page.evaluate(
             "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
         )

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,10 +19,10 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Booking, OutboxEvent
+from app.models import Booking, OutboxEvent, WorkerHeartbeat
 from app.models.types import utcnow
 from tests.factories import make_booking
-from tests.servers import BIN, MACHINE_REDIS, ROOT
+from tests.servers import BIN, MACHINE_REDIS, ROOT, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -134,8 +135,13 @@ def test_a_committed_booking_event_reaches_the_worker(database_url, make_app, te
             eventTypes=[{"name": "Visit", "duration": 30, "availabilityProfile": "Always"}],
         )
     start = (utcnow() + timedelta(days=3)).replace(minute=0, second=0, microsecond=0)
+    metrics_port = free_port()
     with celery_worker(
-        database_url, tmp_path / "worker.log", CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue
+        database_url,
+        tmp_path / "worker.log",
+        CELERY_BROKER_URL=MACHINE_REDIS,
+        CELERY_QUEUE=queue,
+        WORKER_METRICS_PORT=str(metrics_port),
     ):
         response = app.test_client().post(
             f"/v1/api/calendar/event-types/{tenant.event_types['Visit']}/bookings",
@@ -150,7 +156,15 @@ def test_a_committed_booking_event_reaches_the_worker(database_url, make_app, te
         with app.app_context():
             (event_id,) = db.session.scalars(select(OutboxEvent.id)).all()
             assert wait_for(lambda: delivered(event_id))
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics") as scraped:
+            metrics = scraped.read().decode()
+        with app.app_context():
+            heartbeats = db.session.scalars(select(WorkerHeartbeat.worker)).all()
     assert "outbox.deliver" in (tmp_path / "worker.log").read_text()
+    for handler in ("calendar_write_back", "notifications", "webhooks"):
+        line = f'calendar_deliveries_total{{handler="{handler}",outcome="delivered"}} 1.0'
+        assert line in metrics
+    assert len(heartbeats) == 1 and heartbeats[0].startswith("celery@")
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -2,7 +2,11 @@
 find ``app`` here. Building the Flask app belongs to this entry point only, never to a task
 module."""
 
-from app import create_app
+from worker.metrics import count_in_own_folder
+
+count_in_own_folder()  # before the app imports prometheus_client
+
+from app import create_app  # noqa: E402
 
 flask_app = create_app()
 app = flask_app.extensions["celery"]

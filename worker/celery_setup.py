@@ -19,6 +19,7 @@ from app.config import beside_database
 from app.extensions import db
 from app.services.events import BookingEvent, subscribe
 from app.services.webhooks.deliveries import set_dispatcher
+from worker.heartbeat import heartbeat_step
 
 TASK_MODULES = [
     "worker.tasks.bookings",
@@ -124,6 +125,7 @@ def celery_init_app(flask_app: Flask) -> Celery:
 
     celery_app = Celery(flask_app.name, task_cls=FlaskTask)
     celery_app.config_from_object(celery_settings(flask_app))
+    celery_app.steps["worker"].add(heartbeat_step(flask_app))
     celery_app.set_default()
     flask_app.extensions["celery"] = celery_app
     subscribe(dispatch_to_worker)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, g, request
 from flask.typing import ResponseReturnValue
 from flask_limiter import Limiter, RateLimitExceeded
 from limits import RateLimitItem, parse
@@ -28,6 +28,7 @@ from app.api.auth import authentication
 from app.api.memory_counts import NOT_OWNER_MESSAGE, owns_memory_counts
 from app.config import API_PREFIX
 from app.errors import envelope
+from app.metrics import RATE_LIMITED
 
 
 def rate_limit_identity() -> str:
@@ -70,12 +71,16 @@ def describe(limit: RateLimitItem) -> str:
 
 def handle_rate_limit_exceeded(error: RateLimitExceeded) -> ResponseReturnValue:
     """429 in the envelope; Flask-Limiter adds ``Retry-After`` and the X-RateLimit headers."""
+    RATE_LIMITED.labels("key" if authentication().api_key is not None else "address").inc()
     return envelope(429, f"Rate limit exceeded: {describe(error.limit.limit)}")
 
 
 def _retry_after_only_when_limited(response: Response) -> Response:
-    """Flask-Limiter puts ``Retry-After`` on every answer; it means "wait" only on a 429."""
-    if response.status_code != 429:
+    """Flask-Limiter puts its ``Retry-After`` on every answer; it means "wait" only on a 429.
+    A 503 keeps the wait its error handler chose (``g.retry_after``)."""
+    if response.status_code == 503 and "retry_after" in g:
+        response.headers["Retry-After"] = g.retry_after
+    elif response.status_code != 429:
         response.headers.pop("Retry-After", None)
     return response
 
@@ -86,6 +91,15 @@ def _refuse_unless_owner_of_memory_counts() -> ResponseReturnValue | None:
     if is_not_agent_api() or owns_memory_counts(current_app):
         return None
     return envelope(503, NOT_OWNER_MESSAGE)
+
+
+def _authenticate_before_counting() -> None:
+    """Authenticate agent requests before the limiter runs. The limiter swallows its key
+    function's errors (as storage errors), so a database outage met while reading the key
+    there would be hidden and meet the view again on a failed session; met here, it is
+    answered at once (a 503, ``app.errors``)."""
+    if not is_not_agent_api():
+        authentication()
 
 
 class OncePerOutage(logging.Filter):
@@ -129,6 +143,8 @@ def register_rate_limits(app: Flask) -> Limiter:
         LIMITER_LOG.addFilter(_once_per_outage)
     if not redis_url:
         app.before_request(_refuse_unless_owner_of_memory_counts)
+    # Before the limiter's own before-request function, which is registered by init_app.
+    app.before_request(_authenticate_before_counting)
     if redis_url:
         app.config.setdefault("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True)
         # Fail fast when Redis is unreachable, so the fallback costs milliseconds, not seconds.

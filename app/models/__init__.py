@@ -12,6 +12,7 @@ from app.models.booking import ACTIVE_STATUSES, Attendee, Booking, BookingStatus
 from app.models.calendar_connection import CalendarConnection
 from app.models.event_type import EventType
 from app.models.notification import MailMessage, MailStatus
+from app.models.operations import WorkerHeartbeat
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
 from app.models.tenancy import Agency, CalendarSettings, Invitation, Role, SubAccount, User
 from app.models.webhook import (
@@ -51,4 +52,5 @@ __all__ = [
     "WebhookDeliveryStatus",
     "WebhookSubscription",
     "WeeklyHours",
+    "WorkerHeartbeat",
 ]

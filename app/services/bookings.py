@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
+from app.metrics import BOOKING_CONFLICTS, IDEMPOTENT_REPLAYS
 from app.models import (
     ACTIVE_STATUSES,
     Attendee,
@@ -56,7 +57,12 @@ IDEMPOTENCY_MISMATCH = "idempotencyKey has already been used with a different re
 
 
 class BookingConflict(InvalidRequest):
-    """The time is taken (by a booking, blocked time or an external event)."""
+    """The time is taken (by a booking, blocked time or an external event: ``cause``)."""
+
+    def __init__(self, message: str, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+        BOOKING_CONFLICTS.labels(cause).inc()
 
 
 @dataclass(frozen=True)
@@ -139,13 +145,13 @@ def _check_time(
         raise InvalidRequest(problem.value)
     occupied = rules.occupied_interval(slot)
     busy = load_busy(sub_account.id, occupied, exclude_booking_id=exclude_booking_id)
-    for busy_kind, message in (
-        (busy.bookings, CONFLICT_BOOKING),
-        (busy.blocked, CONFLICT_BLOCKED),
-        (busy.external, CONFLICT_EXTERNAL),
+    for busy_kind, message, cause in (
+        (busy.bookings, CONFLICT_BOOKING, "booking"),
+        (busy.blocked, CONFLICT_BLOCKED, "blocked_time"),
+        (busy.external, CONFLICT_EXTERNAL, "external_event"),
     ):
         if conflicting(slot, busy_kind, rules) is not None:
-            raise BookingConflict(message)
+            raise BookingConflict(message, cause)
     return occupied
 
 
@@ -156,7 +162,7 @@ def _flush_booking() -> None:
         db.session.flush()
     except IntegrityError as err:
         if getattr(err.orig, "sqlstate", None) == "23P01":  # exclusion_violation
-            raise BookingConflict(CONFLICT_BOOKING) from None
+            raise BookingConflict(CONFLICT_BOOKING, "booking") from None
         raise
 
 
@@ -234,6 +240,7 @@ def create_booking(
         # event type has been deactivated since.
         earlier = _idempotent_replay(sub_account.id, new.idempotency_key, fingerprint, now)
         if earlier is not None:
+            IDEMPOTENT_REPLAYS.inc()
             return earlier, True
     event_type = find_event_type(sub_account, event_type_id)
 

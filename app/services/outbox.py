@@ -25,10 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.extensions import db
+from app.metrics import DELIVERIES
 from app.models import DeliveryStatus, OutboxDelivery, OutboxEvent
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,7 @@ def _record(
         record = OutboxDelivery(event_id=event_id, handler=handler_name)
         db.session.add(record)
     record.attempts = attempt
+    DELIVERIES.labels(handler_name, "delivered" if error is None else "failed").inc()
     if error is None:
         record.status = DeliveryStatus.DELIVERED
         record.delivered_at = now
@@ -207,6 +209,17 @@ def _record(
         db.session.rollback()
         return False
     return True
+
+
+def backlog(now: datetime) -> tuple[int, float]:
+    """How many events some handler has not had yet, and the oldest one's age in seconds (0
+    when there is none): the worker's lag, for monitoring."""
+    count, oldest = db.session.execute(
+        select(func.count(), func.min(OutboxEvent.occurred_at)).where(
+            OutboxEvent.delivered_at.is_(None)
+        )
+    ).one()
+    return count, (now - oldest).total_seconds() if oldest is not None else 0.0
 
 
 def undelivered_events(

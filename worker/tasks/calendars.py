@@ -8,6 +8,7 @@ from datetime import timedelta
 from celery import shared_task
 
 from app.extensions import db
+from app.metrics import CALENDAR_SYNCS
 from app.models.types import utcnow
 from app.services.calendars.sync import active_connection_ids, sync_connection
 from app.services.outbox import retry_delay
@@ -32,6 +33,7 @@ def sync(self, connection_id: int) -> str:
     """Sync one connection. A failure is recorded on the connection by the service (and
     committed with this task); a retryable one is tried again with backoff."""
     result = sync_connection(connection_id, now=utcnow())
+    CALENDAR_SYNCS.labels(result.status).inc()
     if not result.ok and result.retryable and self.request.retries < self.max_retries:
         db.session.commit()  # keep the recorded failure; the retry is a new task run
         wait = retry_delay(self.request.retries + 1, RETRY_BASE)

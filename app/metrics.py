@@ -1,0 +1,158 @@
+"""Prometheus metrics: what the service did, counted where it happens, exposed at ``/metrics``.
+
+Counted with ``prometheus_client``. Under gunicorn (``PROMETHEUS_MULTIPROC_DIR``, which
+``gunicorn.conf.py`` sets) every worker process writes its counts to files in one folder and
+``/metrics`` adds them up, so any worker answers for all. The Celery worker counts the same way
+in a folder of its own and serves its metrics itself (``worker.metrics``). Without the folder
+(tests in one process, ``flask run``) the counts live in the process.
+
+``/metrics`` is private: it answers 404 unless ``METRICS_TOKEN`` is set, and then only to
+``Authorization: Bearer <token>``. The outbox backlog is read from the database at each scrape,
+so it is right whichever process or machine wrote the events.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import time
+from collections.abc import Iterator
+
+from flask import Blueprint, Flask, Response, current_app, g, request
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from werkzeug.exceptions import NotFound, Unauthorized
+
+from app.services.events import BookingEvent, subscribe
+
+HTTP_REQUESTS = Counter(
+    "calendar_http_requests_total",
+    "HTTP requests answered, by route and status",
+    ["method", "route", "status"],
+)
+HTTP_LATENCY = Histogram(
+    "calendar_http_request_duration_seconds",
+    "Time from the request reaching the app to its answer, by route",
+    ["method", "route"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+BOOKING_EVENTS = Counter(
+    "calendar_booking_events_total",
+    "Booking changes committed (booking.created, booking.rescheduled, booking.cancelled, …)",
+    ["event"],
+)
+BOOKING_CONFLICTS = Counter(
+    "calendar_booking_conflicts_total",
+    "Creates and moves refused because the time is taken, by what takes it",
+    ["cause"],
+)
+IDEMPOTENT_REPLAYS = Counter(
+    "calendar_idempotent_replays_total",
+    "Creates answered with the booking an earlier request with the same idempotencyKey made",
+)
+RATE_LIMITED = Counter(
+    "calendar_rate_limit_rejections_total",
+    "Requests refused with 429, by the bucket that was full (an API key or an address)",
+    ["bucket"],
+)
+CALENDAR_SYNCS = Counter(
+    "calendar_calendar_syncs_total",
+    "Connected-calendar syncs run by the worker, by outcome",
+    ["outcome"],
+)
+DELIVERIES = Counter(
+    "calendar_deliveries_total",
+    "Outbox deliveries attempted (write-back, notifications, webhooks), by outcome",
+    ["handler", "outcome"],
+)
+
+UNMATCHED_ROUTE = "(unmatched)"
+
+
+def scrape_registry() -> CollectorRegistry:
+    """What ``/metrics`` shows: every process's counts when they share a folder, else this
+    process's own."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return registry
+    return REGISTRY
+
+
+class OutboxBacklog(Collector):
+    """Events not yet delivered to every handler, and the age of the oldest: read from the
+    database at scrape time."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        # Imported here: the outbox service counts its deliveries with this module.
+        from app.models.types import utcnow
+        from app.services.outbox import backlog
+
+        with self.app.app_context():
+            count, oldest_age = backlog(utcnow())
+        yield GaugeMetricFamily(
+            "calendar_outbox_backlog_events", "Outbox events not delivered yet", value=count
+        )
+        yield GaugeMetricFamily(
+            "calendar_outbox_oldest_undelivered_seconds",
+            "Age of the oldest outbox event not delivered yet (0 when none)",
+            value=oldest_age,
+        )
+
+
+metrics_blueprint = Blueprint("metrics", __name__)
+
+
+@metrics_blueprint.get("/metrics")
+def exposition() -> Response:
+    token = current_app.config.get("METRICS_TOKEN")
+    if not token:
+        raise NotFound()
+    sent = request.headers.get("Authorization", "")
+    if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+        raise Unauthorized(www_authenticate="Bearer")
+    registry = scrape_registry()
+    output = generate_latest(registry) + generate_latest(_backlog_registry(current_app))
+    return Response(output, content_type=CONTENT_TYPE_LATEST)
+
+
+def _backlog_registry(app: Flask) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(OutboxBacklog(app))
+    return registry
+
+
+def _start_timer() -> None:
+    g.request_started = time.perf_counter()
+
+
+def _count_request(response: Response) -> Response:
+    started = g.pop("request_started", None)
+    route = request.url_rule.rule if request.url_rule is not None else UNMATCHED_ROUTE
+    HTTP_REQUESTS.labels(request.method, route, str(response.status_code)).inc()
+    if started is not None:
+        HTTP_LATENCY.labels(request.method, route).observe(time.perf_counter() - started)
+    return response
+
+
+def count_booking_event(booking_event: BookingEvent) -> None:
+    BOOKING_EVENTS.labels(str(booking_event.kind)).inc()
+
+
+def register_metrics(app: Flask) -> None:
+    app.before_request(_start_timer)
+    app.after_request(_count_request)
+    app.register_blueprint(metrics_blueprint)
+    subscribe(count_booking_event)

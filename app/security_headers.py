@@ -1,0 +1,162 @@
+"""Security headers on every answer, no cookies from the agent API, and ``X-Forwarded-*``
+believed only from the proxies the deployment says are in front of the app.
+
+Every response carries ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``
+and ``X-Frame-Options: DENY``, and, when the request came over TLS (``request.is_secure``,
+which behind a trusted proxy follows its ``X-Forwarded-Proto``),
+``Strict-Transport-Security: max-age=31536000; includeSubDomains``.
+
+HTML responses carry a ``Content-Security-Policy``. The dashboard's (sign-in, invitation and
+error pages too) allows scripts, styles, fonts, images and requests from this site only, no
+plugins, no ``<base>`` elsewhere, forms posting here only and no framing, with these exact
+exceptions for what the templates and the vendored libraries do inline (each allowed by its
+SHA-256, so an injected script or style is still refused):
+
+- the two inline event handlers (``'unsafe-hashes'``): the sub-account switcher's
+  ``onchange="this.form.submit()"`` (``base.html``) and the show-once box's
+  ``onfocus="this.select()"`` (``show_once.html``);
+- the show-once box's copy-button script, hashed as the ``secret_box`` macro renders it for
+  each id the templates give it (``SECRET_BOX_IDS``);
+- FullCalendar's ``<style data-fullcalendar>``, which it inserts empty and fills through the
+  CSSOM (the hash of the empty string), and the indicator rules htmx 2 inserts
+  (``HTMX_INDICATOR_STYLE``);
+- fonts from ``data:`` (FullCalendar's icon font is embedded in its styles).
+
+Moving those scripts into ``app/static`` and turning htmx's indicator styles off would let the
+policy drop every hash.
+
+The Swagger UI page (``/v1/api/docs``) has a policy of its own: its one inline script (from
+flask-smorest's template, built from the configuration only, never from the request) is allowed
+by its hash, taken from the page as served; its stylesheet's icons are ``data:`` images.
+
+Responses to a signed-in user's session are ``Cache-Control: no-store``. "Signed in" is read
+from the session (Flask-Login's ``_user_id``), not through ``current_user``, so the hook never
+queries the database: a page answered during a database outage keeps its own status.
+
+The agent API never reads or writes the session cookie (``ApiWithoutSession``), so no response
+under ``/v1/api`` sets a cookie, not even the refresh of a browser's dashboard session; any
+other ``Set-Cookie`` there is removed.
+
+``TRUSTED_PROXY_COUNT`` (default 0) is the number of reverse proxies in front of the app. With
+0 the ``X-Forwarded-*`` headers are ignored: ``request.remote_addr``, the address the rate
+limits and the sign-in throttle count per, is the connection's peer, whatever a client forges.
+With N > 0, werkzeug's ``ProxyFix`` takes the address, scheme, host and port the N-th proxy
+from the app saw (the N-th ``X-Forwarded-For`` entry from the right).
+"""
+
+from __future__ import annotations
+
+import re
+from base64 import b64encode
+from collections.abc import Iterable
+from hashlib import sha256
+from typing import Any
+
+from flask import Flask, Request, request, session
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
+from werkzeug.middleware.proxy_fix import ProxyFix
+from werkzeug.wrappers import Response
+
+from app.config import API_PREFIX
+
+SWAGGER_UI_ENDPOINT = "api-docs.openapi_swagger_ui"
+
+INLINE_HANDLERS = ("this.form.submit()", "this.select()")
+SECRET_BOX_IDS = ("new-key", "new-secret", "invitation-link")
+HTMX_INDICATOR_STYLE = (
+    ".htmx-indicator{opacity:0;visibility: hidden} "
+    ".htmx-request .htmx-indicator, .htmx-request.htmx-indicator"
+    "{opacity:1;visibility: visible;transition: opacity 200ms ease-in}"
+)
+FULLCALENDAR_STYLE = ""
+
+HSTS = "max-age=31536000; includeSubDomains"
+_COMMON_DIRECTIVES = (
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+
+
+def source_hash(text: str) -> str:
+    """A CSP hash source for an inline script, style or event handler."""
+    return f"'sha256-{b64encode(sha256(text.encode()).digest()).decode()}'"
+
+
+def inline_scripts(html: str) -> list[str]:
+    """The contents of the attribute-less ``<script>`` elements of ``html``."""
+    return _INLINE_SCRIPT.findall(html)
+
+
+def dashboard_policy(app: Flask) -> str:
+    secret_box = app.jinja_env.get_template("dashboard/show_once.html").module.secret_box
+    scripts = [s for i in SECRET_BOX_IDS for s in inline_scripts(str(secret_box("", "", i)))]
+    script_hashes = " ".join(source_hash(s) for s in (*INLINE_HANDLERS, *scripts))
+    style_hashes = " ".join(source_hash(s) for s in (FULLCALENDAR_STYLE, HTMX_INDICATOR_STYLE))
+    return (
+        f"default-src 'self'; script-src 'self' 'unsafe-hashes' {script_hashes}; "
+        f"style-src 'self' {style_hashes}; font-src 'self' data:; {_COMMON_DIRECTIVES}"
+    )
+
+
+def swagger_ui_policy(scripts: Iterable[str]) -> str:
+    script_hashes = " ".join(source_hash(s) for s in scripts)
+    return (
+        f"default-src 'self'; script-src 'self' {script_hashes}; style-src 'self'; "
+        f"img-src 'self' data:; {_COMMON_DIRECTIVES}"
+    )
+
+
+def is_api(path: str) -> bool:
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+class ApiWithoutSession(SecureCookieSessionInterface):
+    """Flask's signed-cookie session, except under the API: there the cookie is not read (an
+    empty session stands in) and nothing is saved, so no ``Set-Cookie`` and no
+    ``Vary: Cookie``."""
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        if is_api(request.path):
+            return self.session_class()
+        return super().open_session(app, request)
+
+    def save_session(self, app: Flask, session: Any, response: Response) -> None:
+        if is_api(request.path):
+            return
+        super().save_session(app, session, response)
+
+
+def trust_proxies(app: Flask) -> None:
+    count = int(app.config.get("TRUSTED_PROXY_COUNT", 0))
+    if count < 0:
+        raise RuntimeError("TRUSTED_PROXY_COUNT must be 0 (no proxy) or more")
+    if count:
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=count, x_proto=count, x_host=count, x_port=count
+        )
+
+
+def register_security_headers(app: Flask) -> None:
+    trust_proxies(app)
+    app.session_interface = ApiWithoutSession()
+    policy = dashboard_policy(app)
+
+    @app.after_request
+    def _security_headers(response: Response) -> Response:
+        headers = response.headers
+        headers["X-Content-Type-Options"] = "nosniff"
+        headers["Referrer-Policy"] = "same-origin"
+        headers["X-Frame-Options"] = "DENY"
+        if request.is_secure:
+            headers["Strict-Transport-Security"] = HSTS
+        if response.mimetype == "text/html":
+            headers["Content-Security-Policy"] = (
+                swagger_ui_policy(inline_scripts(response.get_data(as_text=True)))
+                if request.endpoint == SWAGGER_UI_ENDPOINT
+                else policy
+            )
+        if is_api(request.path):
+            headers.remove("Set-Cookie")
+        elif request.endpoint != "static" and "_user_id" in session:
+            headers["Cache-Control"] = "no-store"
+        return response

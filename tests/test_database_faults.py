@@ -208,19 +208,21 @@ def test_postgres_restarted_under_load_answers_201_or_fast_503_and_recovers(serv
     assert_degraded_cleanly(service, answers, restored_at)
 
 
-@pytest.mark.slow
-def test_postgres_stopped_for_ten_seconds_answers_fast_503s_and_recovers(service):
-    answers, restored_at = outage_under_load(
-        service, fault=service.postgres.stop, restore=service.postgres.start
-    )
-    assert any(answer.status == 503 for answer in answers)
-    assert_degraded_cleanly(service, answers, restored_at)
+# How PostgreSQL goes away for OUTAGE_S seconds, and comes back.
+OUTAGES = {
+    "stopped": (OwnPostgres.stop, OwnPostgres.start),
+    "frozen": (OwnPostgres.freeze, OwnPostgres.thaw),
+}
 
 
 @pytest.mark.slow
-def test_postgres_frozen_for_ten_seconds_answers_fast_503s_and_recovers(service):
+@pytest.mark.parametrize("outage", OUTAGES)
+def test_postgres_away_for_ten_seconds_answers_fast_503s_and_recovers(service, outage):
+    fault, restore = OUTAGES[outage]
     answers, restored_at = outage_under_load(
-        service, fault=service.postgres.freeze, restore=service.postgres.thaw
+        service,
+        fault=lambda: fault(service.postgres),
+        restore=lambda: restore(service.postgres),
     )
     assert any(answer.status == 503 for answer in answers)
     assert_degraded_cleanly(service, answers, restored_at)

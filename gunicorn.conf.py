@@ -65,7 +65,8 @@ control_socket_disable = True
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="calendar-web-metrics-")
 
-# A path segment after /invite/ is a secret (an invitation token).
+# A path segment after /invite/ is a secret (an invitation token). app.logs masks it too, but
+# importing it here would build the whole app in the master, before gevent patches the workers.
 _SECRET_IN_PATH = re.compile(r"(/invite/)[^/?]+")
 
 

@@ -34,7 +34,8 @@ from sqlalchemy import text
 from app import create_app
 from app.extensions import db
 from app.services import passwords
-from tests.factories import NEW_YORK, TenantFactory
+from tests.dashboard import owner_email, sign_in
+from tests.factories import NEW_YORK, Tenant, TenantFactory
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -209,6 +210,13 @@ def client(app: Flask) -> FlaskClient:
 @pytest.fixture
 def tenants(app: Flask) -> TenantFactory:
     return TenantFactory()
+
+
+@pytest.fixture
+def signed_in(client: FlaskClient, tenant: Tenant) -> FlaskClient:
+    """The test client, signed in to the dashboard as the tenant's agency owner."""
+    sign_in(client, owner_email(tenant))
+    return client
 
 
 @pytest.fixture

@@ -28,6 +28,15 @@ def sign_in(client, email: str, password: str = PASSWORD):
     return client.post("/login", data={"email": email, "password": password, "csrf_token": token})
 
 
+def sign_in_browser(page, base: str, email: str, password: str) -> None:
+    """Sign in through the login form in a real browser (Playwright), up to the overview."""
+    page.goto(base + "/login")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(base + "/dashboard/s/*/")
+
+
 def owner_email(tenant) -> str:
     return db.session.get(User, tenant.raw["agencies"][0]["ownerId"]).email
 

@@ -141,6 +141,19 @@ def make_booking(
     return booking
 
 
+def book_through_api(client, tenant: Tenant, start: datetime, **fields: Any):
+    """``POST`` a 30-minute Cleaning booking at ``start`` with one attendee (``fields`` added
+    to the body); returns the response."""
+    payload = {
+        "startTime": z(start),
+        "endTime": z(start + timedelta(minutes=30)),
+        "attendees": [{"email": "pat@example.test"}],
+        **fields,
+    }
+    url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
+    return client.post(url, json=payload, headers=tenant.headers())
+
+
 NEW_YORK = ZoneInfo("America/New_York")
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from sqlalchemy import text
 
@@ -11,7 +9,7 @@ from app.extensions import db
 from app.models.types import utcnow
 from app.services import events
 from app.services.events import BookingEvent, BookingEventKind
-from tests.factories import make_booking, next_monday, ny, z
+from tests.factories import book_through_api, make_booking, next_monday, ny, z
 
 MONDAY = next_monday()
 
@@ -35,17 +33,6 @@ def received(app):
     events.unsubscribe(record)
 
 
-def create(client, tenant, start, **extra):
-    payload = {
-        "startTime": z(start),
-        "endTime": z(start + timedelta(minutes=30)),
-        "attendees": [{"email": "pat@example.test"}],
-        **extra,
-    }
-    url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
-    return client.post(url, json=payload, headers=tenant.headers())
-
-
 def put(client, tenant, booking_id, payload):
     url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings/{booking_id}"
     return client.put(url, json=payload, headers=tenant.headers())
@@ -56,7 +43,7 @@ def kinds(received):
 
 
 def test_create_emits_created_after_commit(client, tenant, received):
-    booking_id = create(client, tenant, ny(MONDAY, 10)).json["id"]
+    booking_id = book_through_api(client, tenant, ny(MONDAY, 10)).json["id"]
     ((event, committed),) = received
     assert (event.kind, event.booking_id, event.sub_account_id) == (
         BookingEventKind.CREATED,
@@ -67,14 +54,14 @@ def test_create_emits_created_after_commit(client, tenant, received):
 
 
 def test_idempotent_replay_emits_nothing(client, tenant, received):
-    create(client, tenant, ny(MONDAY, 10), idempotencyKey="k")
-    create(client, tenant, ny(MONDAY, 10), idempotencyKey="k")
+    book_through_api(client, tenant, ny(MONDAY, 10), idempotencyKey="k")
+    book_through_api(client, tenant, ny(MONDAY, 10), idempotencyKey="k")
     assert kinds(received) == [BookingEventKind.CREATED]
 
 
 def test_refused_create_emits_nothing(client, tenant, received):
     make_booking(tenant, ny(MONDAY, 10))
-    assert create(client, tenant, ny(MONDAY, 10)).status_code == 400
+    assert book_through_api(client, tenant, ny(MONDAY, 10)).status_code == 400
     assert received == []
 
 
@@ -119,7 +106,7 @@ def test_a_failing_subscriber_does_not_fail_the_request(client, tenant, received
 
     events.subscribe(broken)
     try:
-        response = create(client, tenant, ny(MONDAY, 10))
+        response = book_through_api(client, tenant, ny(MONDAY, 10))
     finally:
         events.unsubscribe(broken)
     assert response.status_code == 201

@@ -100,12 +100,6 @@ def preview_of(page: str, day: date) -> str:
     return found.group(1)
 
 
-@pytest.fixture
-def signed_in(client, tenant):
-    sign_in(client, owner_email(tenant))
-    return client
-
-
 # The page
 
 

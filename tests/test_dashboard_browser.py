@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.conftest import backend_unavailable
+from tests.dashboard import sign_in_browser
 from tests.servers import ROOT, gunicorn, migrate_and_run_demo
 
 pytestmark = pytest.mark.slow
@@ -191,11 +192,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     the owner confirms and cancels it; an invited agency user sees only what was granted."""
     base, demo = site
     page = browser.new_page(viewport=WIDTHS["laptop"])
-    page.goto(base + "/login")
-    page.get_by_label("Email").fill(demo.email)
-    page.get_by_label("Password").fill(demo.password)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(base + "/dashboard/s/*/")
+    sign_in_browser(page, base, demo.email, demo.password)
     demo_overview = page.url
 
     # A new sub account, from the team page.

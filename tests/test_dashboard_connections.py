@@ -42,12 +42,6 @@ def radicale(tmp_path):
         yield server
 
 
-@pytest.fixture
-def signed_in(client, tenant):
-    sign_in(client, owner_email(tenant))
-    return client
-
-
 def list_page(tenant) -> str:
     return f"/dashboard/s/{tenant.sub_account_id}/connections"
 

@@ -38,12 +38,6 @@ def stored(contact_id) -> Contact | None:
     return db.session.get(Contact, contact_id)
 
 
-@pytest.fixture
-def signed_in(client, tenant):
-    sign_in(client, owner_email(tenant))
-    return client
-
-
 def test_contacts_are_listed_by_name_with_links(signed_in, tenant):
     pat = add_contact(tenant, "pat@example.test", "Pat Quinn", phone="+1 555 0100")
     add_contact(tenant, "ann@example.test", "Ann Lee")

@@ -11,7 +11,7 @@ import pytest
 
 from app.extensions import db
 from app.models import EventType
-from tests.dashboard import csrf_token, owner_email, sign_in
+from tests.dashboard import csrf_token
 
 
 def base(tenant) -> str:
@@ -57,12 +57,6 @@ def error_next_to(page: str, field_id: str) -> str:
     found = re.search(rf'<p class="error" id="{field_id}-errors">([^<]*)</p>', page)
     assert found, f"no error shown for {field_id}"
     return html.unescape(found.group(1))
-
-
-@pytest.fixture
-def signed_in(client, tenant):
-    sign_in(client, owner_email(tenant))
-    return client
 
 
 def test_the_list_shows_each_event_type_with_its_event_type_id(signed_in, tenant):

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from prometheus_client import REGISTRY
 
-from tests.factories import next_monday, ny, z
+from tests.factories import book_through_api, next_monday, ny, z
 from tests.servers import gunicorn, migrate_and_run_demo
 
 MONDAY = next_monday()
@@ -22,17 +22,6 @@ TOKEN = "scrape-token-1234"
 
 def value(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
-
-
-def book(client, tenant, start, **fields):
-    payload = {
-        "startTime": z(start),
-        "endTime": z(start + timedelta(minutes=30)),
-        "attendees": [{"email": "metrics@example.test"}],
-        **fields,
-    }
-    path = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
-    return client.post(path, json=payload, headers=tenant.headers())
 
 
 def scrape(client, token=TOKEN):
@@ -58,7 +47,7 @@ def test_created_bookings_are_counted_by_event_and_by_status(client, tenant):
     route = "/v1/api/calendar/event-types/<id:event_type_id>/bookings"
     answered = value("calendar_http_requests_total", method="POST", route=route, status="201")
     for hour in (9, 10, 11):
-        assert book(client, tenant, ny(MONDAY, hour)).status_code == 201
+        assert book_through_api(client, tenant, ny(MONDAY, hour)).status_code == 201
     assert value("calendar_booking_events_total", event="booking.created") == created + 3
     assert (
         value("calendar_http_requests_total", method="POST", route=route, status="201")
@@ -76,15 +65,15 @@ def test_request_latency_is_observed_per_route(client, tenant):
 
 def test_conflicts_are_counted_by_cause(client, tenant):
     before = value("calendar_booking_conflicts_total", cause="booking")
-    assert book(client, tenant, ny(MONDAY, 13)).status_code == 201
-    assert book(client, tenant, ny(MONDAY, 13)).status_code == 400
+    assert book_through_api(client, tenant, ny(MONDAY, 13)).status_code == 201
+    assert book_through_api(client, tenant, ny(MONDAY, 13)).status_code == 400
     assert value("calendar_booking_conflicts_total", cause="booking") == before + 1
 
 
 def test_idempotent_replays_are_counted(client, tenant):
     before = value("calendar_idempotent_replays_total")
     for _ in range(3):
-        book(client, tenant, ny(MONDAY, 14), idempotencyKey="metrics-replay")
+        book_through_api(client, tenant, ny(MONDAY, 14), idempotencyKey="metrics-replay")
     assert value("calendar_idempotent_replays_total") == before + 2
 
 
@@ -108,7 +97,7 @@ def test_outbox_backlog_counts_undelivered_events(make_app, tenants):
         tenant = tenants.create()
         client = app.test_client()
         for hour in (9, 10):
-            assert book(client, tenant, ny(MONDAY, hour)).status_code == 201
+            assert book_through_api(client, tenant, ny(MONDAY, hour)).status_code == 201
         text = scrape(client).get_data(as_text=True)
     assert "calendar_outbox_backlog_events 2.0" in text
     oldest = re.search(r"^calendar_outbox_oldest_undelivered_seconds (\S+)$", text, re.M).group(1)

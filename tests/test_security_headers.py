@@ -14,7 +14,7 @@ import pytest
 
 from app.security_headers import HSTS, source_hash
 from tests.conftest import backend_unavailable
-from tests.dashboard import owner_email, sign_in
+from tests.dashboard import sign_in_browser
 from tests.servers import gunicorn, migrate_and_run_demo
 from tests.test_dashboard_api_keys import create_key, plain_key_of
 
@@ -29,12 +29,6 @@ STRICT = (
 )
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 _HANDLER = re.compile(r'\son[a-z]+="([^"]*)"')
-
-
-@pytest.fixture
-def signed_in(client, tenant):
-    sign_in(client, owner_email(tenant))
-    return client
 
 
 def overview(tenant) -> str:
@@ -215,11 +209,7 @@ def test_the_dashboard_and_the_api_docs_work_in_a_browser_without_a_policy_viola
         )
         page.on("pageerror", lambda error: problems.append(f"error: {error}"))
 
-        page.goto(base + "/login")
-        page.get_by_label("Email").fill(demo.email)
-        page.get_by_label("Password").fill(demo.password)
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_url(base + "/dashboard/s/*/")
+        sign_in_browser(page, base, demo.email, demo.password)
         first = page.url
         first_id = first.rstrip("/").rsplit("/", 1)[1]
 

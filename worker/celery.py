@@ -2,11 +2,26 @@
 find ``app`` here. Building the Flask app belongs to this entry point only, never to a task
 module."""
 
+from typing import Any
+
+from celery.signals import worker_process_init
+
 from worker.metrics import count_in_own_folder
 
 count_in_own_folder()  # before the app imports prometheus_client
 
 from app import create_app  # noqa: E402
+from app.extensions import db  # noqa: E402
 
 flask_app = create_app()
 app = flask_app.extensions["celery"]
+
+
+@worker_process_init.connect
+def connect_afresh_in_each_pool_process(**_: Any) -> None:
+    """A pool process is forked from the worker, whose heartbeat keeps database connections
+    in the pool. Two processes talking over one connection corrupt each other's transactions
+    (seen as "can't change 'autocommit' now: connection in transaction status INTRANS"), so
+    the child forgets the inherited connections, leaving them open for the parent."""
+    with flask_app.app_context():
+        db.engine.dispose(close=False)

@@ -1,5 +1,5 @@
-"""Operator commands: ``flask provision FILE``, ``flask demo`` and ``flask connections …``
-(``app.cli_messages``: ``flask webhooks …`` and ``flask outbox``)."""
+"""Operator commands: ``flask provision FILE``, ``flask demo``, ``flask connections …`` and
+``flask secrets reencrypt`` (``app.cli_messages``: ``flask webhooks …`` and ``flask outbox``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 import sys
 
 import click
-from flask import Flask
+from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from app.cli_messages import outbox_command, service_failure, webhooks_group
@@ -25,6 +25,8 @@ from app.services.connections import (
 from app.services.demo import ensure_demo
 from app.services.errors import ServiceError
 from app.services.provisioning import ProvisioningInvalid, provision
+from app.services.secret_rotation import reencrypt_stored_secrets
+from app.services.secrets import secret_keys
 
 
 @click.command("provision")
@@ -167,9 +169,25 @@ def connections_remove(connection_id: int) -> None:
     click.echo(json.dumps({"removed": connection_id}))
 
 
+secrets_group = AppGroup("secrets", help="Stored secrets: reencrypt after a SECRET_KEY rotation.")
+
+
+@secrets_group.command("reencrypt")
+def secrets_reencrypt() -> None:
+    """Re-encrypt every stored calendar password and webhook secret with the current
+    SECRET_KEY, reading them with it or any key in SECRET_KEY_FALLBACKS. Prints the counts;
+    exits 1 if a secret none of the keys can read was left as it was."""
+    outcome = reencrypt_stored_secrets(secret_keys(current_app.config))
+    db.session.commit()
+    click.echo(json.dumps(outcome.as_dict()))
+    if any(outcome.unreadable.values()):
+        raise SystemExit(1)
+
+
 def register_commands(app: Flask) -> None:
     app.cli.add_command(provision_command)
     app.cli.add_command(demo_command)
     app.cli.add_command(connections_group)
     app.cli.add_command(webhooks_group)
     app.cli.add_command(outbox_command)
+    app.cli.add_command(secrets_group)

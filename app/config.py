@@ -140,6 +140,12 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         if app_config["APP_ENV"] == "production":
             raise RuntimeError("SECRET_KEY must be set when APP_ENV=production")
         app_config["SECRET_KEY"] = _instance_secret_key(instance)
+    if env.get("SECRET_KEY_FALLBACKS"):
+        # Earlier keys, comma-separated, during a rotation (docs/deployment.md): sessions they
+        # signed and secrets they encrypted stay readable.
+        app_config["SECRET_KEY_FALLBACKS"] = [
+            key.strip() for key in env["SECRET_KEY_FALLBACKS"].split(",") if key.strip()
+        ]
 
     if env.get("OUTBOX_DISPATCH"):
         app_config["OUTBOX_DISPATCH"] = env["OUTBOX_DISPATCH"].lower() not in ("0", "false", "no")

@@ -6,7 +6,7 @@ import pytest
 
 from app.config import Config, database_url_from_env, load_config
 
-ENV_VARS = ("APP_ENV", "DATABASE_URL", "SECRET_KEY", "REDIS_URL")
+ENV_VARS = ("APP_ENV", "DATABASE_URL", "SECRET_KEY", "SECRET_KEY_FALLBACKS", "REDIS_URL")
 
 
 @pytest.fixture
@@ -50,6 +50,14 @@ def test_environment_secret_key_wins(clean_env, tmp_path):
     config = defaults()
     load_config(config, str(tmp_path))
     assert config["SECRET_KEY"] == "from-env"
+
+
+def test_earlier_secret_keys_come_comma_separated_from_the_environment(clean_env, tmp_path):
+    clean_env.setenv("SECRET_KEY", "new-key")
+    clean_env.setenv("SECRET_KEY_FALLBACKS", "older-key, oldest-key,")
+    config = defaults()
+    load_config(config, str(tmp_path))
+    assert config["SECRET_KEY_FALLBACKS"] == ["older-key", "oldest-key"]
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,7 @@ def test_a_connection_is_added_and_its_password_never_shown_again(signed_in, ten
         "Personal",
     )
     assert connection.write_back is True and SECRET not in connection.encrypted_secret
-    assert decrypt_secret(connection.encrypted_secret, "test-secret-key") == SECRET
+    assert decrypt_secret(connection.encrypted_secret, ["test-secret-key"]) == SECRET
     pages = [
         signed_in.get(list_page(tenant)),
         signed_in.get(page_of(tenant, connection_id)),
@@ -286,7 +286,7 @@ def test_another_server_needs_the_password_again(signed_in, tenant, radicale):
     assert accepted.status_code == 302
     connection = stored(connection_id)
     assert connection.url == elsewhere
-    assert decrypt_secret(connection.encrypted_secret, "test-secret-key") == new_password
+    assert decrypt_secret(connection.encrypted_secret, ["test-secret-key"]) == new_password
 
 
 def test_a_password_typed_into_a_refused_form_is_not_shown_back(signed_in, tenant, radicale):

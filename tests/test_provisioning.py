@@ -199,7 +199,7 @@ def test_calendar_connections_keep_the_password_encrypted(app, tmp_path):
         True,
     )
     assert "app-password" not in personal.encrypted_secret
-    assert decrypt_secret(personal.encrypted_secret, app.config["SECRET_KEY"]) == "app-password"
+    assert decrypt_secret(personal.encrypted_secret, [app.config["SECRET_KEY"]]) == "app-password"
     family = db.session.get(CalendarConnection, ids["Family"])
     assert (family.calendar, family.write_back) == (None, True)  # the only calendar; default
     assert (family.busy_count, family.consecutive_failures, family.last_success_at) == (0, 0, None)

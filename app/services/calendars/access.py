@@ -8,7 +8,7 @@ from flask import current_app
 from app.models import CalendarConnection
 from app.services.calendars.caldav_calendar import CalendarAccess
 from app.services.calendars.errors import CalendarSyncError, CredentialsUnreadable
-from app.services.secrets import SecretUnreadable, decrypt_secret
+from app.services.secrets import SecretUnreadable, decrypt_secret, secret_keys
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _ERROR_LENGTH = 2000
@@ -29,7 +29,7 @@ def connection_access(
     password, problem = None, None
     if connection.encrypted_secret is not None:
         try:
-            password = decrypt_secret(connection.encrypted_secret, current_app.config["SECRET_KEY"])
+            password = decrypt_secret(connection.encrypted_secret, secret_keys(current_app.config))
         except SecretUnreadable:
             problem = CredentialsUnreadable(
                 "the stored password cannot be decrypted with this SECRET_KEY; enter it again"

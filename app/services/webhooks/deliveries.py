@@ -48,7 +48,7 @@ from app.scheduling.timezones import format_utc
 from app.services.errors import NotFound
 from app.services.ids import is_storable_id
 from app.services.outbox import Delivery, retry_delay
-from app.services.secrets import SecretUnreadable, decrypt_secret
+from app.services.secrets import SecretUnreadable, decrypt_secret, secret_keys
 from app.services.webhooks.http import Answer, post
 from app.services.webhooks.subscriptions import allow_private, require_https
 from app.services.webhooks.targets import UnsafeWebhookUrl, resolve_target
@@ -165,7 +165,7 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
     else:
         shown = BookingSchema().dump(session.get(Booking, event.booking_id))
     try:
-        secret = decrypt_secret(subscription.encrypted_secret, current_app.config["SECRET_KEY"])
+        secret = decrypt_secret(subscription.encrypted_secret, secret_keys(current_app.config))
     except SecretUnreadable:
         secret = None
     payload = {

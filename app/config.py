@@ -129,6 +129,7 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "DB_STATEMENT_TIMEOUT_MS",
         "DB_POOL_SIZE",
         "DB_POOL_TIMEOUT_S",
+        "DB_MIGRATION_LOCK_TIMEOUT_MS",
         "METRICS_TOKEN",
     ):
         if env.get(name):

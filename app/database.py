@@ -33,6 +33,7 @@ DEFAULT_CONNECT_TIMEOUT_S = 3
 DEFAULT_STATEMENT_TIMEOUT_MS = 5000
 DEFAULT_POOL_SIZE = 10
 DEFAULT_POOL_TIMEOUT_S = 3.0
+DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 3000
 
 # How much longer than the server's statement timeout the client waits for any answer: the
 # server's own cancel (a clean error on a live connection) should come first.
@@ -46,6 +47,12 @@ def _setting(config: Mapping[str, Any], name: str, default: float) -> float:
 
 def statement_timeout_ms(config: Mapping[str, Any]) -> int:
     return int(_setting(config, "DB_STATEMENT_TIMEOUT_MS", DEFAULT_STATEMENT_TIMEOUT_MS))
+
+
+def migration_lock_timeout_ms(config: Mapping[str, Any]) -> int:
+    """How long a migration may wait for a table's lock (``DB_MIGRATION_LOCK_TIMEOUT_MS``):
+    while it waits, every request touching that table waits behind it."""
+    return int(_setting(config, "DB_MIGRATION_LOCK_TIMEOUT_MS", DEFAULT_MIGRATION_LOCK_TIMEOUT_MS))
 
 
 def answer_deadline_s(config: Mapping[str, Any]) -> float | None:

@@ -5,7 +5,7 @@ from flask import current_app
 from sqlalchemy import inspect
 
 from alembic import context
-from app.database import without_statement_timeout
+from app.database import migration_lock_timeout_ms, without_statement_timeout
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
@@ -99,8 +99,13 @@ def run_migrations_online():
             # the alembic_version row is rolled back when the connection closes.
             connection.commit()
         else:
-            # Building an index on a large table may take longer than a request may wait.
+            # Building an index on a large table may take longer than a request may wait; but
+            # waiting for a table's lock behind a long transaction must not: every request on
+            # that table would queue behind the migration. The release fails instead; run it
+            # again (docs/deployment.md, zero-downtime migrations).
             without_statement_timeout(connection.connection.dbapi_connection)
+            lock_timeout = migration_lock_timeout_ms(current_app.config)
+            connection.exec_driver_sql(f"SET lock_timeout = {lock_timeout}")
             connection.commit()
         context.configure(connection=connection, target_metadata=get_metadata(), **conf_args)
 

@@ -4,6 +4,8 @@ earlier release never recorded."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +17,7 @@ from sqlalchemy import create_engine, inspect, text
 from app import MIGRATIONS_DIR, create_app
 from app.extensions import db
 from app.services.demo import DEMO_EMAIL, ensure_demo
+from tests.servers import BIN, ROOT
 
 HEAD = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 
@@ -159,3 +162,29 @@ def test_0004_keeps_calendar_connections_and_their_busy_time(fresh_database_url)
     engine.dispose()
     assert (old.url, old.last_sync_error, busy) == ("https://dav.test/", "boom", ["uid-1"])
     assert old.last_synced_at is not None
+
+
+def test_a_release_waiting_behind_a_long_transaction_gives_up_and_succeeds_when_run_again(
+    postgres_database,
+):
+    """While a migration waits for a table's lock, every request on that table queues behind
+    it; so it waits at most DB_MIGRATION_LOCK_TIMEOUT_MS, then fails, leaving nothing half
+    done."""
+    url = postgres_database()
+    run(url, upgrade, None, "0005")
+    env = {**os.environ, "DATABASE_URL": url, "DB_MIGRATION_LOCK_TIMEOUT_MS": "1000"}
+    release = [str(BIN / "flask"), "--app", "wsgi", "db", "upgrade"]
+    engine = create_engine(url)
+    try:
+        with engine.connect() as long_transaction:
+            long_transaction.execute(text("SELECT count(*) FROM bookings"))  # holds its lock
+            refused = subprocess.run(
+                release, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+            )
+    finally:
+        engine.dispose()
+    assert refused.returncode != 0
+    assert "lock timeout" in refused.stderr
+    assert recorded_revisions(url) == ["0005"]
+    subprocess.run(release, cwd=ROOT, env=env, capture_output=True, check=True, timeout=60)
+    assert recorded_revisions(url) == [HEAD]

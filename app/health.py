@@ -14,7 +14,7 @@ from flask import Blueprint, Flask, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from app.models.types import utcnow
-from app.services.health import migration_head, readiness
+from app.services.health import readiness, shipped_migrations
 
 health_blueprint = Blueprint("health", __name__)
 
@@ -27,7 +27,7 @@ def alive() -> ResponseReturnValue:
 @health_blueprint.get("/readyz")
 def ready() -> ResponseReturnValue:
     checks = readiness(
-        utcnow(), current_app.config.get("REDIS_URL"), current_app.extensions["migration_head"]
+        utcnow(), current_app.config.get("REDIS_URL"), current_app.extensions["shipped_migrations"]
     )
     ok = all(check.ok for check in checks.values())
     body = {
@@ -38,5 +38,5 @@ def ready() -> ResponseReturnValue:
 
 
 def register_health(app: Flask, migrations_dir: Path) -> None:
-    app.extensions["migration_head"] = migration_head(migrations_dir)
+    app.extensions["shipped_migrations"] = shipped_migrations(migrations_dir)
     app.register_blueprint(health_blueprint)

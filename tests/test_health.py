@@ -51,7 +51,7 @@ def test_readyz_is_unready_without_a_worker_seen_in_the_last_minute(app, client)
 
 def test_readyz_is_unready_when_the_schema_is_behind_the_code(app, client):
     worker_seen(timedelta(seconds=1))
-    head = app.extensions["migration_head"]
+    head = app.extensions["shipped_migrations"].head
     db.session.execute(text("UPDATE alembic_version SET version_num = '0001'"))
     db.session.commit()
     try:
@@ -62,6 +62,24 @@ def test_readyz_is_unready_when_the_schema_is_behind_the_code(app, client):
     assert checks["migrations"] == {
         "ok": False,
         "detail": f"database at 0001, code at {head}: run flask db upgrade",
+    }
+
+
+def test_readyz_stays_ready_on_a_schema_newer_than_the_code(app, client):
+    """Mid-deploy: the next release migrated, and this (older) process keeps serving."""
+    worker_seen(timedelta(seconds=1))
+    head = app.extensions["shipped_migrations"].head
+    db.session.execute(text("UPDATE alembic_version SET version_num = '0099_next_release'"))
+    db.session.commit()
+    try:
+        response = client.get("/readyz")
+    finally:
+        db.session.execute(text("UPDATE alembic_version SET version_num = :head"), {"head": head})
+        db.session.commit()
+    assert response.status_code == 200
+    assert response.json["checks"]["migrations"] == {
+        "ok": True,
+        "detail": f"database at 0099_next_release, newer than this code's head {head}",
     }
 
 

@@ -45,16 +45,29 @@ def record_worker_heartbeat(worker: str, now: datetime) -> None:
         heartbeat.seen_at = now
 
 
+@dataclass(frozen=True)
+class ShippedMigrations:
+    """The revisions this code ships, and the newest of them."""
+
+    head: str | None
+    revisions: frozenset[str]
+
+
 @cache
-def migration_head(migrations_dir: Path) -> str | None:
-    """The newest revision the code ships (read from the migration scripts, once)."""
+def shipped_migrations(migrations_dir: Path) -> ShippedMigrations:
+    """Read from the migration scripts, once."""
     config = AlembicConfig()
     config.set_main_option("script_location", str(migrations_dir))
-    return ScriptDirectory.from_config(config).get_current_head()
+    scripts = ScriptDirectory.from_config(config)
+    revisions = frozenset(script.revision for script in scripts.walk_revisions())
+    return ShippedMigrations(scripts.get_current_head(), revisions)
 
 
-def check_database(head: str | None) -> tuple[Check, Check]:
-    """The database answers, and its schema is at ``head``."""
+def check_database(shipped: ShippedMigrations) -> tuple[Check, Check]:
+    """The database answers, and its schema is one this code can serve: its head, or a newer
+    one. During a deploy, ``release`` migrates before the old processes stop; migrations are
+    written to keep the previous release working (docs/deployment.md), so the old processes
+    stay ready rather than all leaving the load balancer at once."""
     try:
         db.session.execute(text("SELECT 1"))
     except SQLAlchemyError as error:
@@ -66,11 +79,13 @@ def check_database(head: str | None) -> tuple[Check, Check]:
     except SQLAlchemyError:
         db.session.rollback()
         revision = None
-    migrations = (
-        Check(True, f"at head {head}")
-        if revision == head
-        else Check(False, f"database at {revision}, code at {head}: run flask db upgrade")
-    )
+    head = shipped.head
+    if revision == head:
+        migrations = Check(True, f"at head {head}")
+    elif revision is not None and revision not in shipped.revisions:
+        migrations = Check(True, f"database at {revision}, newer than this code's head {head}")
+    else:
+        migrations = Check(False, f"database at {revision}, code at {head}: run flask db upgrade")
     return Check(True, "answering"), migrations
 
 
@@ -100,8 +115,8 @@ def check_workers(now: datetime) -> Check:
     return Check(True, f"{len(seen)} seen in the last {int(WORKER_SILENCE.total_seconds())} s")
 
 
-def readiness(now: datetime, redis_url: str | None, head: str | None) -> dict[str, Check]:
-    database, migrations = check_database(head)
+def readiness(now: datetime, redis_url: str | None, shipped: ShippedMigrations) -> dict[str, Check]:
+    database, migrations = check_database(shipped)
     return {
         "database": database,
         "redis": check_redis(redis_url),

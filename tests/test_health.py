@@ -3,6 +3,7 @@ ready only when the database, Redis, the schema and a worker all are."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import timedelta
 
 from sqlalchemy import text
@@ -49,16 +50,23 @@ def test_readyz_is_unready_without_a_worker_seen_in_the_last_minute(app, client)
     assert response.json["checks"]["database"]["ok"] is True
 
 
+@contextmanager
+def schema_recorded_at(revision: str, head: str):
+    """The database says it is at ``revision`` for the duration."""
+    db.session.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": revision})
+    db.session.commit()
+    try:
+        yield
+    finally:
+        db.session.execute(text("UPDATE alembic_version SET version_num = :r"), {"r": head})
+        db.session.commit()
+
+
 def test_readyz_is_unready_when_the_schema_is_behind_the_code(app, client):
     worker_seen(timedelta(seconds=1))
     head = app.extensions["shipped_migrations"].head
-    db.session.execute(text("UPDATE alembic_version SET version_num = '0001'"))
-    db.session.commit()
-    try:
+    with schema_recorded_at("0001", head):
         checks = client.get("/readyz").json["checks"]
-    finally:
-        db.session.execute(text("UPDATE alembic_version SET version_num = :head"), {"head": head})
-        db.session.commit()
     assert checks["migrations"] == {
         "ok": False,
         "detail": f"database at 0001, code at {head}: run flask db upgrade",
@@ -69,13 +77,8 @@ def test_readyz_stays_ready_on_a_schema_newer_than_the_code(app, client):
     """Mid-deploy: the next release migrated, and this (older) process keeps serving."""
     worker_seen(timedelta(seconds=1))
     head = app.extensions["shipped_migrations"].head
-    db.session.execute(text("UPDATE alembic_version SET version_num = '0099_next_release'"))
-    db.session.commit()
-    try:
+    with schema_recorded_at("0099_next_release", head):
         response = client.get("/readyz")
-    finally:
-        db.session.execute(text("UPDATE alembic_version SET version_num = :head"), {"head": head})
-        db.session.commit()
     assert response.status_code == 200
     assert response.json["checks"]["migrations"] == {
         "ok": True,

@@ -10,7 +10,6 @@ import time
 import uuid
 from pathlib import Path
 
-import icalendar
 import psycopg
 import pytest
 from sqlalchemy import select
@@ -22,7 +21,7 @@ from tests.factories import ny, z
 from tests.radicale_servers import radicale_server
 from tests.servers import MACHINE_REDIS
 from tests.test_worker import celery_worker, wait_for
-from tests.test_worker_calendar_faults import MONDAY, connection_doc
+from tests.test_worker_calendar_faults import MONDAY, connection_doc, events_with_uid
 
 pytestmark = [
     pytest.mark.slow,
@@ -33,13 +32,6 @@ pytestmark = [
 def pool_process_of(worker_pid: int) -> int:
     (child,) = Path(f"/proc/{worker_pid}/task/{worker_pid}/children").read_text().split()
     return int(child)
-
-
-def events_with_uid(calendar, uid: str) -> list:
-    found = []
-    for obj in calendar.events():
-        found += icalendar.Calendar.from_ical(obj.data).walk("VEVENT")
-    return [e for e in found if str(e["UID"]) == uid]
 
 
 def test_a_task_whose_pool_process_is_killed_runs_again_and_writes_the_event_once(

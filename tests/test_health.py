@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from datetime import timedelta
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from app.extensions import db
 from app.models.types import utcnow
@@ -22,6 +22,18 @@ def worker_seen(ago: timedelta) -> None:
 def test_healthz_answers_ok_in_json(client):
     response = client.get("/healthz")
     assert (response.status_code, response.json) == (200, {"status": "ok"})
+
+
+def test_healthz_reads_nothing_from_the_database_even_with_an_api_key(app, client, tenant):
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(db.engine, "before_cursor_execute", listener)
+    try:
+        response = client.get("/healthz", headers=tenant.headers())
+    finally:
+        event.remove(db.engine, "before_cursor_execute", listener)
+    assert response.status_code == 200
+    assert statements == []
 
 
 def test_health_checks_are_not_rate_limited(make_app):

@@ -3,6 +3,7 @@ each handler gets each event at most once."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -225,3 +226,28 @@ def test_the_sweep_leaves_an_event_until_its_retry_is_due(event_id, failing):
     db.session.commit()
     assert outbox.undelivered_events(now) == []
     assert outbox.undelivered_events(record(event_id, "flaky").next_attempt_at) == [event_id]
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_two_handlers_finishing_at_once_leave_the_event_delivered(app, event_id, handlers):
+    """Each handler's task records its delivery and checks whether the event is done, in its
+    own transaction; the one that checks second must see the first one's record."""
+    handlers.register_handler("mail", lambda delivery, now: None)
+    handlers.register_handler("hook", lambda delivery, now: None)
+
+    def finish(handler: str) -> None:
+        with app.app_context():
+            outbox.handle_event(event_id, handler, utcnow())
+            outbox.mark_delivered_if_done(event_id, utcnow())
+            db.session.commit()
+            db.session.remove()
+
+    with app.app_context():
+        outbox.handle_event(event_id, "mail", utcnow())
+        assert outbox.mark_delivered_if_done(event_id, utcnow()) is False
+        other = threading.Thread(target=finish, args=("hook",))
+        other.start()
+        other.join(timeout=1)  # it waits for this transaction to end
+        db.session.commit()
+    other.join()
+    assert outbox_rows()[0].delivered_at is not None

@@ -38,8 +38,9 @@ def rate_limit_identity() -> str:
 
 
 def current_limit() -> str:
-    """The limit of the bucket ``rate_limit_identity`` chooses."""
-    if authentication().api_key is not None:
+    """The limit of the bucket ``rate_limit_identity`` chooses. Outside the agent API, which is
+    exempt, no key is looked up (health checks must not touch the database for it)."""
+    if not is_not_agent_api() and authentication().api_key is not None:
         return current_app.config["RATE_LIMIT"]
     return current_app.config["RATE_LIMIT_UNAUTHENTICATED"]
 

@@ -110,8 +110,15 @@ def _due(record: OutboxDelivery | None, now: datetime) -> bool:
 
 def mark_delivered_if_done(event_id: int, now: datetime) -> bool:
     """Stamp the event delivered once every handler is done with it (delivered or given up);
-    returns whether it is."""
-    event = db.session.get(OutboxEvent, event_id)
+    returns whether it is. The event's row is locked first: two handlers finishing at once
+    would otherwise each miss the other's uncommitted record, and neither would stamp it
+    (leaving it to the sweep, and to the backlog metrics, for minutes)."""
+    event = db.session.scalar(
+        select(OutboxEvent)
+        .where(OutboxEvent.id == event_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
     if event is None:
         return True
     if event.delivered_at is None:

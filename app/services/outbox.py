@@ -112,11 +112,14 @@ def mark_delivered_if_done(event_id: int, now: datetime) -> bool:
     """Stamp the event delivered once every handler is done with it (delivered or given up);
     returns whether it is. The event's row is locked first: two handlers finishing at once
     would otherwise each miss the other's uncommitted record, and neither would stamp it
-    (leaving it to the sweep, and to the backlog metrics, for minutes)."""
+    (leaving it to the sweep, and to the backlog metrics, for minutes). ``FOR NO KEY UPDATE``,
+    not ``FOR UPDATE``: a handler's delivery record already holds a key-share lock on the
+    event (its foreign key) for the handler's whole transaction, which ``FOR UPDATE`` would
+    wait for, mail and HTTP included (measured: a third of the worker's throughput)."""
     event = db.session.scalar(
         select(OutboxEvent)
         .where(OutboxEvent.id == event_id)
-        .with_for_update()
+        .with_for_update(key_share=True)
         .execution_options(populate_existing=True)
     )
     if event is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from flask import Flask, current_app, g, jsonify
 from flask.typing import ResponseReturnValue
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -100,6 +101,14 @@ def _drop_location(messages: Any) -> Any:
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(ServiceError, handle_service_error)
-    for database_unavailable in (OperationalError, InterfaceError, PoolTimeout):
+    # psycopg's own errors too: a raw connection (the claim on the in-memory rate-limit
+    # counts, app.api.memory_counts) is not wrapped by SQLAlchemy.
+    for database_unavailable in (
+        OperationalError,
+        InterfaceError,
+        PoolTimeout,
+        psycopg.OperationalError,
+        psycopg.InterfaceError,
+    ):
         app.register_error_handler(database_unavailable, handle_database_unavailable)
     app.register_error_handler(Exception, handle_unexpected)

@@ -136,6 +136,18 @@ def postgres_database(postgres_admin_url: str) -> Callable[[], str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(scope="session")
+def migrated_postgres_database(postgres_database: Callable[[], str]) -> Callable[[], str]:
+    """Creates throw-away PostgreSQL databases at the migrations' head."""
+
+    def create() -> str:
+        url = postgres_database()
+        _migrated(url)
+        return url
+
+    return create
+
+
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A migrated database for the whole run, per backend."""

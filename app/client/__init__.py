@@ -1,0 +1,44 @@
+"""A typed Python client of the Calendar Booking API (``CalendarClient``), built on httpx. Its
+modules use nothing of the service but talk to it over HTTP only, as any agent would."""
+
+from app.client.client import CalendarClient
+from app.client.errors import (
+    AuthenticationFailed,
+    CalendarApiError,
+    CalendarUnreachable,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    ServiceUnavailable,
+    SlotUnavailable,
+)
+from app.client.models import (
+    Attendee,
+    AvailabilityDay,
+    Booking,
+    BookingPage,
+    Cancellation,
+    NewAttendee,
+    Slot,
+)
+
+__all__ = [
+    "Attendee",
+    "AuthenticationFailed",
+    "AvailabilityDay",
+    "Booking",
+    "BookingPage",
+    "CalendarApiError",
+    "CalendarClient",
+    "CalendarUnreachable",
+    "Cancellation",
+    "InvalidRequest",
+    "NewAttendee",
+    "NotFound",
+    "PermissionDenied",
+    "RateLimited",
+    "ServiceUnavailable",
+    "Slot",
+    "SlotUnavailable",
+]

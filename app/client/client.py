@@ -1,0 +1,259 @@
+"""``CalendarClient``: one method per API operation, over httpx.
+
+Retries, within bounds:
+
+* 429 and 503 are answered before anything is written (the rate limit refuses before the
+  operation runs; a 503 means the transaction did not commit), so every operation is retried
+  after the server's ``Retry-After`` (else an exponential backoff), as long as that wait is at
+  most ``max_wait`` seconds and attempts remain.
+* A lost answer (connection refused, dropped or timed out) is retried for reads, and for
+  creates: each create carries an ``idempotencyKey`` (a fresh one unless given), so the retry
+  of a create the server had committed returns that booking instead of booking twice. Updates
+  and cancels are not retried after a lost answer: whether they happened is for the caller to
+  find out (``get_booking``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import date, datetime
+from typing import Any
+
+import httpx
+
+from app.client.errors import CalendarApiError, CalendarUnreachable, error_for
+from app.client.models import AvailabilityDay, Booking, BookingPage, Cancellation, NewAttendee
+
+RETRIED_STATUSES = (429, 503)
+
+Instant = datetime | str
+Attendees = Sequence[NewAttendee | Mapping[str, Any]]
+
+
+def _instant(value: Instant | date) -> str:
+    """An ISO 8601 string; datetimes must carry their timezone (the API would otherwise read
+    them in UTC, which is rarely what a caller meant)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"{value!r} has no timezone; give an aware datetime")
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def _attendees(attendees: Attendees) -> list[dict[str, Any]]:
+    return [a.to_json() if isinstance(a, NewAttendee) else dict(a) for a in attendees]
+
+
+def _without_none(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+class CalendarClient:
+    """A client of one API key's calendar. ``base_url`` ends with ``/v1/api``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10.0,
+        max_attempts: int = 4,
+        max_wait: float = 60.0,
+        http: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.max_attempts = max_attempts
+        self.max_wait = max_wait
+        self._api_key = api_key
+        self._own_http = http is None
+        self._http = http or httpx.Client(timeout=timeout)
+        self._sleep = sleep
+
+    def __enter__(self) -> CalendarClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._own_http:
+            self._http.close()
+
+    # --- the six operations ------------------------------------------------------------------
+
+    def availability(
+        self,
+        start_date: Instant | date,
+        end_date: Instant | date,
+        *,
+        event_type_id: int | None = None,
+        duration: int | None = None,
+        timezone: str | None = None,
+    ) -> list[AvailabilityDay]:
+        """Open slots per day between ``start_date`` and ``end_date``."""
+        params = _without_none(
+            {
+                "startDate": _instant(start_date),
+                "endDate": _instant(end_date),
+                "eventTypeId": event_type_id,
+                "duration": duration,
+                "timezone": timezone,
+            }
+        )
+        days = self._call("GET", "/calendar/availability", params=params, retry_lost=True)
+        return [AvailabilityDay.from_json(day) for day in days]
+
+    def list_bookings(
+        self,
+        *,
+        start_date: Instant | date | None = None,
+        end_date: Instant | date | None = None,
+        status: str | None = None,
+        event_type_id: int | None = None,
+        email: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> BookingPage:
+        params = _without_none(
+            {
+                "startDate": None if start_date is None else _instant(start_date),
+                "endDate": None if end_date is None else _instant(end_date),
+                "status": status,
+                "eventTypeId": event_type_id,
+                "email": email,
+                "limit": limit,
+                "offset": offset,
+            }
+        )
+        page = self._call("GET", "/calendar/bookings", params=params, retry_lost=True)
+        return BookingPage.from_json(page)
+
+    def get_booking(self, booking_id: int) -> Booking:
+        return Booking.from_json(
+            self._call("GET", f"/calendar/bookings/{int(booking_id)}", retry_lost=True)
+        )
+
+    def create_booking(
+        self,
+        event_type_id: int,
+        *,
+        start_time: Instant,
+        end_time: Instant,
+        attendees: Attendees,
+        timezone: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Booking:
+        """Book; safe to call again with the same ``idempotency_key`` (one is made when none is
+        given, and every retry of this call reuses it)."""
+        body = _without_none(
+            {
+                "startTime": _instant(start_time),
+                "endTime": _instant(end_time),
+                "attendees": _attendees(attendees),
+                "timezone": timezone,
+                "title": title,
+                "description": description,
+                "metadata": None if metadata is None else dict(metadata),
+                "idempotencyKey": idempotency_key or str(uuid.uuid4()),
+            }
+        )
+        path = f"/calendar/event-types/{int(event_type_id)}/bookings"
+        return Booking.from_json(self._call("POST", path, body=body, retry_lost=True))
+
+    def update_booking(
+        self,
+        event_type_id: int,
+        booking_id: int,
+        *,
+        start_time: Instant | None = None,
+        end_time: Instant | None = None,
+        attendees: Attendees | None = None,
+        timezone: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Booking:
+        """Change only what is given; the answer is the API's reduced booking."""
+        body = _without_none(
+            {
+                "startTime": None if start_time is None else _instant(start_time),
+                "endTime": None if end_time is None else _instant(end_time),
+                "attendees": None if attendees is None else _attendees(attendees),
+                "timezone": timezone,
+                "title": title,
+                "description": description,
+                "metadata": None if metadata is None else dict(metadata),
+            }
+        )
+        path = f"/calendar/event-types/{int(event_type_id)}/bookings/{int(booking_id)}"
+        return Booking.from_json(self._call("PUT", path, body=body))
+
+    def cancel_booking(self, booking_id: int, *, reason: str | None = None) -> Cancellation:
+        body = _without_none({"reason": reason})
+        path = f"/calendar/bookings/{int(booking_id)}"
+        return Cancellation.from_json(self._call("DELETE", path, body=body))
+
+    # --- one request, with its retries ---------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+        retry_lost: bool = False,
+    ) -> Any:
+        for attempt in range(1, self.max_attempts + 1):
+            last = attempt == self.max_attempts
+            try:
+                response = self._http.request(
+                    method,
+                    self.base_url + path,
+                    params=params,
+                    json=body,
+                    headers={"x-calendar-api-key": self._api_key},
+                )
+            except httpx.TransportError as err:
+                if not retry_lost or last:
+                    raise CalendarUnreachable(f"{method} {path}: {err!r}") from err
+                self._sleep(self._backoff(attempt))
+                continue
+            if response.status_code < 400:
+                return response.json()
+            error = self._error(response)
+            if response.status_code in RETRIED_STATUSES and not last:
+                wait = self._backoff(attempt) if error.retry_after is None else error.retry_after
+                if wait <= self.max_wait:
+                    self._sleep(wait)
+                    continue
+            raise error
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _backoff(self, attempt: int) -> float:
+        """0.5 s, 1 s, 2 s, … (at most ``max_wait``), each with up to half of it off at random
+        so that many clients do not come back at once."""
+        return min(self.max_wait, 0.5 * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+    @staticmethod
+    def _error(response: httpx.Response) -> CalendarApiError:
+        try:
+            envelope = response.json()
+            message = str(envelope.get("message", ""))
+        except ValueError:
+            message = response.text[:200]
+        header = response.headers.get("Retry-After")
+        try:
+            retry_after = float(header) if header is not None else None
+        except ValueError:
+            retry_after = None
+        return error_for(response.status_code, message, retry_after)

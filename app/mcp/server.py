@@ -1,0 +1,367 @@
+"""The MCP server: six tools, one per API operation, each a call of ``app.client`` with the
+caller's own API key. Descriptions are written for a language model; API errors come back as
+tool errors saying what to do next."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+import httpx
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from app.client import (
+    AuthenticationFailed,
+    CalendarApiError,
+    CalendarClient,
+    CalendarUnreachable,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    ServiceUnavailable,
+    SlotUnavailable,
+)
+
+KEY_HEADER = "x-calendar-api-key"
+
+INSTRUCTIONS = """\
+Books appointments on one calendar (the one the API key belongs to).
+A good flow: check_availability for the event type and a window, pick one of the returned
+slots, create_booking with exactly that slot's start and end, keep the returned booking id.
+Later: get_booking or list_bookings to look bookings up, update_booking to move or edit one,
+cancel_booking to cancel it. Times are ISO 8601 with an offset, e.g. 2026-03-02T15:00:00Z or
+2026-03-02T10:00:00-05:00; answers give times in UTC (Z).
+eventTypeId (the kind of appointment, e.g. a 30-minute cleaning) is an integer this API cannot
+list: the calendar's owner provides it (dashboard, Event types)."""
+
+Instant = Annotated[
+    str,
+    Field(
+        description="An ISO 8601 date-time with its UTC offset, e.g. 2026-03-02T15:00:00Z or "
+        "2026-03-02T10:00:00-05:00."
+    ),
+]
+EventTypeId = Annotated[
+    int,
+    Field(
+        description="The event type (kind of appointment) as an integer id. This API cannot "
+        "list event types: the calendar's owner provides the ids (dashboard, Event types).",
+        ge=1,
+    ),
+]
+BookingId = Annotated[
+    int, Field(description="The booking's integer id, as create_booking returned it.", ge=1)
+]
+Status = Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
+
+
+Attendee = Annotated[
+    dict[str, str],
+    Field(
+        description='One attendee: {"email": required, "name", "firstName", '
+        '"lastName", "phone"} (all strings).',
+        json_schema_extra={
+            "properties": {
+                "email": {"type": "string", "format": "email"},
+                "name": {"type": "string"},
+                "firstName": {"type": "string"},
+                "lastName": {"type": "string"},
+                "phone": {"type": "string"},
+            },
+            "required": ["email"],
+        },
+    ),
+]
+
+OPERATION_PERMISSION_LABEL = {
+    "canCheckAvailability": "Check availability",
+    "canGetBookings": "Get bookings",
+    "canBook": "Book appointments",
+    "canCancel": "Cancel bookings",
+}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def as_api_json(value: Any) -> Any:
+    """A client value (dataclasses, datetimes) in the API's JSON shape: camelCase keys,
+    ISO 8601 strings, UTC with Z."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            _camel(f.name): as_api_json(getattr(value, f.name)) for f in dataclasses.fields(value)
+        }
+    if isinstance(value, list):
+        return [as_api_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: as_api_json(item) for key, item in value.items()}
+    if isinstance(value, datetime):
+        return re.sub(r"\+00:00$", "Z", value.isoformat())
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def tool_error(error: Exception, tool: str) -> ToolError:
+    """The API's refusal as text a model can act on."""
+    if isinstance(error, PermissionDenied):
+        permission = error.permission or "the needed"
+        label = OPERATION_PERMISSION_LABEL.get(permission, permission)
+        return ToolError(
+            f"Permission denied (403): this API key lacks the '{permission}' permission "
+            f'("{label}"), which {tool} needs. Ask the calendar\'s owner for a key that has '
+            "it; calling again with this key will fail the same way."
+        )
+    if isinstance(error, AuthenticationFailed):
+        return ToolError(
+            f"Authentication failed (401): {error.message}. The API key is not usable; get a "
+            "valid key from the calendar's owner."
+        )
+    if isinstance(error, SlotUnavailable):
+        return ToolError(
+            f"That time cannot be booked (400): {error.message}. The slot is taken or not "
+            "bookable: call check_availability and choose one of the open slots it returns."
+        )
+    if isinstance(error, NotFound):
+        return ToolError(
+            f"Not found (404): {error.message}. Check the id: list_bookings finds booking "
+            "ids; event type ids come from the calendar's owner."
+        )
+    if isinstance(error, RateLimited):
+        wait = f"{error.retry_after:g} s" if error.retry_after is not None else "a minute"
+        return ToolError(
+            f"Rate limited (429): {error.message}. Wait {wait} before calling again (60 "
+            "requests a minute per key)."
+        )
+    if isinstance(error, ServiceUnavailable):
+        return ToolError(
+            "The calendar service is temporarily unavailable (503). Nothing was changed; try "
+            "again in a few seconds."
+        )
+    if isinstance(error, CalendarApiError):
+        return ToolError(
+            f"The API refused the request ({error.status_code}): {error.message}. Correct the "
+            "arguments and call again."
+        )
+    return ToolError(
+        f"The calendar service could not be reached ({error}). Try again shortly; a "
+        "create_booking retried with the same idempotencyKey cannot book twice."
+    )
+
+
+def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> MCPServer:
+    """The server for the API at ``base_url`` (ending in ``/v1/api``). ``api_key_of`` finds
+    the caller's key for a call; it is used for that call only, never kept."""
+    server = MCPServer("calendar-booking", instructions=INSTRUCTIONS)
+    http = httpx.Client(timeout=15.0)
+
+    def call(ctx: Context, tool: str, operation: Callable[[CalendarClient], Any]) -> Any:
+        key = api_key_of(ctx)
+        if not key:
+            raise ToolError(
+                f"No API key: send it in the {KEY_HEADER} header (HTTP) or set "
+                "CALENDAR_API_KEY (stdio)."
+            )
+        try:
+            return as_api_json(operation(CalendarClient(base_url, key, http=http)))
+        except (CalendarApiError, CalendarUnreachable) as error:
+            raise tool_error(error, tool) from None
+
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(
+        annotations=read_only,
+        description="Open slots, day by day, between startDate and endDate. Call this before "
+        "create_booking or a move with update_booking, and book exactly one of the returned "
+        "slots (start and end). Pass eventTypeId so the slots have that appointment's length "
+        "and rules. Returns [{date: YYYY-MM-DD, slots: [{start, end}]}]; a day without open "
+        "time has an empty slots list. Needs the key's canCheckAvailability permission.",
+    )
+    def check_availability(
+        ctx: Context,
+        startDate: Annotated[
+            str,
+            Field(
+                description="Start of the window: an ISO 8601 date-time "
+                "with offset, or a date (YYYY-MM-DD)."
+            ),
+        ],
+        endDate: Annotated[str, Field(description="End of the window, as startDate.")],
+        eventTypeId: EventTypeId | None = None,
+        duration: Annotated[
+            int | None, Field(description="Slot length in minutes, if not the event type's.")
+        ] = None,
+        timezone: Annotated[
+            str | None,
+            Field(description="IANA timezone (e.g. America/New_York) that days are grouped in."),
+        ] = None,
+    ) -> list[dict[str, Any]]:
+        return call(
+            ctx,
+            "check_availability",
+            lambda client: client.availability(
+                startDate, endDate, event_type_id=eventTypeId, duration=duration, timezone=timezone
+            ),
+        )
+
+    @server.tool(
+        annotations=read_only,
+        description="Bookings of this calendar, optionally filtered by time window, status, "
+        "event type or attendee email, a page at a time (limit, default 50; offset). Returns "
+        "{bookings, total, limit, offset}. Needs canGetBookings.",
+    )
+    def list_bookings(
+        ctx: Context,
+        startDate: Annotated[
+            str | None, Field(description="Only bookings starting at or after this time.")
+        ] = None,
+        endDate: Annotated[
+            str | None, Field(description="Only bookings ending at or before this time.")
+        ] = None,
+        status: Status | None = None,
+        eventTypeId: EventTypeId | None = None,
+        email: Annotated[str | None, Field(description="Only bookings with this attendee.")] = None,
+        limit: Annotated[int | None, Field(description="Page size (default 50).", ge=1)] = None,
+        offset: Annotated[int | None, Field(description="How many to skip.", ge=0)] = None,
+    ) -> dict[str, Any]:
+        return call(
+            ctx,
+            "list_bookings",
+            lambda client: client.list_bookings(
+                start_date=startDate,
+                end_date=endDate,
+                status=status,
+                event_type_id=eventTypeId,
+                email=email,
+                limit=limit,
+                offset=offset,
+            ),
+        )
+
+    @server.tool(
+        annotations=read_only,
+        description="One booking by id, with its status, times, attendees and metadata. "
+        "Needs canGetBookings.",
+    )
+    def get_booking(ctx: Context, id: BookingId) -> dict[str, Any]:
+        return call(ctx, "get_booking", lambda client: client.get_booking(id))
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+        description="Book an appointment: startTime and endTime should be one slot that "
+        "check_availability returned for the same eventTypeId; at least one attendee with an "
+        "email. Returns the booking (status pending, its id and uid). Safe to retry: pass the "
+        "same idempotencyKey (any unique string, e.g. a UUID) on every attempt of the same "
+        "booking and at most one booking is made; without one, the tool makes one for this "
+        "call and retries lost answers with it. A taken slot is an error saying so: check "
+        "availability again and pick another. Needs canBook.",
+    )
+    def create_booking(
+        ctx: Context,
+        eventTypeId: EventTypeId,
+        startTime: Instant,
+        endTime: Instant,
+        attendees: Annotated[
+            list[Attendee], Field(description="Who attends; at least one.", min_length=1)
+        ],
+        timezone: Annotated[
+            str | None, Field(description="IANA timezone the booking is shown in.")
+        ] = None,
+        title: str | None = None,
+        description: str | None = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Any key-value data to keep with it.")
+        ] = None,
+        idempotencyKey: Annotated[
+            str | None,
+            Field(description="Reuse on retries of the same booking; never for another one."),
+        ] = None,
+    ) -> dict[str, Any]:
+        return call(
+            ctx,
+            "create_booking",
+            lambda client: client.create_booking(
+                eventTypeId,
+                start_time=startTime,
+                end_time=endTime,
+                attendees=attendees,
+                timezone=timezone,
+                title=title,
+                description=description,
+                metadata=metadata,
+                idempotency_key=idempotencyKey,
+            ),
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        description="Change a booking: move it (startTime and endTime, one slot from "
+        "check_availability), or change its title, description, timezone, attendees or "
+        "metadata. Only the fields given change. eventTypeId is the event type the booking was "
+        "made with. Returns the booking's new times and details. Needs canBook.",
+    )
+    def update_booking(
+        ctx: Context,
+        eventTypeId: EventTypeId,
+        id: BookingId,
+        startTime: Instant | None = None,
+        endTime: Instant | None = None,
+        attendees: list[Attendee] | None = None,
+        timezone: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return call(
+            ctx,
+            "update_booking",
+            lambda client: client.update_booking(
+                eventTypeId,
+                id,
+                start_time=startTime,
+                end_time=endTime,
+                attendees=attendees,
+                timezone=timezone,
+                title=title,
+                description=description,
+                metadata=metadata,
+            ),
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        description="Cancel a booking, with an optional reason that is kept and returned. "
+        "Returns {id, status: cancelled, cancelledAt, cancellationReason}. Cancelling an "
+        "already cancelled booking is an error saying so. Needs canCancel.",
+    )
+    def cancel_booking(
+        ctx: Context,
+        id: BookingId,
+        reason: Annotated[str | None, Field(description="Why; shown to the owner.")] = None,
+    ) -> dict[str, Any]:
+        return call(ctx, "cancel_booking", lambda client: client.cancel_booking(id, reason=reason))
+
+    return server

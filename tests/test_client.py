@@ -1,0 +1,271 @@
+"""The typed client (``app.client``) against the live API on loopback: every operation, every
+error type, 429s and 503s retried within bounds, and a create whose answer was lost retried
+into one booking."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta
+
+import httpx
+import pytest
+
+from app.client import (
+    AuthenticationFailed,
+    AvailabilityDay,
+    CalendarClient,
+    CalendarUnreachable,
+    InvalidRequest,
+    NewAttendee,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    ServiceUnavailable,
+    SlotUnavailable,
+)
+from tests.factories import next_monday, ny
+from tests.live_api import live_api
+from tests.lossy_proxy import lossy_proxy
+from tests.servers import free_port, gunicorn
+
+pytestmark = pytest.mark.slow
+
+MONDAY = next_monday()
+PAT = NewAttendee(email="pat@example.test", name="Pat Doe")
+
+
+@pytest.fixture(scope="module")
+def api(migrated_postgres_database):
+    with live_api(migrated_postgres_database()) as live:
+        yield live
+
+
+@pytest.fixture
+def tenant(api):
+    return api.tenant()
+
+
+@pytest.fixture
+def client(api, tenant):
+    with CalendarClient(api.base_url, tenant.keys["all"]) as calendar:
+        yield calendar
+
+
+def book(client, tenant, hour: int, **fields):
+    return client.create_booking(
+        tenant.event_types["Cleaning"],
+        start_time=ny(MONDAY, hour),
+        end_time=ny(MONDAY, hour, 30),
+        attendees=[PAT],
+        **fields,
+    )
+
+
+def test_availability_comes_as_typed_days_of_aware_slots(client, tenant):
+    days = client.availability(
+        ny(MONDAY, 0), ny(MONDAY, 23), event_type_id=tenant.event_types["Cleaning"]
+    )
+    assert all(isinstance(day, AvailabilityDay) for day in days)
+    slots = [slot for day in days for slot in day.slots]
+    assert slots and slots[0].start == ny(MONDAY, 9)
+    assert all(s.end - s.start == timedelta(minutes=30) for s in slots)
+
+
+def test_a_created_booking_is_pending_with_a_uid_and_can_be_read_back(client, tenant):
+    created = book(client, tenant, 10, title="Cleaning", metadata={"source": "client"})
+    assert (created.status, created.start_time, created.end_time) == (
+        "pending",
+        ny(MONDAY, 10),
+        ny(MONDAY, 10, 30),
+    )
+    assert created.uid and created.metadata == {"source": "client"}
+    assert created.attendees[0].email == PAT.email and created.attendees[0].name == "Pat Doe"
+    fetched = client.get_booking(created.id)
+    assert (fetched.id, fetched.start_time) == (created.id, created.start_time)
+
+
+def test_bookings_are_listed_with_their_total(client, tenant):
+    first, second = book(client, tenant, 10), book(client, tenant, 11)
+    page = client.list_bookings(email=PAT.email, limit=1)
+    assert (page.total, page.limit, page.offset, len(page.bookings)) == (2, 1, 0, 1)
+    everything = client.list_bookings(start_date=ny(MONDAY, 0), end_date=ny(MONDAY, 23))
+    assert {b.id for b in everything.bookings} == {first.id, second.id}
+
+
+def test_an_update_moves_the_booking_and_answers_the_reduced_form(client, tenant):
+    created = book(client, tenant, 10)
+    moved = client.update_booking(
+        tenant.event_types["Cleaning"],
+        created.id,
+        start_time=ny(MONDAY, 14),
+        end_time=ny(MONDAY, 14, 30),
+    )
+    assert (moved.id, moved.start_time, moved.end_time) == (
+        created.id,
+        ny(MONDAY, 14),
+        ny(MONDAY, 14, 30),
+    )
+    assert moved.uid is None  # not part of the update's answer
+    assert client.get_booking(created.id).start_time == ny(MONDAY, 14)
+
+
+def test_a_cancel_answers_the_cancellation_with_its_reason(client, tenant):
+    created = book(client, tenant, 10)
+    cancelled = client.cancel_booking(created.id, reason="Patient is ill")
+    assert (cancelled.id, cancelled.status, cancelled.cancellation_reason) == (
+        created.id,
+        "cancelled",
+        "Patient is ill",
+    )
+    assert cancelled.cancelled_at.tzinfo is not None
+
+
+def test_the_same_idempotency_key_gives_back_the_same_booking(client, tenant):
+    first = book(client, tenant, 10, idempotency_key="agent-run-7")
+    again = book(client, tenant, 10, idempotency_key="agent-run-7")
+    assert again.id == first.id
+    assert client.list_bookings(email=PAT.email).total == 1
+
+
+def test_a_taken_slot_is_a_slot_unavailable_error(client, tenant):
+    book(client, tenant, 10)
+    with pytest.raises(SlotUnavailable) as refused:
+        book(client, tenant, 10)
+    assert (refused.value.status_code, refused.value.message) == (
+        400,
+        "Time slot conflicts with an existing booking",
+    )
+
+
+def test_an_invalid_request_carries_the_api_message(client, tenant):
+    with pytest.raises(InvalidRequest) as refused:
+        client.create_booking(
+            tenant.event_types["Cleaning"],
+            start_time=ny(MONDAY, 10),
+            end_time=ny(MONDAY, 9),
+            attendees=[PAT],
+        )
+    assert not isinstance(refused.value, SlotUnavailable)
+    assert refused.value.message == "endTime must be after startTime"
+
+
+def test_a_key_without_the_permission_names_it(api, tenant):
+    calendar = CalendarClient(api.base_url, tenant.keys["without-canBook"])
+    with calendar, pytest.raises(PermissionDenied) as refused:
+        book(calendar, tenant, 10)
+    assert refused.value.status_code == 403
+    assert refused.value.permission == "canBook"
+    assert refused.value.message == "API key does not have 'canBook' permission"
+
+
+@pytest.mark.parametrize(
+    "key, message",
+    [("inactive", "Invalid or inactive API key"), ("expired", "API key has expired")],
+)
+def test_an_unusable_key_is_an_authentication_error(api, tenant, key, message):
+    calendar = CalendarClient(api.base_url, tenant.keys[key])
+    with calendar, pytest.raises(AuthenticationFailed) as refused:
+        calendar.list_bookings()
+    assert (refused.value.status_code, refused.value.message) == (401, message)
+
+
+def test_a_missing_booking_is_not_found(client):
+    with pytest.raises(NotFound) as refused:
+        client.get_booking(999_999)
+    assert refused.value.status_code == 404
+
+
+def test_a_naive_datetime_is_refused_before_sending(client, tenant):
+    with pytest.raises(ValueError, match="no timezone"):
+        client.availability(datetime(2030, 1, 1), datetime(2030, 1, 2))
+
+
+def test_a_429_is_waited_out_as_retry_after_says_and_then_succeeds(migrated_postgres_database):
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    with live_api(migrated_postgres_database(), RATE_LIMIT="2 per 2 seconds") as api:
+        tenant = api.tenant()
+        with CalendarClient(api.base_url, tenant.keys["all"], sleep=sleep) as calendar:
+            pages = [calendar.list_bookings() for _ in range(3)]
+            with (
+                CalendarClient(api.base_url, tenant.keys["all"], max_attempts=1) as impatient,
+                pytest.raises(RateLimited) as refused,
+            ):
+                for _ in range(3):
+                    impatient.list_bookings()
+    assert [page.total for page in pages] == [0, 0, 0]
+    assert len(waits) == 1 and 1 <= waits[0] <= 2  # the server's Retry-After
+    assert refused.value.status_code == 429 and refused.value.retry_after >= 1
+
+
+def test_a_wait_longer_than_allowed_is_not_waited(migrated_postgres_database):
+    with live_api(migrated_postgres_database(), RATE_LIMIT="1/minute") as api:
+        tenant = api.tenant()
+        with CalendarClient(api.base_url, tenant.keys["all"], max_wait=5) as calendar:
+            calendar.list_bookings()
+            started = time.monotonic()
+            with pytest.raises(RateLimited) as refused:
+                calendar.list_bookings()
+    assert refused.value.retry_after > 5
+    assert time.monotonic() - started < 5
+
+
+def test_a_503_is_retried_then_raised_when_the_database_stays_away():
+    dead = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nothing"
+    with gunicorn(dead, workers=1, env={"REDIS_URL": ""}) as base:
+        calendar = CalendarClient(f"{base}/v1/api", "cbk_whatever", max_attempts=2)
+        started = time.monotonic()
+        with calendar, pytest.raises(ServiceUnavailable) as refused:
+            calendar.list_bookings()
+    assert refused.value.status_code == 503 and refused.value.retry_after == 1
+    assert time.monotonic() - started >= 1  # it waited once, as told
+
+
+def test_no_server_at_all_is_calendar_unreachable():
+    with (
+        CalendarClient(
+            f"http://127.0.0.1:{free_port()}/v1/api", "cbk_x", max_attempts=2, sleep=lambda s: None
+        ) as calendar,
+        pytest.raises(CalendarUnreachable),
+    ):
+        calendar.list_bookings()
+
+
+def test_a_create_whose_answer_was_lost_is_retried_into_one_booking(api, tenant):
+    """The server committed the booking, then the connection dropped before the answer came
+    back; the client's retry carries the same idempotency key and gets that booking."""
+    first_post = {"seen": False}
+
+    def lose_first_create(request: bytes) -> bool:
+        if request.startswith(b"POST") and not first_post["seen"]:
+            first_post["seen"] = True
+            return True
+        return False
+
+    with lossy_proxy(api.port, lose_first_create) as proxy:
+        http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0), timeout=10)
+        with CalendarClient(f"{proxy.url}/v1/api", tenant.keys["all"], http=http) as calendar:
+            created = book(calendar, tenant, 10)
+        http.close()
+    assert len(proxy.lost) == 1  # the first answer was lost, after the server had answered 201
+    with CalendarClient(api.base_url, tenant.keys["all"]) as direct:
+        page = direct.list_bookings(email=PAT.email)
+    assert page.total == 1 and page.bookings[0].id == created.id
+
+
+def test_every_create_carries_an_idempotency_key_of_its_own(api, tenant):
+    sent: list[bytes] = []
+    http = httpx.Client(
+        event_hooks={"request": [lambda request: sent.append(request.read())]}, timeout=10
+    )
+    with CalendarClient(api.base_url, tenant.keys["all"], http=http) as calendar:
+        book(calendar, tenant, 10)
+        book(calendar, tenant, 11)
+    http.close()
+    keys = [json.loads(body)["idempotencyKey"] for body in sent]
+    assert len(set(keys)) == 2 and all(keys)

@@ -36,6 +36,7 @@ from app.extensions import db
 from app.services import passwords
 from tests.dashboard import owner_email, sign_in
 from tests.factories import NEW_YORK, Tenant, TenantFactory
+from tests.live_api import LiveApi, live_api
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -146,6 +147,14 @@ def migrated_postgres_database(postgres_database: Callable[[], str]) -> Callable
         return url
 
     return create
+
+
+@pytest.fixture(scope="module")
+def live(migrated_postgres_database: Callable[[], str]) -> Iterator[LiveApi]:
+    """The API served by a real gunicorn on loopback, on a database of its own, for the
+    module's tests (``tests.live_api``)."""
+    with live_api(migrated_postgres_database()) as server:
+        yield server
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])

@@ -35,20 +35,14 @@ MONDAY = next_monday()
 PAT = NewAttendee(email="pat@example.test", name="Pat Doe")
 
 
-@pytest.fixture(scope="module")
-def api(migrated_postgres_database):
-    with live_api(migrated_postgres_database()) as live:
-        yield live
+@pytest.fixture
+def tenant(live):
+    return live.tenant()
 
 
 @pytest.fixture
-def tenant(api):
-    return api.tenant()
-
-
-@pytest.fixture
-def client(api, tenant):
-    with CalendarClient(api.base_url, tenant.keys["all"]) as calendar:
+def client(live, tenant):
+    with CalendarClient(live.base_url, tenant.keys["all"]) as calendar:
         yield calendar
 
 
@@ -150,8 +144,8 @@ def test_an_invalid_request_carries_the_api_message(client, tenant):
     assert refused.value.message == "endTime must be after startTime"
 
 
-def test_a_key_without_the_permission_names_it(api, tenant):
-    calendar = CalendarClient(api.base_url, tenant.keys["without-canBook"])
+def test_a_key_without_the_permission_names_it(live, tenant):
+    calendar = CalendarClient(live.base_url, tenant.keys["without-canBook"])
     with calendar, pytest.raises(PermissionDenied) as refused:
         book(calendar, tenant, 10)
     assert refused.value.status_code == 403
@@ -163,8 +157,8 @@ def test_a_key_without_the_permission_names_it(api, tenant):
     "key, message",
     [("inactive", "Invalid or inactive API key"), ("expired", "API key has expired")],
 )
-def test_an_unusable_key_is_an_authentication_error(api, tenant, key, message):
-    calendar = CalendarClient(api.base_url, tenant.keys[key])
+def test_an_unusable_key_is_an_authentication_error(live, tenant, key, message):
+    calendar = CalendarClient(live.base_url, tenant.keys[key])
     with calendar, pytest.raises(AuthenticationFailed) as refused:
         calendar.list_bookings()
     assert (refused.value.status_code, refused.value.message) == (401, message)
@@ -188,12 +182,12 @@ def test_a_429_is_waited_out_as_retry_after_says_and_then_succeeds(migrated_post
         waits.append(seconds)
         time.sleep(seconds)
 
-    with live_api(migrated_postgres_database(), RATE_LIMIT="2 per 2 seconds") as api:
-        tenant = api.tenant()
-        with CalendarClient(api.base_url, tenant.keys["all"], sleep=sleep) as calendar:
+    with live_api(migrated_postgres_database(), RATE_LIMIT="2 per 2 seconds") as live:
+        tenant = live.tenant()
+        with CalendarClient(live.base_url, tenant.keys["all"], sleep=sleep) as calendar:
             pages = [calendar.list_bookings() for _ in range(3)]
             with (
-                CalendarClient(api.base_url, tenant.keys["all"], max_attempts=1) as impatient,
+                CalendarClient(live.base_url, tenant.keys["all"], max_attempts=1) as impatient,
                 pytest.raises(RateLimited) as refused,
             ):
                 for _ in range(3):
@@ -204,9 +198,9 @@ def test_a_429_is_waited_out_as_retry_after_says_and_then_succeeds(migrated_post
 
 
 def test_a_wait_longer_than_allowed_is_not_waited(migrated_postgres_database):
-    with live_api(migrated_postgres_database(), RATE_LIMIT="1/minute") as api:
-        tenant = api.tenant()
-        with CalendarClient(api.base_url, tenant.keys["all"], max_wait=5) as calendar:
+    with live_api(migrated_postgres_database(), RATE_LIMIT="1/minute") as live:
+        tenant = live.tenant()
+        with CalendarClient(live.base_url, tenant.keys["all"], max_wait=5) as calendar:
             calendar.list_bookings()
             started = time.monotonic()
             with pytest.raises(RateLimited) as refused:
@@ -236,7 +230,7 @@ def test_no_server_at_all_is_calendar_unreachable():
         calendar.list_bookings()
 
 
-def test_a_create_whose_answer_was_lost_is_retried_into_one_booking(api, tenant):
+def test_a_create_whose_answer_was_lost_is_retried_into_one_booking(live, tenant):
     """The server committed the booking, then the connection dropped before the answer came
     back; the client's retry carries the same idempotency key and gets that booking."""
     first_post = {"seen": False}
@@ -247,23 +241,23 @@ def test_a_create_whose_answer_was_lost_is_retried_into_one_booking(api, tenant)
             return True
         return False
 
-    with lossy_proxy(api.port, lose_first_create) as proxy:
+    with lossy_proxy(live.port, lose_first_create) as proxy:
         http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0), timeout=10)
         with CalendarClient(f"{proxy.url}/v1/api", tenant.keys["all"], http=http) as calendar:
             created = book(calendar, tenant, 10)
         http.close()
     assert len(proxy.lost) == 1  # the first answer was lost, after the server had answered 201
-    with CalendarClient(api.base_url, tenant.keys["all"]) as direct:
+    with CalendarClient(live.base_url, tenant.keys["all"]) as direct:
         page = direct.list_bookings(email=PAT.email)
     assert page.total == 1 and page.bookings[0].id == created.id
 
 
-def test_every_create_carries_an_idempotency_key_of_its_own(api, tenant):
+def test_every_create_carries_an_idempotency_key_of_its_own(live, tenant):
     sent: list[bytes] = []
     http = httpx.Client(
         event_hooks={"request": [lambda request: sent.append(request.read())]}, timeout=10
     )
-    with CalendarClient(api.base_url, tenant.keys["all"], http=http) as calendar:
+    with CalendarClient(live.base_url, tenant.keys["all"], http=http) as calendar:
         book(calendar, tenant, 10)
         book(calendar, tenant, 11)
     http.close()

@@ -36,15 +36,9 @@ TOOLS = {
 }
 
 
-@pytest.fixture(scope="module")
-def api(migrated_postgres_database):
-    with live_api(migrated_postgres_database()) as live:
-        yield live
-
-
 @pytest.fixture
-def tenant(api):
-    return api.tenant()
+def tenant(live):
+    return live.tenant()
 
 
 @contextmanager
@@ -89,16 +83,16 @@ async def http_client(mcp_url: str, key: str | None) -> AsyncIterator[Client]:
 
 
 @pytest.fixture(scope="module")
-def mcp_url(api):
-    with mcp_http_server(api.base_url) as url:
+def mcp_url(live):
+    with mcp_http_server(live.base_url) as url:
         yield url
 
 
 @pytest.fixture(params=["stdio", "http"])
-def connect(request, api):
+def connect(request, live):
     """Opens an MCP client session with a key, over the parametrized transport."""
     if request.param == "stdio":
-        return lambda key: stdio_client(api.base_url, key)
+        return lambda key: stdio_client(live.base_url, key)
     url = request.getfixturevalue("mcp_url")
     return lambda key: http_client(url, key)
 
@@ -227,8 +221,8 @@ def test_over_http_a_call_without_a_key_says_where_to_send_it(mcp_url):
     assert "x-calendar-api-key" in asyncio.run(scenario())
 
 
-def test_over_http_each_client_acts_with_its_own_key(mcp_url, api):
-    one, other = api.tenant(), api.tenant()
+def test_over_http_each_client_acts_with_its_own_key(mcp_url, live):
+    one, other = live.tenant(), live.tenant()
 
     async def book_with(tenant):
         async with http_client(mcp_url, tenant.keys["all"]) as client:
@@ -262,7 +256,7 @@ def test_a_rate_limited_call_is_retried_and_then_succeeds(migrated_postgres_data
     assert [page["total"] for page in pages] == [0, 0, 0, 0]
 
 
-def test_a_create_whose_answer_was_lost_books_once(api, tenant):
+def test_a_create_whose_answer_was_lost_books_once(live, tenant):
     lost_one = {"done": False}
 
     def lose_first_create(request: bytes) -> bool:
@@ -271,7 +265,7 @@ def test_a_create_whose_answer_was_lost_books_once(api, tenant):
             return True
         return False
 
-    with lossy_proxy(api.port, lose_first_create) as proxy:
+    with lossy_proxy(live.port, lose_first_create) as proxy:
 
         async def scenario():
             async with stdio_client(f"{proxy.url}/v1/api", tenant.keys["all"]) as client:

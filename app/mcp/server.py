@@ -59,6 +59,14 @@ BookingId = Annotated[
     int, Field(description="The booking's integer id, as create_booking returned it.", ge=1)
 ]
 Status = Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
+Timezone = Annotated[
+    str | None, Field(description="IANA timezone the booking is shown in, e.g. Europe/Paris.")
+]
+Title = Annotated[str | None, Field(description="Shown in calendars and emails.")]
+Description = Annotated[str | None, Field(description="Notes for the people attending.")]
+Metadata = Annotated[
+    dict[str, Any] | None, Field(description="Any key-value data to keep with the booking.")
+]
 
 
 Attendee = Annotated[
@@ -108,6 +116,27 @@ def as_api_json(value: Any) -> Any:
     if isinstance(value, date):
         return value.isoformat()
     return value
+
+
+def booking_fields(
+    start_time: str | None,
+    end_time: str | None,
+    attendees: list[dict[str, str]] | None,
+    timezone: str | None,
+    title: str | None,
+    description: str | None,
+    metadata: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The tools' booking arguments as the client's keyword arguments."""
+    return {
+        "start_time": start_time,
+        "end_time": end_time,
+        "attendees": attendees,
+        "timezone": timezone,
+        "title": title,
+        "description": description,
+        "metadata": metadata,
+    }
 
 
 def tool_error(error: Exception, tool: str) -> ToolError:
@@ -176,6 +205,9 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
             raise tool_error(error, tool) from None
 
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    changes_a_booking = ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    )
 
     @server.tool(
         annotations=read_only,
@@ -277,14 +309,10 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         attendees: Annotated[
             list[Attendee], Field(description="Who attends; at least one.", min_length=1)
         ],
-        timezone: Annotated[
-            str | None, Field(description="IANA timezone the booking is shown in.")
-        ] = None,
-        title: str | None = None,
-        description: str | None = None,
-        metadata: Annotated[
-            dict[str, Any] | None, Field(description="Any key-value data to keep with it.")
-        ] = None,
+        timezone: Timezone = None,
+        title: Title = None,
+        description: Description = None,
+        metadata: Metadata = None,
         idempotencyKey: Annotated[
             str | None,
             Field(description="Reuse on retries of the same booking; never for another one."),
@@ -295,24 +323,15 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
             "create_booking",
             lambda client: client.create_booking(
                 eventTypeId,
-                start_time=startTime,
-                end_time=endTime,
-                attendees=attendees,
-                timezone=timezone,
-                title=title,
-                description=description,
-                metadata=metadata,
+                **booking_fields(
+                    startTime, endTime, attendees, timezone, title, description, metadata
+                ),
                 idempotency_key=idempotencyKey,
             ),
         )
 
     @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=changes_a_booking,
         description="Change a booking: move it (startTime and endTime, one slot from "
         "check_availability), or change its title, description, timezone, attendees or "
         "metadata. Only the fields given change. eventTypeId is the event type the booking was "
@@ -325,10 +344,10 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         startTime: Instant | None = None,
         endTime: Instant | None = None,
         attendees: list[Attendee] | None = None,
-        timezone: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        timezone: Timezone = None,
+        title: Title = None,
+        description: Description = None,
+        metadata: Metadata = None,
     ) -> dict[str, Any]:
         return call(
             ctx,
@@ -336,23 +355,14 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
             lambda client: client.update_booking(
                 eventTypeId,
                 id,
-                start_time=startTime,
-                end_time=endTime,
-                attendees=attendees,
-                timezone=timezone,
-                title=title,
-                description=description,
-                metadata=metadata,
+                **booking_fields(
+                    startTime, endTime, attendees, timezone, title, description, metadata
+                ),
             ),
         )
 
     @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=changes_a_booking,
         description="Cancel a booking, with an optional reason that is kept and returned. "
         "Returns {id, status: cancelled, cancelledAt, cancellationReason}. Cancelling an "
         "already cancelled booking is an error saying so. Needs canCancel.",

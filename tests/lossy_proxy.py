@@ -71,3 +71,17 @@ def lossy_proxy(upstream_port: int, lose: Callable[[bytes], bool]) -> Iterator[L
         yield proxy
     finally:
         proxy.listener.close()
+
+
+def first_create_lost() -> Callable[[bytes], bool]:
+    """Loses the answer to the first POST, and no other."""
+    posts = 0
+
+    def lose(request: bytes) -> bool:
+        nonlocal posts
+        if request.startswith(b"POST"):
+            posts += 1
+            return posts == 1
+        return False
+
+    return lose

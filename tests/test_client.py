@@ -26,7 +26,7 @@ from app.client import (
 )
 from tests.factories import next_monday, ny
 from tests.live_api import live_api
-from tests.lossy_proxy import lossy_proxy
+from tests.lossy_proxy import first_create_lost, lossy_proxy
 from tests.servers import free_port, gunicorn
 
 pytestmark = pytest.mark.slow
@@ -233,15 +233,7 @@ def test_no_server_at_all_is_calendar_unreachable():
 def test_a_create_whose_answer_was_lost_is_retried_into_one_booking(live, tenant):
     """The server committed the booking, then the connection dropped before the answer came
     back; the client's retry carries the same idempotency key and gets that booking."""
-    first_post = {"seen": False}
-
-    def lose_first_create(request: bytes) -> bool:
-        if request.startswith(b"POST") and not first_post["seen"]:
-            first_post["seen"] = True
-            return True
-        return False
-
-    with lossy_proxy(live.port, lose_first_create) as proxy:
+    with lossy_proxy(live.port, first_create_lost()) as proxy:
         http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0), timeout=10)
         with CalendarClient(f"{proxy.url}/v1/api", tenant.keys["all"], http=http) as calendar:
             created = book(calendar, tenant, 10)

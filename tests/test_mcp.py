@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.factories import next_monday, ny, z
 from tests.live_api import live_api
-from tests.lossy_proxy import lossy_proxy
+from tests.lossy_proxy import first_create_lost, lossy_proxy
 from tests.servers import ROOT, free_port, wait_until_serving
 
 pytestmark = pytest.mark.slow
@@ -257,15 +257,7 @@ def test_a_rate_limited_call_is_retried_and_then_succeeds(migrated_postgres_data
 
 
 def test_a_create_whose_answer_was_lost_books_once(live, tenant):
-    lost_one = {"done": False}
-
-    def lose_first_create(request: bytes) -> bool:
-        if request.startswith(b"POST") and not lost_one["done"]:
-            lost_one["done"] = True
-            return True
-        return False
-
-    with lossy_proxy(live.port, lose_first_create) as proxy:
+    with lossy_proxy(live.port, first_create_lost()) as proxy:
 
         async def scenario():
             async with stdio_client(f"{proxy.url}/v1/api", tenant.keys["all"]) as client:

@@ -6,6 +6,7 @@ streamable HTTP at ``/mcp``, for many clients, each sending its own key in the
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
+    # httpx logs every request at INFO; the API's own access log already has them.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     base_url = os.environ.get("CALENDAR_API_URL", "").rstrip("/")
     if not base_url:
         sys.exit("CALENDAR_API_URL must be set: the API's base URL, ending in /v1/api")

@@ -25,17 +25,25 @@ from typing import Any
 import httpx
 
 from app.client.errors import CalendarApiError, CalendarUnreachable, error_for
-from app.client.models import AvailabilityDay, Booking, BookingPage, Cancellation, NewAttendee
+from app.client.models import (
+    AvailabilityDay,
+    Booking,
+    BookingPage,
+    Cancellation,
+    NewAttendee,
+    without_none,
+)
 
 RETRIED_STATUSES = (429, 503)
+API_KEY_HEADER = "x-calendar-api-key"
 
 Instant = datetime | str
 Attendees = Sequence[NewAttendee | Mapping[str, Any]]
 
 
-def _instant(value: Instant | date) -> str:
-    """An ISO 8601 string; datetimes must carry their timezone (the API would otherwise read
-    them in UTC, which is rarely what a caller meant)."""
+def _instant(value: Instant | date | None) -> str | None:
+    """An ISO 8601 string (``None`` stays ``None``: not sent); datetimes must carry their
+    timezone (the API would otherwise read them in UTC, which is rarely what a caller meant)."""
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise ValueError(f"{value!r} has no timezone; give an aware datetime")
@@ -47,10 +55,6 @@ def _instant(value: Instant | date) -> str:
 
 def _attendees(attendees: Attendees) -> list[dict[str, Any]]:
     return [a.to_json() if isinstance(a, NewAttendee) else dict(a) for a in attendees]
-
-
-def _without_none(fields: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in fields.items() if value is not None}
 
 
 class CalendarClient:
@@ -97,7 +101,7 @@ class CalendarClient:
         timezone: str | None = None,
     ) -> list[AvailabilityDay]:
         """Open slots per day between ``start_date`` and ``end_date``."""
-        params = _without_none(
+        params = without_none(
             {
                 "startDate": _instant(start_date),
                 "endDate": _instant(end_date),
@@ -120,10 +124,10 @@ class CalendarClient:
         limit: int | None = None,
         offset: int | None = None,
     ) -> BookingPage:
-        params = _without_none(
+        params = without_none(
             {
-                "startDate": None if start_date is None else _instant(start_date),
-                "endDate": None if end_date is None else _instant(end_date),
+                "startDate": _instant(start_date),
+                "endDate": _instant(end_date),
                 "status": status,
                 "eventTypeId": event_type_id,
                 "email": email,
@@ -154,7 +158,7 @@ class CalendarClient:
     ) -> Booking:
         """Book; safe to call again with the same ``idempotency_key`` (one is made when none is
         given, and every retry of this call reuses it)."""
-        body = _without_none(
+        body = without_none(
             {
                 "startTime": _instant(start_time),
                 "endTime": _instant(end_time),
@@ -183,10 +187,10 @@ class CalendarClient:
         metadata: Mapping[str, Any] | None = None,
     ) -> Booking:
         """Change only what is given; the answer is the API's reduced booking."""
-        body = _without_none(
+        body = without_none(
             {
-                "startTime": None if start_time is None else _instant(start_time),
-                "endTime": None if end_time is None else _instant(end_time),
+                "startTime": _instant(start_time),
+                "endTime": _instant(end_time),
                 "attendees": None if attendees is None else _attendees(attendees),
                 "timezone": timezone,
                 "title": title,
@@ -198,7 +202,7 @@ class CalendarClient:
         return Booking.from_json(self._call("PUT", path, body=body))
 
     def cancel_booking(self, booking_id: int, *, reason: str | None = None) -> Cancellation:
-        body = _without_none({"reason": reason})
+        body = without_none({"reason": reason})
         path = f"/calendar/bookings/{int(booking_id)}"
         return Cancellation.from_json(self._call("DELETE", path, body=body))
 
@@ -221,7 +225,7 @@ class CalendarClient:
                     self.base_url + path,
                     params=params,
                     json=body,
-                    headers={"x-calendar-api-key": self._api_key},
+                    headers={API_KEY_HEADER: self._api_key},
                 )
             except httpx.TransportError as err:
                 if not retry_lost or last:

@@ -9,6 +9,11 @@ from datetime import date, datetime
 from typing import Any
 
 
+def without_none(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields that have a value: the API reads a field left out as "not given"."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def parse_instant(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00"))
 
@@ -72,14 +77,15 @@ class NewAttendee:
     phone: str | None = None
 
     def to_json(self) -> dict[str, str]:
-        fields = {
-            "email": self.email,
-            "name": self.name,
-            "firstName": self.first_name,
-            "lastName": self.last_name,
-            "phone": self.phone,
-        }
-        return {key: value for key, value in fields.items() if value is not None}
+        return without_none(
+            {
+                "email": self.email,
+                "name": self.name,
+                "firstName": self.first_name,
+                "lastName": self.last_name,
+                "phone": self.phone,
+            }
+        )
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ import sys
 
 from mcp.server.mcpserver import Context
 
-from app.mcp.server import KEY_HEADER, build_server
+from app.client.client import API_KEY_HEADER
+from app.mcp.server import build_server
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.http:
 
         def from_header(ctx: Context) -> str | None:
-            return (ctx.headers or {}).get(KEY_HEADER)
+            return (ctx.headers or {}).get(API_KEY_HEADER)
 
         server = build_server(base_url, from_header)
         server.run("streamable-http", host=args.host, port=args.port, stateless_http=True)

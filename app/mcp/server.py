@@ -27,8 +27,8 @@ from app.client import (
     ServiceUnavailable,
     SlotUnavailable,
 )
-
-KEY_HEADER = "x-calendar-api-key"
+from app.client.client import API_KEY_HEADER
+from app.services.api_keys import PERMISSION_LABELS
 
 INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).
@@ -87,13 +87,6 @@ Attendee = Annotated[
     ),
 ]
 
-OPERATION_PERMISSION_LABEL = {
-    "canCheckAvailability": "Check availability",
-    "canGetBookings": "Get bookings",
-    "canBook": "Book appointments",
-    "canCancel": "Cancel bookings",
-}
-
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -143,7 +136,7 @@ def tool_error(error: Exception, tool: str) -> ToolError:
     """The API's refusal as text a model can act on."""
     if isinstance(error, PermissionDenied):
         permission = error.permission or "the needed"
-        label = OPERATION_PERMISSION_LABEL.get(permission, permission)
+        label = PERMISSION_LABELS.get(permission, permission)
         return ToolError(
             f"Permission denied (403): this API key lacks the '{permission}' permission "
             f'("{label}"), which {tool} needs. Ask the calendar\'s owner for a key that has '
@@ -196,7 +189,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         key = api_key_of(ctx)
         if not key:
             raise ToolError(
-                f"No API key: send it in the {KEY_HEADER} header (HTTP) or set "
+                f"No API key: send it in the {API_KEY_HEADER} header (HTTP) or set "
                 "CALENDAR_API_KEY (stdio)."
             )
         try:

@@ -1,7 +1,8 @@
-"""One error envelope for everything the app can answer: ``{"statusCode", "message"}`` plus,
-for validation failures, ``errors`` keyed by field path. Handlers never send exception text to
-the client; unexpected failures are logged with their traceback and answered with a generic
-500."""
+"""One error envelope for everything the app can answer: ``{"statusCode", "message", "code"}``
+plus, for validation failures, ``errors`` keyed by field path, and for a write refused for its
+time, ``suggestedSlots``. ``code`` is the stable name of the cause (``ErrorCode``). Handlers
+never send exception text to the client; unexpected failures are logged with their traceback
+and answered with a generic 500."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from app.services.errors import ServiceError
+from app.scheduling.timezones import format_utc
+from app.services.errors import ErrorCode, ServiceError, TimeUnavailable
 from app.validation import describe_errors, flatten_errors
 
 # Short, stable messages instead of werkzeug's HTML-minded descriptions.
@@ -31,6 +33,28 @@ HTTP_MESSAGES = {
     503: "Service temporarily unavailable: the database is not answering; retry shortly",
 }
 
+# The code of an answer that did not come from a service's own failure.
+HTTP_CODES = {
+    400: ErrorCode.INVALID_REQUEST,
+    401: ErrorCode.INVALID_API_KEY,
+    403: ErrorCode.PERMISSION_DENIED,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    413: ErrorCode.PAYLOAD_TOO_LARGE,
+    429: ErrorCode.RATE_LIMITED,
+    500: ErrorCode.INTERNAL_ERROR,
+    503: ErrorCode.SERVICE_UNAVAILABLE,
+}
+
+
+def code_for_status(status: int) -> ErrorCode:
+    """The code of a status without a cause of its own; any other 4xx is an invalid request,
+    any other 5xx an internal error."""
+    if status in HTTP_CODES:
+        return HTTP_CODES[status]
+    return ErrorCode.INTERNAL_ERROR if status >= 500 else ErrorCode.INVALID_REQUEST
+
+
 # Seconds a client should wait before retrying a 503: the service reconnects by itself within
 # a second of the database coming back.
 DATABASE_RETRY_AFTER = "1"
@@ -44,10 +68,19 @@ def envelope(
     message: str,
     errors: dict[str, list[str]] | None = None,
     headers: dict[str, str] | None = None,
+    *,
+    code: ErrorCode | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> ResponseReturnValue:
-    body: dict[str, Any] = {"statusCode": status, "message": message}
+    body: dict[str, Any] = {
+        "statusCode": status,
+        "message": message,
+        "code": str(code or code_for_status(status)),
+    }
     if errors:
         body["errors"] = errors
+    if extra:
+        body.update(extra)
     return jsonify(body), status, headers or {}
 
 
@@ -68,7 +101,15 @@ def handle_http_exception(error: HTTPException) -> ResponseReturnValue:
 
 
 def handle_service_error(error: ServiceError) -> ResponseReturnValue:
-    return envelope(error.status_code, error.message, error.errors)
+    extra = None
+    if isinstance(error, TimeUnavailable):
+        extra = {
+            "suggestedSlots": [
+                {"start": format_utc(slot.start), "end": format_utc(slot.end)}
+                for slot in error.suggested_slots
+            ]
+        }
+    return envelope(error.status_code, error.message, error.errors, code=error.code, extra=extra)
 
 
 def handle_database_unavailable(error: Exception) -> ResponseReturnValue:

@@ -1,18 +1,20 @@
 """Benchmark of booking creation: POST /v1/api/calendar/event-types/<id>/bookings.
 
-Run from the project root (about a minute; needs the venv and PostgreSQL at
+Run from the project root (about two minutes; needs the venv and PostgreSQL at
 ``TEST_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``)::
 
     .venv/bin/python -m bench.booking_writes
 
-The workload never conflicts, so every create does the whole write path (per-calendar advisory
-lock, idempotency-key lookup, working hours and busy-time check, insert of the booking, its
-attendee and a new contact, commit) and answers 201:
+The workload of 1, 3 and 4 never conflicts, so every create does the whole write path
+(per-calendar advisory lock, idempotency-key lookup, working hours and busy-time check, insert
+of the booking, its attendee and a new contact, commit) and answers 201; 2 measures the creates
+that are refused for their time (400 with ``suggestedSlots``) and slot holds next to accepted
+creates:
 
 * A throw-away PostgreSQL database (created through the admin database, migrated, dropped at
-  the end) with 4 identical sub accounts: calendar open 24/7 in UTC, no minimum notice, a
-  3,650-day horizon, one 15-minute event type without buffers on a 15-minute grid, one
-  full-permission API key each.
+  the end) with 4 identical sub accounts, plus a fifth of the same kind that only 2 uses:
+  calendar open 24/7 in UTC, no minimum notice, a 3,650-day horizon, one 15-minute event type
+  without buffers on a 15-minute grid, one full-permission API key each.
 * Request n books slot n, ``BASE + n × 15 min`` (``BASE`` is midnight UTC two days ahead), so
   no two requests of the whole run overlap, on any sub account. Each body carries a unique
   ``idempotencyKey`` (as a careful agent sends) and one attendee with a fresh email.
@@ -21,7 +23,30 @@ attendee and a new contact, commit) and answers 201:
    requests, 20 warm-up then 300 timed, alternating the create with the minimal authenticated
    request ``GET /v1/api/calendar/bookings?limit=1`` (same key, same server) as the baseline.
    Median and p95.
-2. Throughput: 8 client threads, each creating back-to-back on its own connection; creates per
+2. Refusals and holds, on the same server and database, on the fifth sub account. Set up
+   through the API first: a *full day* (all 96 slots booked) followed by a *busy day* (3 of
+   every 4 slots booked, so 24 open); the 6 days after those are empty. Then, in
+   ``REFUSAL_ROUNDS`` rounds of ``REFUSAL_RUNS`` (after ``REFUSAL_WARMUP`` untimed), each
+   iteration makes these requests, the steps in a freshly shuffled order:
+
+   * accepted: a create of a free slot (201) like those of 1 (this sub account's own slot
+     counter fills days from BASE one after the other, so the day loaded holds 0-95
+     bookings, as in 1);
+   * busy day: a create of a booked slot of the busy day (400 ``slot_taken``; its 5
+     suggestions come from the same day, already loaded);
+   * full day: a create of a slot of the full day (400 ``slot_taken``; the suggestions must
+     come from the following days, which the server loads for it);
+   * hold, then create with its token: ``POST …/holds`` of a free slot (201 with a
+     ``holdToken``), then the create of that slot sending ``holdToken`` (201);
+   * the baseline GET, as in 1.
+
+   Every refused create carries a fresh ``idempotencyKey`` and attendee like an accepted one.
+   Each answer is checked: the refusals must be 400 with ``code`` ``slot_taken`` and exactly
+   the 5 suggestions the rule gives (the nearest open slots of the day; for the full day the
+   first 5 open slots of the busy day). Printed: median and p95 per kind, each round's median,
+   and the ratio of the refused creates' median to the accepted one's (per round and overall)
+   against the target (``REFUSAL_TARGET``). At the end no hold may be left (each was consumed).
+3. Throughput: 8 client threads, each creating back-to-back on its own connection; creates per
    second = completed requests / wall time until the last answer. Rows: 2 and 4 gunicorn
    workers (both servers run side by side), all clients on ONE sub account (every write waits
    for that calendar's advisory lock: the worst case) or spread over 4 sub accounts (writes
@@ -31,7 +56,7 @@ attendee and a new contact, commit) and answers 201:
    exactly as many active bookings as 201 answers. The client threads run on the same machine
    and their CPU share is printed: on a small machine they compete with the server for cores.
    Bookings accumulate over the run (a few thousand in all); the queries use indexes.
-3. Latency as in 1 on SQLite (a temporary file), with the same count check.
+4. Latency as in 1 on SQLite (a temporary file), with the same count check.
 
 gunicorn's sync workers close the connection after each response, so every request includes a
 loopback TCP connect (``http.client`` reconnects by itself); the baseline pays it too.
@@ -44,6 +69,7 @@ import io
 import json
 import os
 import platform
+import random
 import sqlite3
 import tempfile
 import threading
@@ -62,7 +88,7 @@ from sqlalchemy import func, select
 
 from app import create_app
 from app.extensions import db
-from app.models import ACTIVE_STATUSES, Booking, Permission
+from app.models import ACTIVE_STATUSES, Booking, Permission, SlotHold
 from app.models.types import utcnow
 from app.services.provisioning import WEEKDAYS, provision
 from bench.availability import (
@@ -83,12 +109,20 @@ LOAD_ROUNDS, ROUND_SECONDS = 4, 2.5
 LOAD_ROWS = ((2, 1), (2, SUB_ACCOUNTS), (4, 1), (4, SUB_ACCOUNTS))  # (workers, sub accounts)
 BASELINE = "/v1/api/calendar/bookings?limit=1"
 SHOWN_ERRORS = 3
+# 2: refusals and holds
+REFUSAL_WARMUP, REFUSAL_ROUNDS, REFUSAL_RUNS = 10, 5, 60
+REFUSAL_TARGET = 1.5  # a refused create costs at most this many accepted ones (medians)
+FULL_DAY = 30  # days after BASE: the full day; the busy day is the next
+SLOTS_PER_DAY = timedelta(days=1) // SLOT
+BUSY_DAY_OPEN = 4  # on the busy day, every 4th slot (index 3, 7, ...) stays open
+SUGGESTIONS = 5
+SEED = 20260101
 
 
 # --- the calendars ---------------------------------------------------------------------------
 
 
-def tenant_document() -> dict[str, Any]:
+def tenant_document(count: int = SUB_ACCOUNTS + 1) -> dict[str, Any]:
     open_all_day = {day: [["00:00", "24:00"]] for day in WEEKDAYS}
     sub_accounts = [
         {
@@ -108,7 +142,7 @@ def tenant_document() -> dict[str, Any]:
             ],
             "apiKeys": [{"name": "bench", "permissions": [p.value for p in Permission]}],
         }
-        for n in range(SUB_ACCOUNTS)
+        for n in range(count)
     ]
     return {
         "agencies": [
@@ -127,6 +161,10 @@ class Calendar:
 
     api_key: str
     create_path: str
+
+    @property
+    def hold_path(self) -> str:
+        return self.create_path.removesuffix("/bookings") + "/holds"
 
     @property
     def headers(self) -> dict[str, str]:
@@ -182,18 +220,35 @@ class Slots:
         self._next = 0
         self._lock = threading.Lock()
 
-    def body(self) -> bytes:
+    def take(self) -> datetime:
+        """The start of the next slot."""
         with self._lock:
             n, self._next = self._next, self._next + 1
-        start = self.base + n * SLOT
-        return json.dumps(
-            {
-                "startTime": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "endTime": (start + SLOT).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "attendees": [{"email": f"caller{n}@bench.test"}],
-                "idempotencyKey": uuid.uuid4().hex,
-            }
-        ).encode()
+        return self.base + n * SLOT
+
+    def body(self) -> bytes:
+        start = self.take()
+        n = (start - self.base) // SLOT
+        return create_body(start, f"caller{n}@bench.test")
+
+
+def stamp(instant: datetime) -> str:
+    return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def create_body(start: datetime, email: str | None = None, hold_token: str | None = None) -> bytes:
+    """A create of the 15-minute slot at ``start`` with a unique idempotencyKey and one
+    attendee, ``email`` or a fresh one (and the hold's token, if given)."""
+    key = uuid.uuid4().hex
+    body: dict[str, Any] = {
+        "startTime": stamp(start),
+        "endTime": stamp(start + SLOT),
+        "attendees": [{"email": email or f"caller-{key}@bench.test"}],
+        "idempotencyKey": key,
+    }
+    if hold_token is not None:
+        body["holdToken"] = hold_token
+    return json.dumps(body).encode()
 
 
 # --- the server and the client ---------------------------------------------------------------
@@ -281,6 +336,197 @@ def bench_latency(label: str, port: int, calendar: Calendar, slots: Slots) -> in
     return len(warm.created) + len(timed.created)
 
 
+# --- 2: refusals and holds ------------------------------------------------------------------
+
+KINDS = {
+    "baseline": "GET bookings?limit=1 (baseline)",
+    "accepted": "POST create, 201 (accepted)",
+    "busy": "POST create, 400, busy day",
+    "full": "POST create, 400, full day",
+    "hold": "POST hold, 201",
+    "held": "POST create with holdToken, 201",
+}
+REFUSED = {
+    "busy": "busy day (suggestions from the day loaded)",
+    "full": "full day (suggestions from following days)",
+}
+HOLD_TTL_SECONDS = 120
+
+
+def busy_day_open(index: int) -> bool:
+    """Whether slot ``index`` of the busy day stays open."""
+    return index % BUSY_DAY_OPEN == BUSY_DAY_OPEN - 1
+
+
+@dataclass
+class Refusals:
+    """Section 2's calendar, its days, and what the client saw."""
+
+    client: Client
+    slots: Slots  # free slots, for the accepted creates and the holds
+    rng: random.Random
+    full_day: list[datetime] = field(default_factory=list)  # every slot booked
+    busy_taken: list[datetime] = field(default_factory=list)
+    busy_open: list[datetime] = field(default_factory=list)
+    rounds: list[dict[str, list[float]]] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    created: int = 0  # 201 answers to creates, the set-up's included
+    turn: int = 0
+
+    @classmethod
+    def layout(cls, client: Client, slots: Slots) -> Refusals:
+        full = slots.base + timedelta(days=FULL_DAY)
+        busy = full + timedelta(days=1)
+        refusals = cls(client, slots, random.Random(SEED))
+        refusals.full_day = [full + i * SLOT for i in range(SLOTS_PER_DAY)]
+        for i in range(SLOTS_PER_DAY):
+            start = busy + i * SLOT
+            (refusals.busy_open if busy_day_open(i) else refusals.busy_taken).append(start)
+        return refusals
+
+    def set_up(self) -> None:
+        """Book the full day and the busy day's taken slots through the API."""
+        for start in self.full_day + self.busy_taken:
+            _, status, answer = self.client.send(
+                "POST", self.client.calendar.create_path, create_body(start)
+            )
+            if status != 201:
+                raise SystemExit(f"FAILED: setting up section 2: {status} {answer[:300]!r}")
+            self.created += 1
+
+    # The steps of one iteration; each appends its latencies to ``times``.
+
+    def accepted(self, times: dict[str, list[float]]) -> None:
+        body = create_body(self.slots.take())
+        elapsed, status, answer = self.client.send("POST", self.client.calendar.create_path, body)
+        self.expect("accepted", status == 201, status, answer)
+        self.created += status == 201
+        times["accepted"].append(elapsed)
+
+    def baseline(self, times: dict[str, list[float]]) -> None:
+        times["baseline"].append(self.client.baseline())
+
+    def busy(self, times: dict[str, list[float]]) -> None:
+        wanted = self.busy_taken[self.turn % len(self.busy_taken)]
+        nearest = sorted(self.busy_open, key=lambda s: (abs(s - wanted), s))[:SUGGESTIONS]
+        self.refused("busy", wanted, nearest, times)
+
+    def full(self, times: dict[str, list[float]]) -> None:
+        wanted = self.full_day[self.turn % len(self.full_day)]
+        self.refused("full", wanted, self.busy_open[:SUGGESTIONS], times)
+
+    def hold_then_create(self, times: dict[str, list[float]]) -> None:
+        start = self.slots.take()
+        hold = {
+            "startTime": stamp(start),
+            "endTime": stamp(start + SLOT),
+            "ttlSeconds": HOLD_TTL_SECONDS,
+        }
+        elapsed, status, answer = self.client.send(
+            "POST", self.client.calendar.hold_path, json.dumps(hold).encode()
+        )
+        token = json.loads(answer).get("holdToken") if status == 201 else None
+        self.expect("hold", isinstance(token, str) and token.startswith("hold_"), status, answer)
+        times["hold"].append(elapsed)
+        if token is None:
+            return
+        body = create_body(start, hold_token=token)
+        elapsed, status, answer = self.client.send("POST", self.client.calendar.create_path, body)
+        self.expect("held", status == 201, status, answer)
+        self.created += status == 201
+        times["held"].append(elapsed)
+
+    def refused(
+        self, kind: str, wanted: datetime, expected: list[datetime], times: dict[str, list[float]]
+    ) -> None:
+        elapsed, status, answer = self.client.send(
+            "POST", self.client.calendar.create_path, create_body(wanted)
+        )
+        want = [{"start": stamp(s), "end": stamp(s + SLOT)} for s in expected]
+        try:
+            got = json.loads(answer)
+        except ValueError:
+            got = {}
+        ok = status == 400 and got.get("code") == "slot_taken" and got.get("suggestedSlots") == want
+        self.expect(kind, ok, status, answer)
+        times[kind].append(elapsed)
+
+    def expect(self, kind: str, ok: bool, status: int, answer: bytes) -> None:
+        if ok:
+            self.checked[kind] += 1
+        else:
+            self.failures.append(f"{KINDS[kind]}: {status} {answer[:300]!r}")
+
+    def iteration(self, times: dict[str, list[float]]) -> None:
+        steps = [self.accepted, self.baseline, self.busy, self.full, self.hold_then_create]
+        self.rng.shuffle(steps)
+        for step in steps:
+            step(times)
+        self.turn += 1
+
+    def run(self) -> None:
+        warm: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        for _ in range(REFUSAL_WARMUP):
+            self.iteration(warm)
+        for _ in range(REFUSAL_ROUNDS):
+            times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+            for _ in range(REFUSAL_RUNS):
+                self.iteration(times)
+            self.rounds.append(times)
+
+    def report(self) -> None:
+        every = {kind: Timing([t for r in self.rounds for t in r[kind]]) for kind in KINDS}
+        per_round = {kind: [Timing(r[kind]).median_ms for r in self.rounds] for kind in KINDS}
+        floor = every["baseline"].median_ms
+        print(
+            f"  {'kind':<36}  median ms   p95 ms  above baseline  medians of the"
+            f" {REFUSAL_ROUNDS} rounds (ms)"
+        )
+        for kind, label in KINDS.items():
+            timing = every[kind]
+            rounds = " ".join(f"{m:5.1f}" for m in per_round[kind])
+            above = "" if kind == "baseline" else f"{timing.median_ms - floor:8.2f}"
+            print(
+                f"  {label:<36}  {timing.median_ms:9.2f}  {timing.p95_ms:7.2f}  {above:>14}"
+                f"  {rounds}"
+            )
+        accepted = every["accepted"].median_ms
+        print(f"  refused / accepted, medians (target: at most {REFUSAL_TARGET:g}×)")
+        for kind, label in REFUSED.items():
+            ratio = every[kind].median_ms / accepted
+            ratios = [r / a for r, a in zip(per_round[kind], per_round["accepted"], strict=True)]
+            verdict = "met" if ratio <= REFUSAL_TARGET else "NOT MET"
+            print(
+                f"    {label:<44}  {ratio:5.2f}×  (rounds {min(ratios):.2f}–{max(ratios):.2f}×)"
+                f"  {verdict}"
+            )
+        print(
+            f"  checked: {self.checked['busy']} busy-day and {self.checked['full']} full-day"
+            f" refusals (400 slot_taken with the {SUGGESTIONS} expected suggestedSlots),"
+        )
+        print(
+            f"           {self.checked['accepted']} accepted creates, {self.checked['hold']} holds"
+            f" and {self.checked['held']} creates with their token (201)"
+        )
+
+
+def bench_refusals(label: str, port: int, calendar: Calendar) -> int:
+    """Section 2 on ``calendar`` (one no other section writes to); returns the number of
+    bookings it created."""
+    slots = Slots()
+    refusals = Refusals.layout(Client(port, calendar, slots), slots)
+    refusals.set_up()
+    refusals.run()
+    refusals.client.close()
+    print(f"  {label}")
+    refusals.report()
+    if refusals.failures:
+        shown = "\n  ".join(refusals.failures[:SHOWN_ERRORS])
+        raise SystemExit(f"FAILED: {len(refusals.failures)} unexpected answers:\n  {shown}")
+    return refusals.created
+
+
 # --- 2: throughput ---------------------------------------------------------------------------
 
 
@@ -353,18 +599,29 @@ def bench_postgres(label: str, url: str, log_dir: Path) -> None:
             )
             for workers in sorted({w for w, _ in LOAD_ROWS} | {LATENCY_WORKERS})
         }
-        created = bench_latency(
-            f"{label}, gunicorn {LATENCY_WORKERS} sync workers",
-            ports[LATENCY_WORKERS],
-            calendars[0],
-            slots,
+        server = f"{label}, gunicorn {LATENCY_WORKERS} sync workers"
+        created = bench_latency(server, ports[LATENCY_WORKERS], calendars[0], slots)
+        print()
+        print(
+            f"2. Refused creates and holds: a full day ({SLOTS_PER_DAY} of {SLOTS_PER_DAY} slots"
+            f" booked) and the busy day after it ({SLOTS_PER_DAY // BUSY_DAY_OPEN} slots open),"
         )
+        print(
+            f"   {REFUSAL_WARMUP} warm-up + {REFUSAL_ROUNDS} rounds × {REFUSAL_RUNS} iterations,"
+            " each request kind once per iteration in shuffled order"
+        )
+        created += bench_refusals(
+            f"{server}, sub account {SUB_ACCOUNTS + 1} (only this section's)",
+            ports[LATENCY_WORKERS],
+            calendars[SUB_ACCOUNTS],
+        )
+        check_holds(url)
         for _ in range(LOAD_ROUNDS):
             for (workers, spread), load in loads.items():
                 hammer(ports[workers], calendars[:spread], slots, load)
     print()
     print(
-        f"2. Throughput, PostgreSQL: {CLIENTS} client threads creating back-to-back,"
+        f"3. Throughput, PostgreSQL: {CLIENTS} client threads creating back-to-back,"
         f" {LOAD_ROUNDS} rounds of {ROUND_SECONDS:g} s per row, rows interleaved"
     )
     print(
@@ -385,6 +642,17 @@ def check_count(url: str, created: int) -> None:
     print(f"  database check: {in_db:,} active bookings, {created:,} answers 201: {verdict}")
     if in_db != created:
         raise SystemExit("FAILED: the database does not hold one booking per 201")
+
+
+def check_holds(url: str) -> None:
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench"})
+    with app.app_context():
+        left = db.session.scalar(select(func.count()).select_from(SlotHold))
+        db.session.remove()
+        db.engine.dispose()
+    print(f"  database check: {left} holds left (each was consumed): {'ok' if not left else 'NO'}")
+    if left:
+        raise SystemExit("FAILED: holds were left in the database")
 
 
 def bench_sqlite(label: str, log_dir: Path) -> None:
@@ -428,7 +696,7 @@ def main() -> None:
         with postgres_database() as url:
             bench_postgres(f"PostgreSQL {pg_version}", url, Path(tmp))
         print()
-        print("3. Latency on SQLite, as in 1")
+        print("4. Latency on SQLite, as in 1")
         bench_sqlite(f"SQLite {sqlite3.sqlite_version}", Path(tmp))
     print()
     print(f"total {time.monotonic() - started:.1f} s")

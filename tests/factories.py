@@ -11,7 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from app.extensions import db
-from app.models import Attendee, Booking, EventType, Permission
+from app.models import Attendee, BlockedTime, Booking, EventType, Permission
 from app.services.provisioning import provision
 
 ALL_PERMISSIONS = [p.value for p in Permission]
@@ -141,9 +141,9 @@ def make_booking(
     return booking
 
 
-def book_through_api(client, tenant: Tenant, start: datetime, **fields: Any):
+def book_through_api(client, tenant: Tenant, start: datetime, *, key: str = "all", **fields: Any):
     """``POST`` a 30-minute Cleaning booking at ``start`` with one attendee (``fields`` added
-    to the body); returns the response."""
+    to the body) with the tenant's API key ``key``; returns the response."""
     payload = {
         "startTime": z(start),
         "endTime": z(start + timedelta(minutes=30)),
@@ -151,7 +151,7 @@ def book_through_api(client, tenant: Tenant, start: datetime, **fields: Any):
         **fields,
     }
     url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
-    return client.post(url, json=payload, headers=tenant.headers())
+    return client.post(url, json=payload, headers=tenant.headers(key))
 
 
 NEW_YORK = ZoneInfo("America/New_York")
@@ -171,3 +171,22 @@ def ny(day: date, hour: int, minute: int = 0) -> datetime:
 def z(instant: datetime) -> str:
     """The API's form of an instant."""
     return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_blocked_time(tenant: Tenant, start: datetime, end: datetime, source: str = "manual"):
+    """Insert blocked time (``source`` "manual", or "external" as a calendar sync leaves it)."""
+    blocked = BlockedTime(
+        sub_account_id=tenant.sub_account_id, start_at=start, end_at=end, source=source
+    )
+    db.session.add(blocked)
+    db.session.commit()
+    return blocked
+
+
+def hold_through_api(client, tenant: Tenant, start: datetime, *, minutes: int = 30, **fields):
+    """``POST`` a hold of a Cleaning slot at ``start`` (``fields`` added to the body, ``key``
+    choosing the API key); returns the response."""
+    key = fields.pop("key", "all")
+    payload = {"startTime": z(start), "endTime": z(start + timedelta(minutes=minutes)), **fields}
+    url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/holds"
+    return client.post(url, json=payload, headers=tenant.headers(key))

@@ -19,9 +19,18 @@ def get_bookings(client, headers):
     return client.get(BOOKINGS, headers=headers)
 
 
+# The code each of the spec's 401 and 403 answers carries (tests/test_error_codes.py).
+CODES = {
+    "Invalid or inactive API key": "invalid_api_key",
+    "API key has expired": "api_key_expired",
+    "API key not associated with a subaccount": "no_sub_account",
+}
+
+
 def assert_error(response, status, message):
     assert response.status_code == status
-    assert response.json == {"statusCode": status, "message": message}
+    code = CODES.get(message, "permission_denied")
+    assert response.json == {"statusCode": status, "message": message, "code": code}
 
 
 def test_missing_key_is_401_invalid(client, tenant):

@@ -247,12 +247,17 @@ def test_without_can_check_availability_is_403(client, tenant):
     assert response.json == {
         "statusCode": 403,
         "message": "API key does not have 'canCheckAvailability' permission",
+        "code": "permission_denied",
     }
 
 
 def test_without_key_is_401(client, tenant):
     response = client.get(f"{AVAILABILITY}?startDate=2026-12-01&endDate=2026-12-02")
-    assert response.json == {"statusCode": 401, "message": "Invalid or inactive API key"}
+    assert response.json == {
+        "statusCode": 401,
+        "message": "Invalid or inactive API key",
+        "code": "invalid_api_key",
+    }
 
 
 def test_unknown_event_type_is_404(client, tenant):
@@ -260,7 +265,11 @@ def test_unknown_event_type_is_404(client, tenant):
         client, tenant, startDate="2026-12-01", endDate="2026-12-02", eventTypeId=999999
     )
     assert response.status_code == 404
-    assert response.json == {"statusCode": 404, "message": "Event type not found"}
+    assert response.json == {
+        "statusCode": 404,
+        "message": "Event type not found",
+        "code": "not_found",
+    }
 
 
 def test_another_sub_accounts_event_type_is_404(client, tenants, tenant):

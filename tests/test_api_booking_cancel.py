@@ -46,7 +46,11 @@ def test_cancelling_twice_is_400(client, tenant):
     booking = make_booking(tenant, ny(MONDAY, 10))
     cancel(client, tenant, booking.id)
     response = cancel(client, tenant, booking.id)
-    assert response.json == {"statusCode": 400, "message": "Booking is already cancelled"}
+    assert response.json == {
+        "statusCode": 400,
+        "message": "Booking is already cancelled",
+        "code": "booking_not_active",
+    }
 
 
 @pytest.mark.parametrize("status", ["completed", "no_show"])
@@ -56,6 +60,7 @@ def test_finished_bookings_cannot_be_cancelled(client, tenant, status):
     assert response.json == {
         "statusCode": 400,
         "message": f"A {status} booking cannot be cancelled",
+        "code": "booking_not_active",
     }
 
 
@@ -100,6 +105,7 @@ def test_unknown_booking_is_404(client, tenant):
     assert cancel(client, tenant, 999999).json == {
         "statusCode": 404,
         "message": "Booking not found",
+        "code": "not_found",
     }
 
 
@@ -108,7 +114,7 @@ def test_another_sub_accounts_booking_is_404(client, tenants, tenant):
     foreign = make_booking(other, ny(MONDAY, 10))
     response = cancel(client, tenant, foreign.id, {"reason": "Not yours"})
     assert response.status_code == 404
-    assert response.json == {"statusCode": 404, "message": "Booking not found"}
+    assert response.json == {"statusCode": 404, "message": "Booking not found", "code": "not_found"}
     db.session.expire_all()
     still = db.session.get(Booking, foreign.id)
     assert (still.status, still.cancelled_at, still.cancellation_reason) == ("pending", None, None)
@@ -120,4 +126,5 @@ def test_without_can_cancel_is_403(client, tenant):
     assert response.json == {
         "statusCode": 403,
         "message": "API key does not have 'canCancel' permission",
+        "code": "permission_denied",
     }

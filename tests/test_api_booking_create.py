@@ -452,13 +452,21 @@ def test_missing_attendees_is_400(client, tenant):
 def test_unknown_event_type_is_404(client, tenant):
     response = create(client, tenant, event_type=999999)
     assert response.status_code == 404
-    assert response.json == {"statusCode": 404, "message": "Event type not found"}
+    assert response.json == {
+        "statusCode": 404,
+        "message": "Event type not found",
+        "code": "not_found",
+    }
 
 
 def test_another_sub_accounts_event_type_is_404(client, tenants, tenant):
     other = tenants.create()
     response = create(client, tenant, event_type=other.event_types["Cleaning"])
-    assert response.json == {"statusCode": 404, "message": "Event type not found"}
+    assert response.json == {
+        "statusCode": 404,
+        "message": "Event type not found",
+        "code": "not_found",
+    }
 
 
 def test_without_can_book_is_403(client, tenant):
@@ -467,6 +475,7 @@ def test_without_can_book_is_403(client, tenant):
     assert response.json == {
         "statusCode": 403,
         "message": "API key does not have 'canBook' permission",
+        "code": "permission_denied",
     }
     assert active_bookings() == 0
 
@@ -529,4 +538,4 @@ def test_replay_works_after_the_event_type_is_deactivated(client, tenant):
     assert replay.status_code == 201 and replay.json["id"] == first["id"]
     assert replay.headers["Idempotent-Replayed"] == "true"
     fresh = create(client, tenant, body(ny(MONDAY, 14), idempotencyKey="after"))
-    assert fresh.json == {"statusCode": 404, "message": "Event type not found"}
+    assert fresh.json == {"statusCode": 404, "message": "Event type not found", "code": "not_found"}

@@ -193,17 +193,21 @@ def test_inactive_bookings_cannot_be_updated(client, tenant, status):
 
 def test_wrong_event_type_in_path_is_404(client, tenant, booking):
     response = put(client, tenant, booking.id, {"title": "x"}, event_type="Checkup")
-    assert response.json == {"statusCode": 404, "message": "Booking not found"}
+    assert response.json == {"statusCode": 404, "message": "Booking not found", "code": "not_found"}
 
 
 def test_unknown_event_type_is_404(client, tenant, booking):
     response = put(client, tenant, booking.id, {"title": "x"}, event_type=999999)
-    assert response.json == {"statusCode": 404, "message": "Event type not found"}
+    assert response.json == {
+        "statusCode": 404,
+        "message": "Event type not found",
+        "code": "not_found",
+    }
 
 
 def test_unknown_booking_is_404(client, tenant):
     response = put(client, tenant, 999999, {"title": "x"})
-    assert response.json == {"statusCode": 404, "message": "Booking not found"}
+    assert response.json == {"statusCode": 404, "message": "Booking not found", "code": "not_found"}
 
 
 def test_another_sub_accounts_booking_is_404(client, tenants, tenant):
@@ -211,7 +215,7 @@ def test_another_sub_accounts_booking_is_404(client, tenants, tenant):
     foreign = make_booking(other, ny(MONDAY, 10), title="Theirs")
     response = put(client, tenant, foreign.id, {"title": "Mine now"})  # this tenant's Cleaning
     assert response.status_code == 404
-    assert response.json == {"statusCode": 404, "message": "Booking not found"}
+    assert response.json == {"statusCode": 404, "message": "Booking not found", "code": "not_found"}
     assert reload(foreign.id).title == "Theirs"
 
 
@@ -221,7 +225,11 @@ def test_another_sub_accounts_event_type_is_404(client, tenants, tenant, booking
         client, tenant, booking.id, {"title": "x"}, event_type=other.event_types["Cleaning"]
     )
     assert response.status_code == 404
-    assert response.json == {"statusCode": 404, "message": "Event type not found"}
+    assert response.json == {
+        "statusCode": 404,
+        "message": "Event type not found",
+        "code": "not_found",
+    }
     assert reload(booking.id).title == "Cleaning"
 
 
@@ -240,4 +248,5 @@ def test_without_can_book_is_403(client, tenant, booking):
     assert response.json == {
         "statusCode": 403,
         "message": "API key does not have 'canBook' permission",
+        "code": "permission_denied",
     }

@@ -79,7 +79,7 @@ def test_another_sub_accounts_booking_is_404(client, tenants, tenant):
     foreign = make_booking(other, utc(2026, 12, 1, 15))
     response = client.get(f"{BOOKINGS}/{foreign.id}", headers=tenant.headers())
     assert response.status_code == 404
-    assert response.json == {"statusCode": 404, "message": "Booking not found"}
+    assert response.json == {"statusCode": 404, "message": "Booking not found", "code": "not_found"}
 
 
 def test_list_shows_only_the_keys_sub_account(client, tenants, tenant):

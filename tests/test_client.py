@@ -1,12 +1,13 @@
 """The typed client (``app.client``) against the live API on loopback: every operation, every
-error type, 429s and 503s retried within bounds, and a create whose answer was lost retried
-into one booking."""
+error type with its code, the slots suggested instead of a refused time, slot holds, 429s and
+503s retried within bounds, a create whose answer was lost retried into one booking, and a
+hold whose answer was lost not retried."""
 
 from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -16,14 +17,18 @@ from app.client import (
     AvailabilityDay,
     CalendarClient,
     CalendarUnreachable,
+    Hold,
     InvalidRequest,
     NewAttendee,
     NotFound,
     PermissionDenied,
     RateLimited,
+    ReleasedHold,
     ServiceUnavailable,
+    Slot,
     SlotUnavailable,
 )
+from app.client.errors import error_for
 from tests.factories import next_monday, ny
 from tests.live_api import live_api
 from tests.lossy_proxy import first_create_lost, lossy_proxy
@@ -54,6 +59,17 @@ def book(client, tenant, hour: int, **fields):
         attendees=[PAT],
         **fields,
     )
+
+
+def slots_at(*starts: tuple[int, int]) -> list[Slot]:
+    """Cleaning slots (30 minutes) starting at these New York (hour, minute)s of MONDAY."""
+    return [Slot(ny(MONDAY, h, m), ny(MONDAY, h, m) + timedelta(minutes=30)) for h, m in starts]
+
+
+# The open Cleaning slots nearest to 10:00 when 10:00-10:30 is taken (with its 10 minutes'
+# buffer after, up to 10:40): 9:30 and 10:30 would overlap it; 9:00 and 11:00 are as near,
+# the earlier first.
+NEAREST_TO_TEN = slots_at((9, 0), (11, 0), (11, 30), (12, 0), (12, 30))
 
 
 def test_availability_comes_as_typed_days_of_aware_slots(client, tenant):
@@ -122,14 +138,50 @@ def test_the_same_idempotency_key_gives_back_the_same_booking(client, tenant):
     assert client.list_bookings(email=PAT.email).total == 1
 
 
-def test_a_taken_slot_is_a_slot_unavailable_error(client, tenant):
+def test_a_taken_slot_is_a_slot_unavailable_error_with_the_nearest_open_slots(client, tenant):
     book(client, tenant, 10)
     with pytest.raises(SlotUnavailable) as refused:
         book(client, tenant, 10)
-    assert (refused.value.status_code, refused.value.message) == (
+    assert (refused.value.status_code, refused.value.message, refused.value.code) == (
         400,
         "Time slot conflicts with an existing booking",
+        "slot_taken",
     )
+    assert refused.value.suggested_slots == NEAREST_TO_TEN
+    assert all(slot.start.tzinfo is not None for slot in refused.value.suggested_slots)
+
+
+def test_a_time_outside_the_hours_is_slot_unavailable_with_the_days_first_slots(client, tenant):
+    with pytest.raises(SlotUnavailable) as refused:
+        book(client, tenant, 7)
+    assert (refused.value.message, refused.value.code) == (
+        "Time slot is outside available hours",
+        "outside_hours",
+    )
+    assert refused.value.suggested_slots == slots_at((9, 0), (9, 30), (10, 0), (10, 30), (11, 0))
+
+
+def test_a_move_into_a_taken_slot_gets_suggestions_too(client, tenant):
+    book(client, tenant, 10)
+    later = book(client, tenant, 14)
+    with pytest.raises(SlotUnavailable) as refused:
+        client.update_booking(
+            tenant.event_types["Cleaning"],
+            later.id,
+            start_time=ny(MONDAY, 10),
+            end_time=ny(MONDAY, 10, 30),
+        )
+    assert refused.value.code == "slot_taken"
+    assert refused.value.suggested_slots == NEAREST_TO_TEN
+
+
+def test_a_400_without_a_code_is_told_apart_by_its_message():
+    """From a server older than codes: the conflicts' message, no code, no suggestions."""
+    taken = error_for(400, "Time slot conflicts with an existing booking", None)
+    other = error_for(400, "endTime must be after startTime", None)
+    assert isinstance(taken, SlotUnavailable) and taken.code is None
+    assert taken.suggested_slots == []
+    assert type(other) is InvalidRequest and other.code is None
 
 
 def test_an_invalid_request_carries_the_api_message(client, tenant):
@@ -142,6 +194,15 @@ def test_an_invalid_request_carries_the_api_message(client, tenant):
         )
     assert not isinstance(refused.value, SlotUnavailable)
     assert refused.value.message == "endTime must be after startTime"
+    assert refused.value.code == "invalid_time_range"
+
+
+def test_a_reused_idempotency_key_is_an_invalid_request_with_its_code(client, tenant):
+    book(client, tenant, 10, idempotency_key="agent-run-8")
+    with pytest.raises(InvalidRequest) as refused:
+        book(client, tenant, 11, idempotency_key="agent-run-8")
+    assert not isinstance(refused.value, SlotUnavailable)
+    assert refused.value.code == "idempotency_mismatch"
 
 
 def test_a_key_without_the_permission_names_it(live, tenant):
@@ -151,23 +212,28 @@ def test_a_key_without_the_permission_names_it(live, tenant):
     assert refused.value.status_code == 403
     assert refused.value.permission == "canBook"
     assert refused.value.message == "API key does not have 'canBook' permission"
+    assert refused.value.code == "permission_denied"
 
 
 @pytest.mark.parametrize(
-    "key, message",
-    [("inactive", "Invalid or inactive API key"), ("expired", "API key has expired")],
+    "key, message, code",
+    [
+        ("inactive", "Invalid or inactive API key", "invalid_api_key"),
+        ("expired", "API key has expired", "api_key_expired"),
+    ],
 )
-def test_an_unusable_key_is_an_authentication_error(live, tenant, key, message):
+def test_an_unusable_key_is_an_authentication_error(live, tenant, key, message, code):
     calendar = CalendarClient(live.base_url, tenant.keys[key])
     with calendar, pytest.raises(AuthenticationFailed) as refused:
         calendar.list_bookings()
     assert (refused.value.status_code, refused.value.message) == (401, message)
+    assert refused.value.code == code
 
 
 def test_a_missing_booking_is_not_found(client):
     with pytest.raises(NotFound) as refused:
         client.get_booking(999_999)
-    assert refused.value.status_code == 404
+    assert (refused.value.status_code, refused.value.code) == (404, "not_found")
 
 
 def test_a_naive_datetime_is_refused_before_sending(client, tenant):
@@ -195,6 +261,7 @@ def test_a_429_is_waited_out_as_retry_after_says_and_then_succeeds(migrated_post
     assert [page.total for page in pages] == [0, 0, 0]
     assert len(waits) == 1 and 1 <= waits[0] <= 2  # the server's Retry-After
     assert refused.value.status_code == 429 and refused.value.retry_after >= 1
+    assert refused.value.code == "rate_limited"
 
 
 def test_a_wait_longer_than_allowed_is_not_waited(migrated_postgres_database):
@@ -217,6 +284,7 @@ def test_a_503_is_retried_then_raised_when_the_database_stays_away():
         with calendar, pytest.raises(ServiceUnavailable) as refused:
             calendar.list_bookings()
     assert refused.value.status_code == 503 and refused.value.retry_after == 1
+    assert refused.value.code == "service_unavailable"
     assert time.monotonic() - started >= 1  # it waited once, as told
 
 
@@ -255,3 +323,140 @@ def test_every_create_carries_an_idempotency_key_of_its_own(live, tenant):
     http.close()
     keys = [json.loads(body)["idempotencyKey"] for body in sent]
     assert len(set(keys)) == 2 and all(keys)
+
+
+# --- slot holds ----------------------------------------------------------------------------
+
+
+def hold(client, tenant, hour: int, **options) -> Hold:
+    return client.hold_slot(
+        tenant.event_types["Cleaning"], ny(MONDAY, hour), ny(MONDAY, hour, 30), **options
+    )
+
+
+def open_starts(client, tenant) -> list[datetime]:
+    days = client.availability(
+        ny(MONDAY, 0), ny(MONDAY, 23), event_type_id=tenant.event_types["Cleaning"]
+    )
+    return [slot.start for day in days for slot in day.slots]
+
+
+def test_a_hold_answers_its_token_and_expiry(client, tenant):
+    before = datetime.now(UTC)
+    held = hold(client, tenant, 10, ttl_seconds=30, timezone="America/New_York")
+    after = datetime.now(UTC)
+    assert isinstance(held, Hold) and held.id > 0
+    assert (held.event_type_id, held.start_time, held.end_time) == (
+        tenant.event_types["Cleaning"],
+        ny(MONDAY, 10),
+        ny(MONDAY, 10, 30),
+    )
+    assert held.hold_token.startswith("hold_")
+    # 30 s from the server's now, rounded up to the second.
+    assert before + timedelta(seconds=29) <= held.expires_at <= after + timedelta(seconds=31)
+    default = hold(client, tenant, 14)
+    assert timedelta(seconds=115) <= default.expires_at - after <= timedelta(seconds=125)
+
+
+def test_a_hold_longer_than_allowed_is_an_invalid_request(client, tenant):
+    with pytest.raises(InvalidRequest) as refused:
+        hold(client, tenant, 10, ttl_seconds=601)
+    assert not isinstance(refused.value, SlotUnavailable)
+    assert refused.value.code == "invalid_request"
+
+
+def test_a_held_slot_is_refused_to_others_and_booked_once_with_its_token(live, client, tenant):
+    held = hold(client, tenant, 10)
+    assert ny(MONDAY, 10) not in open_starts(client, tenant)
+    with (
+        CalendarClient(live.base_url, tenant.keys["without-canCancel"]) as other,
+        pytest.raises(SlotUnavailable) as refused,
+    ):
+        book(other, tenant, 10)
+    assert (refused.value.message, refused.value.code) == (
+        "Time slot is held for another booking",
+        "slot_held",
+    )
+    assert refused.value.suggested_slots == NEAREST_TO_TEN
+    with pytest.raises(SlotUnavailable) as without_token:
+        book(client, tenant, 10)  # the key that holds it, too, needs the token
+    assert without_token.value.code == "slot_held"
+
+    booked = book(client, tenant, 10, hold_token=held.hold_token)
+    assert (booked.status, booked.start_time) == ("pending", ny(MONDAY, 10))
+    with pytest.raises(SlotUnavailable) as again:
+        book(client, tenant, 10, hold_token=held.hold_token)  # consumed: it holds nothing
+    assert again.value.code == "slot_taken"
+    page = client.list_bookings(start_date=ny(MONDAY, 0), end_date=ny(MONDAY, 23))
+    assert [b.id for b in page.bookings] == [booked.id]
+
+
+def test_a_booking_moves_into_a_held_slot_with_the_token(client, tenant):
+    booking = book(client, tenant, 10)
+    held = hold(client, tenant, 14)
+    cleaning = tenant.event_types["Cleaning"]
+    with pytest.raises(SlotUnavailable) as refused:
+        client.update_booking(
+            cleaning, booking.id, start_time=ny(MONDAY, 14), end_time=ny(MONDAY, 14, 30)
+        )
+    assert refused.value.code == "slot_held"
+    moved = client.update_booking(
+        cleaning,
+        booking.id,
+        start_time=ny(MONDAY, 14),
+        end_time=ny(MONDAY, 14, 30),
+        hold_token=held.hold_token,
+    )
+    assert moved.start_time == ny(MONDAY, 14)
+    with pytest.raises(NotFound):
+        client.release_hold(cleaning, held.id)  # consumed by the move
+
+
+def test_a_released_hold_frees_its_time_at_once(live, client, tenant):
+    held = hold(client, tenant, 10)
+    released = client.release_hold(tenant.event_types["Cleaning"], held.id)
+    assert isinstance(released, ReleasedHold)
+    assert (released.id, released.status) == (held.id, "released")
+    assert released.released_at.tzinfo is not None
+    assert ny(MONDAY, 10) in open_starts(client, tenant)
+    with CalendarClient(live.base_url, tenant.keys["without-canCancel"]) as other:
+        assert book(other, tenant, 10).start_time == ny(MONDAY, 10)
+    with pytest.raises(NotFound) as refused:
+        client.release_hold(tenant.event_types["Cleaning"], held.id)
+    assert (refused.value.message, refused.value.code) == ("Hold not found", "not_found")
+
+
+def test_a_time_that_cannot_be_held_is_refused_like_a_create(client, tenant):
+    book(client, tenant, 10)
+    with pytest.raises(SlotUnavailable) as refused:
+        hold(client, tenant, 10)
+    assert refused.value.code == "slot_taken"
+    assert refused.value.suggested_slots == NEAREST_TO_TEN
+
+
+def test_a_hold_whose_answer_was_lost_is_not_retried(live, tenant):
+    """The server placed the hold, then the answer was lost: a retry would be refused by that
+    very hold (slot_held), whose token went with the answer, so the client does not retry."""
+    posts: list[bytes] = []
+    lose_first = first_create_lost()
+
+    def lose(request: bytes) -> bool:
+        if request.startswith(b"POST"):
+            posts.append(request)
+        return lose_first(request)
+
+    with lossy_proxy(live.port, lose) as proxy:
+        http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0), timeout=10)
+        with (
+            CalendarClient(f"{proxy.url}/v1/api", tenant.keys["all"], http=http) as calendar,
+            pytest.raises(CalendarUnreachable),
+        ):
+            hold(calendar, tenant, 10)
+        http.close()
+    assert len(posts) == 1 and len(proxy.lost) == 1
+    with (
+        CalendarClient(live.base_url, tenant.keys["all"]) as direct,
+        pytest.raises(SlotUnavailable) as refused,
+    ):
+        hold(direct, tenant, 10)
+    assert refused.value.code == "slot_held"  # what a retry would have met

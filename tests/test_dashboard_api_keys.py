@@ -18,7 +18,7 @@ from tests.dashboard import agency_user, owner_email, sign_in
 from tests.factories import NEW_YORK
 
 BOOKINGS = "/v1/api/calendar/bookings"
-INVALID = {"statusCode": 401, "message": "Invalid or inactive API key"}
+INVALID = {"statusCode": 401, "message": "Invalid or inactive API key", "code": "invalid_api_key"}
 
 _HIDDEN = re.compile(r'name="(csrf_token|ticket)" type="hidden" value="([^"]*)"')
 _PLAIN_KEY = re.compile(r'value="(cbk_[A-Za-z0-9_-]{43})"')
@@ -116,6 +116,7 @@ def test_a_new_key_works_at_the_api_for_its_permissions_only(client, tenant, own
     assert refused.json == {
         "statusCode": 403,
         "message": "API key does not have 'canCancel' permission",
+        "code": "permission_denied",
     }
     used = key_named("reader").last_used_at
     listed = client.get(keys_page(tenant)).get_data(as_text=True)

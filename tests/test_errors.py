@@ -90,7 +90,7 @@ def test_unexpected_exception_is_generic_500_and_logged(probe_client, caplog):
     with caplog.at_level(logging.ERROR):
         response = probe_client.get("/v1/api/probe/boom")
     body = assert_envelope(response, 500)
-    assert body == {"statusCode": 500, "message": "Internal server error"}
+    assert body == {"statusCode": 500, "message": "Internal server error", "code": "internal_error"}
     assert "secret internal detail" not in response.get_data(as_text=True)
     assert "secret internal detail" in caplog.text
 

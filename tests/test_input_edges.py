@@ -104,7 +104,7 @@ def test_doubled_slashes_are_a_json_404_without_a_redirect(client, open_tenant, 
         path, headers={**open_tenant.headers(), "Host": "evil.example"}, follow_redirects=False
     )
     assert response.status_code == 404
-    assert response.json == {"statusCode": 404, "message": "Not found"}
+    assert response.json == {"statusCode": 404, "message": "Not found", "code": "not_found"}
     assert "Location" not in response.headers
 
 

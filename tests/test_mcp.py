@@ -4,6 +4,7 @@ client over stdio and over streamable HTTP, against the live API on loopback."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from app.client import CalendarUnreachable, SlotUnavailable
+from app.mcp.server import tool_error
 from tests.factories import next_monday, ny, z
 from tests.live_api import live_api
 from tests.lossy_proxy import first_create_lost, lossy_proxy
@@ -33,7 +36,23 @@ TOOLS = {
     "create_booking",
     "update_booking",
     "cancel_booking",
+    "hold_slot",
+    "release_hold",
 }
+
+
+def slots_at(*starts: tuple[int, int]) -> list[dict[str, str]]:
+    """Cleaning slots (30 minutes) at these New York (hour, minute)s of MONDAY, as the API
+    gives them."""
+    return [
+        {"start": z(ny(MONDAY, h, m)), "end": z(ny(MONDAY, h, m) + timedelta(minutes=30))}
+        for h, m in starts
+    ]
+
+
+# The open Cleaning slots nearest to 10:00 when 10:00-10:30 is taken or held (with its 10
+# minutes' buffer after): 9:30 and 10:30 overlap it; 9:00 and 11:00 are as near, earlier first.
+NEAREST_TO_TEN = slots_at((9, 0), (11, 0), (11, 30), (12, 0), (12, 30))
 
 
 @pytest.fixture
@@ -110,7 +129,7 @@ async def refused(client: Client, tool: str, **arguments: Any) -> str:
     return result.content[0].text
 
 
-def test_the_six_tools_are_described_for_a_model(connect, tenant):
+def test_the_tools_are_described_for_a_model(connect, tenant):
     async def scenario():
         async with connect(tenant.keys["all"]) as client:
             return {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -130,6 +149,36 @@ def test_the_six_tools_are_described_for_a_model(connect, tenant):
         assert tools[name].annotations.read_only_hint is False
         assert tools[name].annotations.destructive_hint is True
     assert create.annotations.destructive_hint is False
+    for name in ("create_booking", "update_booking"):
+        token = tools[name].input_schema["properties"]["holdToken"]
+        assert "hold_slot" in token["description"] and "expiresAt" in token["description"]
+        assert "holdToken" not in tools[name].input_schema["required"]
+    for words in ("hold_slot", "holdToken", "code", "nearest open slots"):
+        assert words in create.description
+    assert "holdToken" in tools["update_booking"].description
+
+
+def test_the_hold_tools_explain_the_hold_flow(connect, tenant):
+    async def scenario():
+        async with connect(tenant.keys["all"]) as client:
+            return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    tools = asyncio.run(scenario())
+    hold, release = tools["hold_slot"], tools["release_hold"]
+    assert hold.input_schema["required"] == ["eventTypeId", "startTime", "endTime"]
+    ttl = hold.input_schema["properties"]["ttlSeconds"]
+    assert "120" in ttl["description"]
+    assert any(choice.get("maximum") == 600 for choice in ttl.get("anyOf", [ttl]))
+    for words in ("name and email", "create_booking", "holdToken", "expiresAt", "release_hold"):
+        assert words in hold.description
+    assert "slot_held" in hold.description and "canBook" in hold.description
+    assert release.input_schema["required"] == ["eventTypeId", "id"]
+    assert "hold_slot" in release.description and "canBook" in release.description
+    assert hold.annotations.read_only_hint is False
+    assert (hold.annotations.destructive_hint, hold.annotations.idempotent_hint) == (False, False)
+    assert release.annotations.read_only_hint is False
+    assert release.annotations.destructive_hint is True
+    assert release.annotations.idempotent_hint is True
 
 
 def test_an_agent_finds_a_slot_books_moves_and_cancels_it(connect, tenant):
@@ -195,7 +244,7 @@ def test_a_key_without_can_book_is_told_which_permission_it_lacks(connect, tenan
     assert "'canBook'" in text and "Book appointments" in text
 
 
-def test_a_taken_slot_tells_the_agent_to_check_availability(connect, tenant):
+def test_a_taken_slot_names_its_code_and_offers_the_nearest_open_slots(connect, tenant):
     booking = {
         "eventTypeId": tenant.event_types["Cleaning"],
         "startTime": z(ny(MONDAY, 10)),
@@ -209,8 +258,31 @@ def test_a_taken_slot_tells_the_agent_to_check_availability(connect, tenant):
             return await refused(client, "create_booking", **booking)
 
     text = asyncio.run(scenario())
+    assert "That time cannot be booked (400, code slot_taken)" in text
     assert "Time slot conflicts with an existing booking" in text
-    assert "check_availability" in text
+    assert json.dumps(NEAREST_TO_TEN) in text  # ready to offer, as the API gives slots
+    assert "call create_booking again with one slot's start as startTime" in text
+
+
+def test_a_time_with_no_open_slot_near_it_says_to_check_availability(connect, live):
+    # A calendar without working hours: nothing is ever open, so nothing can be suggested.
+    tenant = live.tenant(
+        availabilityProfiles=[{"name": "Office", "default": True, "weeklyHours": {}}]
+    )
+
+    async def scenario():
+        async with connect(tenant.keys["all"]) as client:
+            return await refused(
+                client,
+                "hold_slot",
+                eventTypeId=tenant.event_types["Cleaning"],
+                startTime=z(ny(MONDAY, 10)),
+                endTime=z(ny(MONDAY, 10, 30)),
+            )
+
+    text = asyncio.run(scenario())
+    assert "That time cannot be held (400, code outside_hours)" in text
+    assert "No open slot is near it: call check_availability" in text
 
 
 def test_over_http_a_call_without_a_key_says_where_to_send_it(mcp_url):
@@ -274,3 +346,130 @@ def test_a_create_whose_answer_was_lost_books_once(live, tenant):
         created, listed = asyncio.run(scenario())
     assert len(proxy.lost) == 1
     assert listed["total"] == 1 and listed["bookings"][0]["id"] == created["id"]
+
+
+def test_an_agent_holds_a_slot_collects_details_and_books_it_with_the_token(connect, tenant):
+    event_type = tenant.event_types["Cleaning"]
+    ten = {
+        "eventTypeId": event_type,
+        "startTime": z(ny(MONDAY, 10)),
+        "endTime": z(ny(MONDAY, 10, 30)),
+    }
+    attendees = [{"email": "pat@example.test", "name": "Pat"}]
+
+    async def scenario():
+        async with (
+            connect(tenant.keys["all"]) as agent,
+            connect(tenant.keys["without-canCancel"]) as other_agent,
+        ):
+            held = await call(agent, "hold_slot", **ten, ttlSeconds=300)
+            days = await call(
+                agent,
+                "check_availability",
+                startDate=z(ny(MONDAY, 0)),
+                endDate=z(ny(MONDAY, 23, 59)),
+                eventTypeId=event_type,
+            )
+            taken_meanwhile = await refused(
+                other_agent, "create_booking", **ten, attendees=[{"email": "sam@example.test"}]
+            )
+            booked = await call(
+                agent, "create_booking", **ten, attendees=attendees, holdToken=held["holdToken"]
+            )
+            token_again = await refused(
+                agent, "create_booking", **ten, attendees=attendees, holdToken=held["holdToken"]
+            )
+            listed = await call(agent, "list_bookings", email="pat@example.test")
+            return held, days, taken_meanwhile, booked, token_again, listed
+
+    held, days, taken_meanwhile, booked, token_again, listed = asyncio.run(scenario())
+    assert set(held) == {"id", "eventTypeId", "startTime", "endTime", "expiresAt", "holdToken"}
+    assert (held["eventTypeId"], held["startTime"], held["endTime"]) == (
+        event_type,
+        ten["startTime"],
+        ten["endTime"],
+    )
+    assert held["holdToken"].startswith("hold_") and held["expiresAt"].endswith("Z")
+    assert ten["startTime"] not in [slot["start"] for day in days for slot in day["slots"]]
+    assert "(400, code slot_held)" in taken_meanwhile
+    assert json.dumps(NEAREST_TO_TEN) in taken_meanwhile
+    assert (booked["status"], booked["startTime"]) == ("pending", ten["startTime"])
+    assert "(400, code slot_taken)" in token_again  # a used token holds nothing
+    assert listed["total"] == 1 and listed["bookings"][0]["id"] == booked["id"]
+
+
+def test_an_agent_releases_a_hold_it_no_longer_needs(connect, tenant):
+    event_type = tenant.event_types["Cleaning"]
+    ten = {
+        "eventTypeId": event_type,
+        "startTime": z(ny(MONDAY, 10)),
+        "endTime": z(ny(MONDAY, 10, 30)),
+    }
+
+    async def scenario():
+        async with (
+            connect(tenant.keys["all"]) as agent,
+            connect(tenant.keys["without-canCancel"]) as other_agent,
+        ):
+            held = await call(agent, "hold_slot", **ten)
+            released = await call(agent, "release_hold", eventTypeId=event_type, id=held["id"])
+            again = await refused(agent, "release_hold", eventTypeId=event_type, id=held["id"])
+            booked = await call(
+                other_agent, "create_booking", **ten, attendees=[{"email": "sam@example.test"}]
+            )
+            return held, released, again, booked
+
+    held, released, again, booked = asyncio.run(scenario())
+    assert (released["id"], released["status"]) == (held["id"], "released")
+    assert released["releasedAt"].endswith("Z")
+    assert "Not found (404, code not_found): Hold not found." in again
+    assert "nothing to release" in again
+    assert booked["startTime"] == ten["startTime"]
+
+
+def test_a_booking_is_moved_into_a_held_slot_with_the_token(connect, tenant):
+    event_type = tenant.event_types["Cleaning"]
+
+    async def scenario():
+        async with connect(tenant.keys["all"]) as agent:
+            booking = await call(
+                agent,
+                "create_booking",
+                eventTypeId=event_type,
+                startTime=z(ny(MONDAY, 14)),
+                endTime=z(ny(MONDAY, 14, 30)),
+                attendees=[{"email": "pat@example.test"}],
+            )
+            ten = {"startTime": z(ny(MONDAY, 10)), "endTime": z(ny(MONDAY, 10, 30))}
+            held = await call(agent, "hold_slot", eventTypeId=event_type, **ten)
+            without = await refused(
+                agent, "update_booking", eventTypeId=event_type, id=booking["id"], **ten
+            )
+            moved = await call(
+                agent,
+                "update_booking",
+                eventTypeId=event_type,
+                id=booking["id"],
+                holdToken=held["holdToken"],
+                **ten,
+            )
+            return without, moved
+
+    without, moved = asyncio.run(scenario())
+    assert "The booking cannot be moved to that time (400, code slot_held)" in without
+    assert "call update_booking again" in without
+    assert moved["startTime"] == z(ny(MONDAY, 10))
+
+
+def test_a_hold_whose_answer_was_lost_is_not_blindly_retried():
+    text = str(tool_error(CalendarUnreachable("POST …/holds: reset"), "hold_slot"))
+    assert "Whether the slot was held is unknown" in text
+    assert "slot_held" in text and "idempotencyKey" not in text
+
+
+def test_a_conflict_without_code_or_suggestions_still_reads_well():
+    """From a server older than codes and suggestions."""
+    old = SlotUnavailable(400, "Time slot conflicts with an existing booking")
+    text = str(tool_error(old, "create_booking"))
+    assert text.startswith("That time cannot be booked (400): Time slot conflicts")
+    assert "call check_availability" in text

@@ -12,6 +12,8 @@ OPERATIONS = [
     ("/v1/api/calendar/bookings/{booking_id}", "delete", ["400", "404"]),
     ("/v1/api/calendar/event-types/{event_type_id}/bookings", "post", ["400", "404"]),
     ("/v1/api/calendar/event-types/{event_type_id}/bookings/{booking_id}", "put", ["400", "404"]),
+    ("/v1/api/calendar/event-types/{event_type_id}/holds", "post", ["400", "404"]),
+    ("/v1/api/calendar/event-types/{event_type_id}/holds/{hold_id}", "delete", ["404"]),
 ]
 
 
@@ -50,7 +52,7 @@ def test_every_operation_is_listed_here(spec):
 
 def test_error_responses_use_the_envelope_schema(spec):
     error = spec["components"]["schemas"]["Error"]
-    assert set(error["required"]) == {"statusCode", "message"}
+    assert set(error["required"]) == {"statusCode", "message", "code"}
     operation = spec["paths"]["/v1/api/calendar/bookings/{booking_id}"]["get"]
     not_found = operation["responses"]["404"]["content"]["application/json"]["schema"]
     assert not_found == {"$ref": "#/components/schemas/Error"}

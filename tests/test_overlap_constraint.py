@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import Booking
-from app.services import bookings
+from app.services import time_claims
 from app.services.availability import BusyTime
 from tests.factories import make_booking, next_monday, ny, z
 
@@ -63,7 +63,7 @@ def test_other_sub_accounts_may_overlap(tenants, tenant):
 def test_a_constraint_violation_is_the_same_400_conflict(client, tenant, monkeypatch):
     make_booking(tenant, ny(MONDAY, 10))
     # Blind the check, as a bug or a forgotten lock would: only the constraint is left.
-    monkeypatch.setattr(bookings, "load_busy", lambda *args, **kwargs: BusyTime([], [], []))
+    monkeypatch.setattr(time_claims, "load_busy", lambda *args, **kwargs: BusyTime([], [], []))
     payload = {
         "startTime": z(ny(MONDAY, 10)),
         "endTime": z(ny(MONDAY, 10) + timedelta(minutes=30)),
@@ -75,4 +75,6 @@ def test_a_constraint_violation_is_the_same_400_conflict(client, tenant, monkeyp
     assert response.json == {
         "statusCode": 400,
         "message": "Time slot conflicts with an existing booking",
+        "code": "slot_taken",
+        "suggestedSlots": [],
     }

@@ -69,6 +69,7 @@ def test_the_61st_request_in_a_minute_is_429(client, tenant):
     assert response.json == {
         "statusCode": 429,
         "message": "Rate limit exceeded: 60 requests per minute",
+        "code": "rate_limited",
     }
     assert 0 < int(response.headers["Retry-After"]) <= 60
     assert response.headers["X-RateLimit-Remaining"] == "0"

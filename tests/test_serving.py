@@ -79,6 +79,7 @@ def test_a_body_over_one_mebibyte_is_413_however_it_is_sent(served, chunked):
     assert json.loads(body) == {
         "statusCode": 413,
         "message": "Request body too large (limit: 1 MiB)",
+        "code": "payload_too_large",
     }
 
 

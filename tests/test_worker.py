@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Booking, OutboxEvent, WorkerHeartbeat
+from app.models import Booking, OutboxEvent, SlotHold, WorkerHeartbeat
 from app.models.types import utcnow
 from tests.factories import make_booking
 from tests.servers import BIN, MACHINE_REDIS, ROOT, free_port
@@ -190,3 +190,39 @@ def test_the_sweep_delivers_events_whose_dispatch_was_lost(
         app.extensions["celery"].send_task("outbox.sweep")
         with app.app_context():
             assert wait_for(lambda: delivered(event_id))
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_the_worker_purges_expired_holds(database_url, make_app, tenants, tmp_path):
+    queue = f"test-{uuid.uuid4().hex}"
+    app = make_app(CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue)
+    with app.app_context():
+        tenant = tenants.create()
+        start = utcnow().replace(microsecond=0) + timedelta(days=1)
+        for token, expires_at in (("gone", utcnow() - timedelta(seconds=1)), ("kept", None)):
+            db.session.add(
+                SlotHold(
+                    sub_account_id=tenant.sub_account_id,
+                    event_type_id=tenant.event_types["Cleaning"],
+                    start_at=start,
+                    end_at=start + timedelta(minutes=30),
+                    occupied_start=start,
+                    occupied_end=start + timedelta(minutes=30),
+                    expires_at=expires_at or utcnow() + timedelta(minutes=10),
+                    token_digest=token,
+                    timezone="UTC",
+                )
+            )
+            start += timedelta(hours=1)
+        db.session.commit()
+
+    def remaining() -> list[str]:
+        db.session.expire_all()
+        return db.session.scalars(select(SlotHold.token_digest)).all()
+
+    with celery_worker(
+        database_url, tmp_path / "worker.log", CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue
+    ):
+        app.extensions["celery"].send_task("holds.purge_expired")
+        with app.app_context():
+            assert wait_for(lambda: remaining() == ["kept"])

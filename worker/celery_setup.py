@@ -24,6 +24,7 @@ from worker.heartbeat import heartbeat_step
 TASK_MODULES = [
     "worker.tasks.bookings",
     "worker.tasks.calendars",
+    "worker.tasks.holds",
     "worker.tasks.notifications",
     "worker.tasks.outbox",
     "worker.tasks.webhooks",
@@ -38,6 +39,7 @@ BEAT_SCHEDULE = {
     "sweep-outbox": {"task": "outbox.sweep", "schedule": timedelta(minutes=1)},
     "send-reminders": {"task": "notifications.send_reminders", "schedule": timedelta(minutes=1)},
     "sweep-webhooks": {"task": "webhooks.sweep", "schedule": timedelta(minutes=1)},
+    "purge-expired-holds": {"task": "holds.purge_expired", "schedule": timedelta(minutes=10)},
 }
 
 

@@ -18,19 +18,43 @@ from werkzeug.routing import IntegerConverter
 from app.api.auth import authorize
 from app.errors import handle_http_exception
 from app.models import Permission
+from app.services.errors import ErrorCode
 from app.validation import InstantField, describe_errors
 
 # Ids are PostgreSQL ``integer`` columns: larger values cannot name anything.
 MAX_ID = 2**31 - 1
 
 
+class SuggestedSlotSchema(ma.Schema):
+    start = ma.fields.String(required=True, metadata={"format": "date-time"})
+    end = ma.fields.String(required=True, metadata={"format": "date-time"})
+
+
 class ErrorSchema(ma.Schema):
     statusCode = ma.fields.Integer(required=True, metadata={"description": "HTTP status code"})
     message = ma.fields.String(required=True, metadata={"description": "What went wrong"})
+    code = ma.fields.String(
+        required=True,
+        validate=ma.validate.OneOf([str(c) for c in ErrorCode]),
+        metadata={
+            "description": "The cause, as a stable name to act on (the message may be reworded; "
+            "the code is not). See the README's table of codes."
+        },
+    )
     errors = ma.fields.Dict(
         keys=ma.fields.String(),
         values=ma.fields.List(ma.fields.String()),
         metadata={"description": "Validation problems by field path"},
+    )
+    suggestedSlots = ma.fields.List(
+        ma.fields.Nested(SuggestedSlotSchema),
+        metadata={
+            "description": "With a write refused for its time (codes slot_taken, slot_held, "
+            "blocked_time, external_busy, outside_hours, minimum_notice, beyond_horizon): up to "
+            "5 open slots of the same event type and length nearest to the start asked for "
+            "(the same day first, nearest first; then the following days; then the preceding "
+            "days), open at the moment of the answer. Empty when none is open."
+        },
     )
 
 

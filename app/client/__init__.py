@@ -19,7 +19,9 @@ from app.client.models import (
     Booking,
     BookingPage,
     Cancellation,
+    Hold,
     NewAttendee,
+    ReleasedHold,
     Slot,
 )
 
@@ -33,11 +35,13 @@ __all__ = [
     "CalendarClient",
     "CalendarUnreachable",
     "Cancellation",
+    "Hold",
     "InvalidRequest",
     "NewAttendee",
     "NotFound",
     "PermissionDenied",
     "RateLimited",
+    "ReleasedHold",
     "ServiceUnavailable",
     "Slot",
     "SlotUnavailable",

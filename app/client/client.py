@@ -10,7 +10,8 @@ Retries, within bounds:
   creates: each create carries an ``idempotencyKey`` (a fresh one unless given), so the retry
   of a create the server had committed returns that booking instead of booking twice. Updates
   and cancels are not retried after a lost answer: whether they happened is for the caller to
-  find out (``get_booking``).
+  find out (``get_booking``). Neither are holds (a retried hold would meet its own hold, see
+  ``hold_slot``) nor hold releases.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from app.client.models import (
     Booking,
     BookingPage,
     Cancellation,
+    Hold,
     NewAttendee,
+    ReleasedHold,
+    Slot,
     without_none,
 )
 
@@ -89,7 +93,7 @@ class CalendarClient:
         if self._own_http:
             self._http.close()
 
-    # --- the six operations ------------------------------------------------------------------
+    # --- the operations ------------------------------------------------------------------------
 
     def availability(
         self,
@@ -155,9 +159,14 @@ class CalendarClient:
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        hold_token: str | None = None,
     ) -> Booking:
         """Book; safe to call again with the same ``idempotency_key`` (one is made when none is
-        given, and every retry of this call reuses it)."""
+        given, and every retry of this call reuses it).
+
+        ``hold_token``: a ``Hold``'s (``hold_slot``) to book the time it holds; the hold is
+        consumed. A token of no live hold of this event type (expired, consumed, released)
+        holds nothing: the time is then booked only if it is free."""
         body = without_none(
             {
                 "startTime": _instant(start_time),
@@ -168,6 +177,7 @@ class CalendarClient:
                 "description": description,
                 "metadata": None if metadata is None else dict(metadata),
                 "idempotencyKey": idempotency_key or str(uuid.uuid4()),
+                "holdToken": hold_token,
             }
         )
         path = f"/calendar/event-types/{int(event_type_id)}/bookings"
@@ -185,8 +195,12 @@ class CalendarClient:
         title: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        hold_token: str | None = None,
     ) -> Booking:
-        """Change only what is given; the answer is the API's reduced booking."""
+        """Change only what is given; the answer is the API's reduced booking.
+
+        ``hold_token``: a ``Hold``'s, to move the booking into the time it holds (consumed by
+        the move); as with ``create_booking``, a token of no live hold holds nothing."""
         body = without_none(
             {
                 "startTime": _instant(start_time),
@@ -196,6 +210,7 @@ class CalendarClient:
                 "title": title,
                 "description": description,
                 "metadata": None if metadata is None else dict(metadata),
+                "holdToken": hold_token,
             }
         )
         path = f"/calendar/event-types/{int(event_type_id)}/bookings/{int(booking_id)}"
@@ -205,6 +220,47 @@ class CalendarClient:
         body = without_none({"reason": reason})
         path = f"/calendar/bookings/{int(booking_id)}"
         return Cancellation.from_json(self._call("DELETE", path, body=body))
+
+    def hold_slot(
+        self,
+        event_type_id: int,
+        start: Instant,
+        end: Instant,
+        *,
+        timezone: str | None = None,
+        ttl_seconds: int | None = None,
+    ) -> Hold:
+        """Hold ``start``–``end`` on the event type for ``ttl_seconds`` (1 to 600; the server's
+        default is 120) while the booking's details are collected. Until the hold's
+        ``expires_at`` the time is busy for everybody else (``availability`` leaves it out, other
+        writes get ``SlotUnavailable`` with code ``slot_held``); book it with
+        ``create_booking(…, hold_token=hold.hold_token)``, or free it with ``release_hold``.
+        A time that cannot be held raises ``SlotUnavailable`` with ``suggested_slots``, as a
+        create would. ``timezone``: the IANA zone of "the same day" for the suggestions (and
+        of a time given without an offset).
+
+        Not retried after a lost answer (429 and 503 are): a hold the server had placed before
+        the answer was lost would meet the retry as busy time, so the retry would be refused
+        (``slot_held``) by the caller's own hold, whose token was lost with the answer. Instead
+        this raises ``CalendarUnreachable``; the time may then stay held until that hold
+        expires (at most ``ttl_seconds``)."""
+        body = without_none(
+            {
+                "startTime": _instant(start),
+                "endTime": _instant(end),
+                "timezone": timezone,
+                "ttlSeconds": ttl_seconds,
+            }
+        )
+        path = f"/calendar/event-types/{int(event_type_id)}/holds"
+        return Hold.from_json(self._call("POST", path, body=body))
+
+    def release_hold(self, event_type_id: int, hold_id: int) -> ReleasedHold:
+        """Free a live hold's time at once. An expired, consumed or released hold raises
+        ``NotFound`` (there is nothing left to release). Not retried after a lost answer: the
+        retry of a release that happened would be that ``NotFound``."""
+        path = f"/calendar/event-types/{int(event_type_id)}/holds/{int(hold_id)}"
+        return ReleasedHold.from_json(self._call("DELETE", path))
 
     # --- one request, with its retries ---------------------------------------------------------
 
@@ -252,12 +308,32 @@ class CalendarClient:
     def _error(response: httpx.Response) -> CalendarApiError:
         try:
             envelope = response.json()
-            message = str(envelope.get("message", ""))
         except ValueError:
-            message = response.text[:200]
+            envelope = None
+        if isinstance(envelope, dict):
+            message = str(envelope.get("message", ""))
+            code = envelope.get("code")
+            code = str(code) if code is not None else None
+            suggested = _slots(envelope.get("suggestedSlots"))
+        else:
+            message, code, suggested = response.text[:200], None, []
         header = response.headers.get("Retry-After")
         try:
             retry_after = float(header) if header is not None else None
         except ValueError:
             retry_after = None
-        return error_for(response.status_code, message, retry_after)
+        return error_for(
+            response.status_code, message, retry_after, code=code, suggested_slots=suggested
+        )
+
+
+def _slots(value: Any) -> list[Slot]:
+    """An error's ``suggestedSlots`` as slots; what is not a well-formed slot is left out (a
+    malformed suggestion must not hide the error it came with)."""
+    slots = []
+    for item in value if isinstance(value, list) else []:
+        try:
+            slots.append(Slot.from_json(item))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return slots

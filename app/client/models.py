@@ -23,6 +23,10 @@ class Slot:
     start: datetime
     end: datetime
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Slot:
+        return cls(parse_instant(data["start"]), parse_instant(data["end"]))
+
 
 @dataclass(frozen=True)
 class AvailabilityDay:
@@ -33,7 +37,7 @@ class AvailabilityDay:
     def from_json(cls, data: dict[str, Any]) -> AvailabilityDay:
         return cls(
             date=date.fromisoformat(data["date"]),
-            slots=[Slot(parse_instant(s["start"]), parse_instant(s["end"])) for s in data["slots"]],
+            slots=[Slot.from_json(slot) for slot in data["slots"]],
         )
 
 
@@ -156,4 +160,41 @@ class Cancellation:
             status=data["status"],
             cancelled_at=parse_instant(data["cancelledAt"]),
             cancellation_reason=data.get("cancellationReason"),
+        )
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A slot held for a short while: book it with ``create_booking(…, hold_token=…)`` before
+    ``expires_at``. ``hold_token`` is shown only in this answer."""
+
+    id: int
+    event_type_id: int
+    start_time: datetime
+    end_time: datetime
+    expires_at: datetime
+    hold_token: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Hold:
+        return cls(
+            id=data["id"],
+            event_type_id=data["eventTypeId"],
+            start_time=parse_instant(data["startTime"]),
+            end_time=parse_instant(data["endTime"]),
+            expires_at=parse_instant(data["expiresAt"]),
+            hold_token=data["holdToken"],
+        )
+
+
+@dataclass(frozen=True)
+class ReleasedHold:
+    id: int
+    status: str
+    released_at: datetime
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReleasedHold:
+        return cls(
+            id=data["id"], status=data["status"], released_at=parse_instant(data["releasedAt"])
         )

@@ -1,10 +1,12 @@
-"""The MCP server: six tools, one per API operation, each a call of ``app.client`` with the
-caller's own API key. Descriptions are written for a language model; API errors come back as
-tool errors saying what to do next."""
+"""The MCP server: eight tools, one per API operation (the six booking operations, and holding
+a slot and releasing the hold), each a call of ``app.client`` with the caller's own API key.
+Descriptions are written for a language model; API errors come back as tool errors saying what
+to do next: a time that cannot be had lists the open slots the API suggests instead."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Callable
 from datetime import date, datetime
@@ -34,6 +36,11 @@ INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).
 A good flow: check_availability for the event type and a window, pick one of the returned
 slots, create_booking with exactly that slot's start and end, keep the returned booking id.
+If you still need to ask the person for their name or email, hold_slot the chosen slot first
+(nobody else can take it for a couple of minutes), then create_booking with its holdToken
+before expiresAt; release_hold if they decide against it.
+A time that cannot be booked or held is an error naming the cause (a code such as slot_taken)
+and listing the nearest open slots: offer those instead of checking availability again.
 Later: get_booking or list_bookings to look bookings up, update_booking to move or edit one,
 cancel_booking to cancel it. Times are ISO 8601 with an offset, e.g. 2026-03-02T15:00:00Z or
 2026-03-02T10:00:00-05:00; answers give times in UTC (Z).
@@ -66,6 +73,14 @@ Title = Annotated[str | None, Field(description="Shown in calendars and emails."
 Description = Annotated[str | None, Field(description="Notes for the people attending.")]
 Metadata = Annotated[
     dict[str, Any] | None, Field(description="Any key-value data to keep with the booking.")
+]
+HoldToken = Annotated[
+    str | None,
+    Field(
+        description="The holdToken hold_slot returned for exactly this time, sent before its "
+        "expiresAt: the held time is booked and the hold used up. A token of an expired, used "
+        "or released hold is ignored: the time is then booked only if it is still free."
+    ),
 ]
 
 
@@ -132,6 +147,42 @@ def booking_fields(
     }
 
 
+# How a refused time is put, per tool (create_booking's is the default).
+REFUSED_TIME = {
+    "hold_slot": "That time cannot be held",
+    "update_booking": "The booking cannot be moved to that time",
+}
+
+
+def _status(error: CalendarApiError) -> str:
+    """``400, code slot_taken`` (or just ``400`` from a server that sends no code)."""
+    return f"{error.status_code}, code {error.code}" if error.code else str(error.status_code)
+
+
+def time_refusal(error: SlotUnavailable, tool: str) -> ToolError:
+    """A time refused with the API's suggested slots, ready to offer."""
+    what = REFUSED_TIME.get(tool, "That time cannot be booked")
+    text = f"{what} ({_status(error)}): {error.message}."
+    if error.code == "slot_held":
+        text += (
+            " Another booking of it is being made right now; a hold lasts at most 10 minutes, "
+            "and the time is free again if it is not booked by then."
+        )
+    if error.suggested_slots:
+        text += (
+            " The nearest open slots of the same length, open now: "
+            f"{json.dumps(as_api_json(error.suggested_slots))}. Offer these to the person and "
+            f"call {tool} again with one slot's start as startTime and its end as endTime; no "
+            "need to call check_availability first."
+        )
+    else:
+        text += (
+            " No open slot is near it: call check_availability over a wider window and choose "
+            "one of the open slots it returns."
+        )
+    return ToolError(text)
+
+
 def tool_error(error: Exception, tool: str) -> ToolError:
     """The API's refusal as text a model can act on."""
     if isinstance(error, PermissionDenied):
@@ -144,13 +195,16 @@ def tool_error(error: Exception, tool: str) -> ToolError:
         )
     if isinstance(error, AuthenticationFailed):
         return ToolError(
-            f"Authentication failed (401): {error.message}. The API key is not usable; get a "
-            "valid key from the calendar's owner."
+            f"Authentication failed ({_status(error)}): {error.message}. The API key is not "
+            "usable; get a valid key from the calendar's owner."
         )
     if isinstance(error, SlotUnavailable):
+        return time_refusal(error, tool)
+    if isinstance(error, NotFound) and tool == "release_hold":
         return ToolError(
-            f"That time cannot be booked (400): {error.message}. The slot is taken or not "
-            "bookable: call check_availability and choose one of the open slots it returns."
+            f"Not found ({_status(error)}): {error.message}. The hold has expired, been used "
+            "by a booking or been released already: its time is no longer held, so there is "
+            "nothing to release."
         )
     if isinstance(error, NotFound):
         return ToolError(
@@ -170,8 +224,15 @@ def tool_error(error: Exception, tool: str) -> ToolError:
         )
     if isinstance(error, CalendarApiError):
         return ToolError(
-            f"The API refused the request ({error.status_code}): {error.message}. Correct the "
+            f"The API refused the request ({_status(error)}): {error.message}. Correct the "
             "arguments and call again."
+        )
+    if tool == "hold_slot":
+        return ToolError(
+            f"The calendar service could not be reached ({error}). Whether the slot was held "
+            "is unknown. Call hold_slot again: if it is refused with code slot_held, the "
+            "lost hold probably has the time until it expires; offer one of the suggested "
+            "slots instead, or create_booking that time without a holdToken after ttlSeconds."
         )
     return ToolError(
         f"The calendar service could not be reached ({error}). Try again shortly; a "
@@ -291,8 +352,11 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         "email. Returns the booking (status pending, its id and uid). Safe to retry: pass the "
         "same idempotencyKey (any unique string, e.g. a UUID) on every attempt of the same "
         "booking and at most one booking is made; without one, the tool makes one for this "
-        "call and retries lost answers with it. A taken slot is an error saying so: check "
-        "availability again and pick another. Needs canBook.",
+        "call and retries lost answers with it. If you held the slot with hold_slot, pass its "
+        "holdToken (before expiresAt) to book the held time. A time that cannot be booked is an "
+        "error naming the cause (code, e.g. slot_taken) and listing the nearest open slots: "
+        "offer one of those and call again with it, or check availability again for other "
+        "times. Needs canBook.",
     )
     def create_booking(
         ctx: Context,
@@ -310,6 +374,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
             str | None,
             Field(description="Reuse on retries of the same booking; never for another one."),
         ] = None,
+        holdToken: HoldToken = None,
     ) -> dict[str, Any]:
         return call(
             ctx,
@@ -320,6 +385,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
                     startTime, endTime, attendees, timezone, title, description, metadata
                 ),
                 idempotency_key=idempotencyKey,
+                hold_token=holdToken,
             ),
         )
 
@@ -328,7 +394,10 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         description="Change a booking: move it (startTime and endTime, one slot from "
         "check_availability), or change its title, description, timezone, attendees or "
         "metadata. Only the fields given change. eventTypeId is the event type the booking was "
-        "made with. Returns the booking's new times and details. Needs canBook.",
+        "made with. To move it into a time held with hold_slot, pass that hold's holdToken. A "
+        "time that cannot be had is an error naming the cause (code) and listing the nearest "
+        "open slots to offer instead. Returns the booking's new times and details. Needs "
+        "canBook.",
     )
     def update_booking(
         ctx: Context,
@@ -341,6 +410,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         title: Title = None,
         description: Description = None,
         metadata: Metadata = None,
+        holdToken: HoldToken = None,
     ) -> dict[str, Any]:
         return call(
             ctx,
@@ -351,6 +421,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
                 **booking_fields(
                     startTime, endTime, attendees, timezone, title, description, metadata
                 ),
+                hold_token=holdToken,
             ),
         )
 
@@ -366,5 +437,76 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         reason: Annotated[str | None, Field(description="Why; shown to the owner.")] = None,
     ) -> dict[str, Any]:
         return call(ctx, "cancel_booking", lambda client: client.cancel_booking(id, reason=reason))
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+        description="Hold a slot for a few minutes, so that nobody else can take it while you "
+        "ask the person for their name and email. startTime and endTime should be one slot "
+        "that check_availability returned for the same eventTypeId. Returns {id, eventTypeId, "
+        "startTime, endTime, expiresAt, holdToken}. Then, before expiresAt, call create_booking "
+        "with the same eventTypeId, startTime and endTime and this holdToken: the held slot is "
+        "booked and the hold used up (update_booking takes a holdToken the same way, to move a "
+        "booking into the held slot). Until expiresAt the slot is missing from "
+        "check_availability and every booking of it without the token is refused (code "
+        "slot_held). If the person does not want it after all, call release_hold. If the hold "
+        "expires first, create_booking with the token still books the slot if it is free. A "
+        "time that cannot be held is an error naming the cause (code) and listing the nearest "
+        "open slots: offer one and hold that instead. Not safe to retry blindly: a second "
+        "hold_slot of the same time is refused by your own first hold. Needs canBook.",
+    )
+    def hold_slot(
+        ctx: Context,
+        eventTypeId: EventTypeId,
+        startTime: Instant,
+        endTime: Instant,
+        ttlSeconds: Annotated[
+            int | None,
+            Field(
+                description="How long the hold lasts, in seconds (default 120, at most 600): "
+                "long enough to collect the details, no longer.",
+                ge=1,
+                le=600,
+            ),
+        ] = None,
+        timezone: Annotated[
+            str | None,
+            Field(
+                description="IANA timezone (e.g. America/New_York) whose day counts as the "
+                "same day when nearby slots are suggested; default the calendar's."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        return call(
+            ctx,
+            "hold_slot",
+            lambda client: client.hold_slot(
+                eventTypeId, startTime, endTime, timezone=timezone, ttl_seconds=ttlSeconds
+            ),
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        description="Release a hold made with hold_slot when its slot is no longer wanted: the "
+        "time is open to others at once. id and eventTypeId are the ones hold_slot returned. "
+        "Returns {id, status: released, releasedAt}. A hold that has expired, been used by "
+        "create_booking or update_booking, or been released already is an error saying so "
+        "(nothing is left to release). Needs canBook.",
+    )
+    def release_hold(
+        ctx: Context,
+        eventTypeId: EventTypeId,
+        id: Annotated[int, Field(description="The hold's id, as hold_slot returned it.", ge=1)],
+    ) -> dict[str, Any]:
+        return call(ctx, "release_hold", lambda client: client.release_hold(eventTypeId, id))
 
     return server

@@ -11,6 +11,7 @@ from app.models.availability import (
 from app.models.booking import ACTIVE_STATUSES, Attendee, Booking, BookingStatus, Contact
 from app.models.calendar_connection import CalendarConnection
 from app.models.event_type import EventType
+from app.models.hold import SlotHold
 from app.models.notification import MailMessage, MailStatus
 from app.models.operations import WorkerHeartbeat
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
@@ -45,6 +46,7 @@ __all__ = [
     "OutboxEvent",
     "Permission",
     "Role",
+    "SlotHold",
     "SubAccount",
     "User",
     "WebhookAttempt",

@@ -22,6 +22,7 @@ from app.models import Agency, ApiKey, Permission, SubAccount
 from app.scheduling.timezones import InvalidInstant, zone
 from app.services.errors import (
     AuthenticationFailed,
+    ErrorCode,
     InvalidRequest,
     NotFound,
     PermissionDenied,
@@ -104,7 +105,7 @@ def authenticate_api_key(plain_key: str | None, now: datetime) -> ApiKey:
     if api_key is None or not api_key.active:
         raise AuthenticationFailed(INVALID_KEY)
     if api_key.expires_at is not None and api_key.expires_at <= now:
-        raise AuthenticationFailed(EXPIRED_KEY)
+        raise AuthenticationFailed(EXPIRED_KEY, code=ErrorCode.API_KEY_EXPIRED)
     sub_account = api_key.sub_account
     if (
         sub_account is None
@@ -112,7 +113,7 @@ def authenticate_api_key(plain_key: str | None, now: datetime) -> ApiKey:
         or sub_account.agency_id != api_key.agency_id
         or sub_account.settings is None
     ):
-        raise AuthenticationFailed(NO_SUB_ACCOUNT)
+        raise AuthenticationFailed(NO_SUB_ACCOUNT, code=ErrorCode.NO_SUB_ACCOUNT)
     return api_key
 
 

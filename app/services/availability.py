@@ -7,12 +7,20 @@ Booking writes load their inputs through the same loaders (``profile_for``, ``lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from itertools import chain
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import ColumnElement, and_, bindparam, func, literal, literal_column, select
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    func,
+    literal,
+    literal_column,
+    select,
+)
 
 from app.extensions import db
 from app.models import (
@@ -23,9 +31,10 @@ from app.models import (
     Booking,
     DateOverride,
     EventType,
+    SlotHold,
     SubAccount,
 )
-from app.models.types import UTCDateTime
+from app.models.types import UTCDateTime, utcnow
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.slots import SlotRules, open_slots, slots_by_day
 from app.scheduling.timezones import InstantInput, zone
@@ -60,9 +69,12 @@ class BusyTime:
     bookings: list[Interval]
     blocked: list[Interval]
     external: list[Interval]
+    held: list[Interval] = field(default_factory=list)
+    # Expired holds whose rows are still stored in the span: a write over them deletes them.
+    expired_holds: bool = False
 
     def all(self) -> list[Interval]:
-        return merge(chain(self.bookings, self.blocked, self.external))
+        return merge(chain(self.bookings, self.blocked, self.external, self.held))
 
 
 def find_event_type(
@@ -122,19 +134,28 @@ def load_schedule(
 
 
 def load_busy(
-    sub_account_id: int, span: Interval, exclude_booking_id: int | None = None
+    sub_account_id: int,
+    span: Interval,
+    *,
+    now: datetime | None = None,
+    exclude_booking_id: int | None = None,
+    exclude_hold_id: int | None = None,
 ) -> BusyTime:
-    """Busy time overlapping ``span``: one query for bookings, one for blocked time.
+    """Busy time overlapping ``span``: one query each for bookings, blocked time and holds.
+    A hold counts until its expiry (``now``, default the current time, decides), whether or
+    not its row is gone yet.
 
-    On PostgreSQL both are range overlaps (``&&``) on GiST indexes, which find the intervals
+    On PostgreSQL all are range overlaps (``&&``) on GiST indexes, which find the intervals
     near the window whatever the length of the calendar's history: for bookings the index of
     the partial exclusion constraint ``ex_bookings_no_overlap`` (0002; so the status predicate
     repeats the constraint's, as literals, which the planner can match even in the generic plan
-    of a prepared statement), for blocked times ``ix_blocked_times_sub_account_range`` (0003).
-    SQLite has B-trees only; theirs are led by the interval's end (0003), so the index bounds
-    ``end > span.start`` and reads only what ends after the window starts (the near past and
-    the future, which the booking horizon keeps short), never the whole history.
+    of a prepared statement), for blocked times ``ix_blocked_times_sub_account_range`` (0003),
+    for holds the index of ``ex_slot_holds_no_overlap`` (0010). SQLite has B-trees only; theirs
+    are led by the interval's end (0003), so the index bounds ``end > span.start`` and reads
+    only what ends after the window starts (the near past and the future, which the booking
+    horizon keeps short), never the whole history.
     """
+    now = now or utcnow()
     if db.session.get_bind().dialect.name == "postgresql":
         active = Booking.status.in_(
             bindparam(
@@ -144,28 +165,46 @@ def load_busy(
                 literal_execute=True,
             )
         )
-        booking_overlap = _range_overlaps(Booking.occupied_start, Booking.occupied_end, span)
-        blocked_overlap = _range_overlaps(BlockedTime.start_at, BlockedTime.end_at, span)
+        overlaps = _range_overlaps
     else:
         active = Booking.status.in_(ACTIVE_STATUSES)
-        booking_overlap = and_(Booking.occupied_start < span.end, Booking.occupied_end > span.start)
-        blocked_overlap = and_(BlockedTime.start_at < span.end, BlockedTime.end_at > span.start)
+        overlaps = _bounds_overlap
     bookings_stmt = select(Booking.occupied_start, Booking.occupied_end).where(
-        Booking.sub_account_id == sub_account_id, active, booking_overlap
+        Booking.sub_account_id == sub_account_id,
+        active,
+        overlaps(Booking.occupied_start, Booking.occupied_end, span),
     )
     if exclude_booking_id is not None:
         bookings_stmt = bookings_stmt.where(Booking.id != exclude_booking_id)
     bookings = [Interval(s, e) for s, e in db.session.execute(bookings_stmt)]
     blocked: list[Interval] = []
     external: list[Interval] = []
-    rows = db.session.execute(
-        select(BlockedTime.start_at, BlockedTime.end_at, BlockedTime.source).where(
-            BlockedTime.sub_account_id == sub_account_id, blocked_overlap
-        )
+    blocked_stmt = select(BlockedTime.start_at, BlockedTime.end_at, BlockedTime.source).where(
+        BlockedTime.sub_account_id == sub_account_id,
+        overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
     )
-    for start, end, source in rows:
+    for start, end, source in db.session.execute(blocked_stmt):
         (external if source == BlockedTimeSource.EXTERNAL else blocked).append(Interval(start, end))
-    return BusyTime(merge(bookings), merge(blocked), merge(external))
+    held: list[Interval] = []
+    expired_holds = False
+    holds_stmt = select(SlotHold.occupied_start, SlotHold.occupied_end, SlotHold.expires_at).where(
+        SlotHold.sub_account_id == sub_account_id,
+        overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
+    )
+    if exclude_hold_id is not None:
+        holds_stmt = holds_stmt.where(SlotHold.id != exclude_hold_id)
+    for start, end, expires_at in db.session.execute(holds_stmt):
+        if expires_at > now:
+            held.append(Interval(start, end))
+        else:
+            expired_holds = True
+    return BusyTime(merge(bookings), merge(blocked), merge(external), merge(held), expired_holds)
+
+
+def _bounds_overlap(
+    start_column: ColumnElement[datetime], end_column: ColumnElement[datetime], span: Interval
+) -> ColumnElement[bool]:
+    return and_(start_column < span.end, end_column > span.start)
 
 
 def _range_overlaps(
@@ -242,7 +281,9 @@ def check_availability(
     rules = slot_rules(sub_account, event_type, now, query.duration)
     schedule = load_schedule(profile, sub_account.settings.timezone, window)
     occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
-    busy = load_busy(sub_account.id, occupied_span, exclude_booking_id=query.exclude_booking_id)
+    busy = load_busy(
+        sub_account.id, occupied_span, now=now, exclude_booking_id=query.exclude_booking_id
+    )
     slots = open_slots(working_ranges(schedule, *window), busy.all(), rules, window)
 
     return [

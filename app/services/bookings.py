@@ -20,49 +20,30 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
-from app.metrics import BOOKING_CONFLICTS, IDEMPOTENT_REPLAYS
+from app.metrics import IDEMPOTENT_REPLAYS
 from app.models import (
     ACTIVE_STATUSES,
     Attendee,
     Booking,
     BookingStatus,
     Contact,
-    EventType,
     SubAccount,
 )
 from app.scheduling.intervals import Interval
-from app.scheduling.slots import MAX_BOOKING_LENGTH, conflicting, time_problem
 from app.scheduling.timezones import InstantInput, zone
-from app.scheduling.working_hours import working_intervals
-from app.services.availability import (
-    find_event_type,
-    load_busy,
-    load_schedule,
-    profile_for,
-    slot_rules,
-)
+from app.services.availability import find_event_type
 from app.services.booking_queries import get_booking
-from app.services.errors import BookingNotFound, InvalidRequest
+from app.services.errors import BookingNotFound, ErrorCode, InvalidRequest
 from app.services.events import BookingEvent, BookingEventKind, emit
+from app.services.holds import delete_hold, find_hold_to_consume
 from app.services.instants import resolve_instant
 from app.services.locking import lock_calendar
+from app.services.time_claims import claim_time, refused_by_database, requested_slot
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 NAME_MAX = TITLE_MAX = 255
 
-CONFLICT_BOOKING = "Time slot conflicts with an existing booking"
-CONFLICT_BLOCKED = "Time slot conflicts with blocked time"
-CONFLICT_EXTERNAL = "Time slot conflicts with an event in a connected calendar"
 IDEMPOTENCY_MISMATCH = "idempotencyKey has already been used with a different request"
-
-
-class BookingConflict(InvalidRequest):
-    """The time is taken (by a booking, blocked time or an external event: ``cause``)."""
-
-    def __init__(self, message: str, cause: str) -> None:
-        super().__init__(message)
-        self.cause = cause
-        BOOKING_CONFLICTS.labels(cause).inc()
 
 
 @dataclass(frozen=True)
@@ -96,6 +77,7 @@ class NewBooking:
     title: str | None = None
     description: str | None = None
     idempotency_key: str | None = None
+    hold_token: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     body: Mapping[str, Any] = field(default_factory=dict)  # as received, for the fingerprint
 
@@ -112,6 +94,7 @@ class BookingChanges:
     title: str | None = None
     description: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    hold_token: str | None = None
 
 
 def _as_json(value: Any) -> str:
@@ -126,43 +109,15 @@ def request_fingerprint(event_type_id: int, body: Mapping[str, Any]) -> str:
     ).hexdigest()
 
 
-def _check_time(
-    sub_account: SubAccount,
-    event_type: EventType,
-    slot: Interval,
-    now: datetime,
-    exclude_booking_id: int | None = None,
-) -> Interval:
-    """Apply the time rule to ``slot``; returns its occupied interval."""
-    rules = slot_rules(sub_account, event_type, now)
-    working: list[Interval] = []
-    if slot.start < slot.end <= slot.start + MAX_BOOKING_LENGTH:
-        profile = profile_for(sub_account, event_type)
-        schedule = load_schedule(profile, sub_account.settings.timezone, slot)
-        working = working_intervals(schedule, *slot)
-    problem = time_problem(slot, working, rules)
-    if problem is not None:
-        raise InvalidRequest(problem.value)
-    occupied = rules.occupied_interval(slot)
-    busy = load_busy(sub_account.id, occupied, exclude_booking_id=exclude_booking_id)
-    for busy_kind, message, cause in (
-        (busy.bookings, CONFLICT_BOOKING, "booking"),
-        (busy.blocked, CONFLICT_BLOCKED, "blocked_time"),
-        (busy.external, CONFLICT_EXTERNAL, "external_event"),
-    ):
-        if conflicting(slot, busy_kind, rules) is not None:
-            raise BookingConflict(message, cause)
-    return occupied
-
-
 def _flush_booking() -> None:
-    """Flush; PostgreSQL's exclusion constraint, the last line of defence against an overlap
-    the lock somehow missed, becomes the same 400 as a detected conflict."""
+    """Flush; PostgreSQL's last lines of defence against an overlap the lock somehow missed
+    (the bookings' exclusion constraint, the hold triggers) become the same 400 as a detected
+    conflict."""
     try:
         db.session.flush()
     except IntegrityError as err:
-        if getattr(err.orig, "sqlstate", None) == "23P01":  # exclusion_violation
-            raise BookingConflict(CONFLICT_BOOKING, "booking") from None
+        if (conflict := refused_by_database(err)) is not None:
+            raise conflict from None
         raise
 
 
@@ -219,7 +174,7 @@ def _idempotent_replay(
         db.session.flush()
         return None
     if earlier.request_fingerprint != fingerprint:
-        raise InvalidRequest(IDEMPOTENCY_MISMATCH)
+        raise InvalidRequest(IDEMPOTENCY_MISMATCH, code=ErrorCode.IDEMPOTENCY_MISMATCH)
     return earlier
 
 
@@ -245,12 +200,13 @@ def create_booking(
     event_type = find_event_type(sub_account, event_type_id)
 
     timezone = new.timezone or sub_account.settings.timezone
-    tz = zone(timezone)
-    slot = Interval(
-        resolve_instant("startTime", new.start_time, tz),
-        resolve_instant("endTime", new.end_time, tz),
+    slot = requested_slot(new.start_time, new.end_time, timezone)
+    hold_id = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
+    occupied = claim_time(
+        sub_account, event_type, slot, timezone=timezone, now=now, exclude_hold_id=hold_id
     )
-    occupied = _check_time(sub_account, event_type, slot, now)
+    if hold_id is not None:
+        delete_hold(hold_id)
     first = new.attendees[0]
     booking = Booking(
         uid=secrets.token_urlsafe(16),
@@ -297,7 +253,9 @@ def update_booking(
     if booking.event_type_id != event_type.id:
         raise BookingNotFound()
     if booking.status not in ACTIVE_STATUSES:
-        raise InvalidRequest(f"A {booking.status} booking cannot be updated")
+        raise InvalidRequest(
+            f"A {booking.status} booking cannot be updated", code=ErrorCode.BOOKING_NOT_ACTIVE
+        )
 
     changed: list[str] = []
     if "timezone" in changes.sent and changes.timezone != booking.timezone:
@@ -313,7 +271,18 @@ def update_booking(
         end = resolve_instant("endTime", changes.end_time, tz)
     rescheduled = (start, end) != (booking.start_at, booking.end_at)
     if rescheduled:
-        occupied = _check_time(sub_account, event_type, Interval(start, end), now, booking.id)
+        hold_id = find_hold_to_consume(sub_account, event_type, changes.hold_token, now)
+        occupied = claim_time(
+            sub_account,
+            event_type,
+            Interval(start, end),
+            timezone=booking.timezone,
+            now=now,
+            exclude_booking_id=booking.id,
+            exclude_hold_id=hold_id,
+        )
+        if hold_id is not None:
+            delete_hold(hold_id)
         booking.start_at, booking.end_at = start, end
         booking.occupied_start, booking.occupied_end = occupied
         changed += ["startTime", "endTime"]
@@ -372,9 +341,11 @@ def cancel_booking(
     lock_calendar(sub_account.id)
     booking = get_booking(sub_account, booking_id)
     if booking.status == BookingStatus.CANCELLED:
-        raise InvalidRequest("Booking is already cancelled")
+        raise InvalidRequest("Booking is already cancelled", code=ErrorCode.BOOKING_NOT_ACTIVE)
     if booking.status not in ACTIVE_STATUSES:
-        raise InvalidRequest(f"A {booking.status} booking cannot be cancelled")
+        raise InvalidRequest(
+            f"A {booking.status} booking cannot be cancelled", code=ErrorCode.BOOKING_NOT_ACTIVE
+        )
     booking.status = BookingStatus.CANCELLED
     booking.cancelled_at = now
     booking.cancellation_reason = reason

@@ -90,6 +90,14 @@ class _BookingFields(Schema):
     title = Text(validate=validate.Length(min=1, max=255))
     description = Text(allow_none=True, validate=validate.Length(max=5000))
     metadata = Metadata()
+    holdToken = Text(
+        validate=validate.Length(min=1, max=255),
+        metadata={
+            "description": "The token of a slot hold (POST …/holds): the held time is not busy "
+            "for this write, and the hold is consumed when it succeeds. A token naming no live "
+            "hold of this event type holds nothing (the time rule applies as usual)."
+        },
+    )
 
 
 class CreateBookingSchema(_BookingFields):
@@ -113,6 +121,7 @@ class CreateBookingSchema(_BookingFields):
             title=data.get("title"),
             description=data.get("description"),
             idempotency_key=data.get("idempotencyKey"),
+            hold_token=data.get("holdToken"),
             metadata=data.get("metadata", {}),
             body=original,
         )
@@ -130,6 +139,7 @@ class UpdateBookingSchema(_BookingFields):
             title=data.get("title"),
             description=data.get("description"),
             metadata=data.get("metadata", {}),
+            hold_token=data.get("holdToken"),
         )
 
 

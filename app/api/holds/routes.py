@@ -1,0 +1,60 @@
+"""Slot holds of an event type: hold a slot for a short while, release it early."""
+
+from __future__ import annotations
+
+from flask.views import MethodView
+
+from app.api.auth import current_api_key, current_sub_account
+from app.api.holds.schemas import CreateHoldSchema, HoldSchema, ReleasedHoldSchema
+from app.api.smorest import Blueprint
+from app.extensions import db
+from app.models import Permission
+from app.models.types import utcnow
+from app.services.holds import NewHold, PlacedHold, ReleasedHold, place_hold, release_hold
+
+blp = Blueprint(
+    "holds",
+    __name__,
+    url_prefix="/calendar/event-types",
+    description="Holding a slot while a booking's details are collected",
+)
+
+
+@blp.route("/<id:event_type_id>/holds")
+class HoldViews(MethodView):
+    @blp.requires(Permission.BOOK)
+    @blp.arguments(CreateHoldSchema)
+    @blp.response(201, HoldSchema)
+    @blp.error(404, "Event type not found")
+    def post(self, new: NewHold, event_type_id: int) -> PlacedHold:
+        """Hold a slot
+
+        Until `expiresAt` the time is busy for everybody else: availability hides it and
+        other writes get a 400 with `code: slot_held`. Create the booking with `holdToken`
+        to take the held time (that consumes the hold). A time that cannot be held is
+        refused as a create would be, with `suggestedSlots`.
+        """
+        placed = place_hold(
+            current_sub_account(),
+            event_type_id,
+            new,
+            now=utcnow(),
+            api_key_id=current_api_key().id,
+        )
+        db.session.commit()
+        return placed
+
+
+@blp.route("/<id:event_type_id>/holds/<id:hold_id>")
+class HoldByIdViews(MethodView):
+    @blp.requires(Permission.BOOK)
+    @blp.response(200, ReleasedHoldSchema)
+    @blp.error(404, "Hold not found (expired, consumed or released)")
+    def delete(self, event_type_id: int, hold_id: int) -> ReleasedHold:
+        """Release a hold
+
+        The held time is free at once.
+        """
+        released = release_hold(current_sub_account(), event_type_id, hold_id, now=utcnow())
+        db.session.commit()
+        return released

@@ -1,0 +1,62 @@
+"""Slot hold request and answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, fields, post_load, validate
+
+from app.representations import UTCTimestamp
+from app.services.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
+from app.validation import InstantField, TimezoneField
+
+
+class CreateHoldSchema(Schema):
+    startTime = InstantField(
+        required=True, metadata={"description": "ISO 8601; naive values are read in `timezone`"}
+    )
+    endTime = InstantField(
+        required=True, metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
+    )
+    timezone = TimezoneField(
+        metadata={"description": "IANA timezone for naive times (default: the calendar's)"}
+    )
+    ttlSeconds = fields.Integer(
+        validate=validate.Range(min=1, max=MAX_TTL_SECONDS),
+        metadata={
+            "description": f"How long the hold lasts, in seconds (default {DEFAULT_TTL_SECONDS}, "
+            f"at most {MAX_TTL_SECONDS})"
+        },
+    )
+
+    @post_load
+    def to_new_hold(self, data: dict[str, Any], **kwargs: Any) -> NewHold:
+        return NewHold(
+            start_time=data["startTime"],
+            end_time=data["endTime"],
+            timezone=data.get("timezone"),
+            ttl_seconds=data.get("ttlSeconds", DEFAULT_TTL_SECONDS),
+        )
+
+
+class HoldSchema(Schema):
+    id = fields.Integer(attribute="hold.id")
+    eventTypeId = fields.Integer(attribute="hold.event_type_id")
+    startTime = UTCTimestamp(attribute="hold.start_at")
+    endTime = UTCTimestamp(attribute="hold.end_at")
+    expiresAt = UTCTimestamp(
+        attribute="hold.expires_at",
+        metadata={"description": "The hold stops counting at this second"},
+    )
+    holdToken = fields.String(
+        attribute="token",
+        metadata={
+            "description": "Send it as `holdToken` when creating the booking; shown only here"
+        },
+    )
+
+
+class ReleasedHoldSchema(Schema):
+    id = fields.Integer()
+    status = fields.Constant("released", metadata={"description": "Always `released`"})
+    releasedAt = UTCTimestamp(attribute="released_at")

@@ -1,0 +1,62 @@
+"""Slot holds: a short claim on a stretch of time while an agent collects a booking's
+details."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.extensions import db
+from app.models.types import UTCDateTime, utcnow
+
+
+class SlotHold(db.Model):
+    """Time held for whoever has the hold's token, until ``expires_at``.
+
+    A hold makes its occupied interval (the slot widened by the event type's buffers, as a
+    booking would) busy for everybody else until it expires, is released, or is consumed by
+    the create that brings its token; the last two delete the row. An expired row is just
+    ignored (every read compares ``expires_at`` with now) until a write over its time or the
+    periodic purge deletes it. Only a SHA-256 digest of the token is stored.
+
+    On PostgreSQL an exclusion constraint keeps holds of one sub account apart, and triggers
+    refuse a hold over an active booking and an active booking over a hold (migration 0010).
+    """
+
+    __tablename__ = "slot_holds"
+    __table_args__ = (
+        CheckConstraint("start_at < end_at", name="interval"),
+        CheckConstraint(
+            "occupied_start <= start_at AND occupied_end >= end_at", name="occupied_interval"
+        ),
+        # Led by the end, like the bookings' (0003): SQLite reads only what ends after a window
+        # starts.
+        Index(
+            "ix_slot_holds_sub_account_occupied",
+            "sub_account_id",
+            "occupied_end",
+            "occupied_start",
+        ),
+        # Ids are never reused (SQLite reuses the highest deleted rowid otherwise): a stale
+        # release of a consumed hold must not release a newer one.
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    event_type_id: Mapped[int] = mapped_column(
+        ForeignKey("event_types.id", ondelete="CASCADE"), index=True
+    )
+    start_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    occupied_start: Mapped[datetime] = mapped_column(UTCDateTime)
+    occupied_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    timezone: Mapped[str] = mapped_column(String(64))
+    api_key_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_keys.id", ondelete="SET NULL"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -9,9 +9,11 @@ import urllib.error
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
+import time_machine
 
 from tests.conftest import backend_unavailable
 from tests.redis_servers import own_redis_server
@@ -73,6 +75,24 @@ def test_the_61st_request_in_a_minute_is_429(client, tenant):
     }
     assert 0 < int(response.headers["Retry-After"]) <= 60
     assert response.headers["X-RateLimit-Remaining"] == "0"
+
+
+def test_retry_after_rounds_up_so_waiting_it_out_is_enough(make_app, tenants):
+    """Flask-Limiter alone says ``Retry-After: 0`` in the last fraction of a second the window
+    is still full; a client that waits that long is refused again."""
+    app = make_app(RATE_LIMIT="1 per 2 seconds")
+    with app.app_context():
+        tenant = tenants.create()
+    client = app.test_client()
+    start = datetime(2031, 1, 6, 12, 0, 0, 500_000, tzinfo=UTC)
+    with time_machine.travel(start, tick=False):
+        assert get(client, tenant.headers()).status_code == 200
+    with time_machine.travel(start + timedelta(seconds=1.8), tick=False) as clock:
+        refused = get(client, tenant.headers())
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] == "1"
+        clock.shift(int(refused.headers["Retry-After"]))
+        assert get(client, tenant.headers()).status_code == 200
 
 
 def test_one_limit_spans_every_endpoint(client, tenant):

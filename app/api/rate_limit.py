@@ -18,6 +18,8 @@ only one process may serve a database (``memory_counts``).
 from __future__ import annotations
 
 import logging
+import math
+import time
 
 from flask import Flask, Response, current_app, g, request
 from flask.typing import ResponseReturnValue
@@ -81,9 +83,23 @@ def _retry_after_only_when_limited(response: Response) -> Response:
     A 503 keeps the wait its error handler chose (``g.retry_after``)."""
     if response.status_code == 503 and "retry_after" in g:
         response.headers["Retry-After"] = g.retry_after
-    elif response.status_code != 429:
+    elif response.status_code == 429:
+        response.headers["Retry-After"] = str(_seconds_until_reset(response))
+    else:
         response.headers.pop("Retry-After", None)
     return response
+
+
+def _seconds_until_reset(response: Response) -> int:
+    """Whole seconds until the window lets a request through again: rounded up, at least 1.
+    Flask-Limiter truncates (``int(reset - now)`` from a reset already rounded), which says 0
+    in the last fraction of a second the window is still full, so a client that waits what
+    it was told is refused again. The exact reset is the window the limiter already read for
+    the headers (no second look at the storage)."""
+    for limiter in current_app.extensions.get("limiter", ()):  # the one register_rate_limits made
+        if (request_limit := limiter.current_limit) is not None:
+            return max(1, math.ceil(request_limit.window.reset_time - time.time()))
+    return max(1, int(response.headers.get("Retry-After") or 1))
 
 
 def _refuse_unless_owner_of_memory_counts() -> ResponseReturnValue | None:

@@ -43,6 +43,11 @@ class Config:
     # would turn every read into a write.
     API_KEY_LAST_USED_RESOLUTION = 60
 
+    # How long a process may answer for an API key from memory before reading it again, in
+    # seconds (app.services.key_cache): a deactivation made in another process takes effect
+    # within this time; in the same process at once. 0 reads the key on every request.
+    API_KEY_CACHE_SECONDS = 1.0
+
     # Seconds to wait for a CalDAV server, per connection attempt and per read.
     CALDAV_TIMEOUT_SECONDS = 10.0
 
@@ -164,6 +169,9 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
             "true",
             "yes",
         )
+
+    if env.get("API_KEY_CACHE_SECONDS"):
+        app_config["API_KEY_CACHE_SECONDS"] = float(env["API_KEY_CACHE_SECONDS"])
 
     if env.get("CALDAV_TIMEOUT_SECONDS"):
         app_config["CALDAV_TIMEOUT_SECONDS"] = float(env["CALDAV_TIMEOUT_SECONDS"])

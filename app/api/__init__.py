@@ -10,12 +10,14 @@ from app.api.event_type_bookings.routes import blp as event_type_bookings_blp
 from app.api.holds.routes import blp as holds_blp
 from app.api.smorest import Api
 from app.config import API_PREFIX
+from app.services.key_cache import KeyCache
 
 BLUEPRINTS = [availability_blp, bookings_blp, event_type_bookings_blp, holds_blp]
 
 
 def register_api(app: Flask) -> None:
     api = Api(app)
+    app.extensions["api_key_cache"] = KeyCache(float(app.config["API_KEY_CACHE_SECONDS"]))
     for blp in BLUEPRINTS:
         api.register_blueprint(blp, url_prefix=API_PREFIX + blp.url_prefix)
 

@@ -14,7 +14,11 @@ from flask import current_app, g, request
 from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
 from app.models.types import utcnow
-from app.services.api_keys import authenticate_api_key, record_key_use, require_permission
+from app.services.api_keys import (
+    authenticate_api_key,
+    record_key_use,
+    require_permission,
+)
 from app.services.errors import AuthenticationFailed
 
 API_KEY_HEADER = "x-calendar-api-key"
@@ -30,7 +34,11 @@ def authentication() -> Authentication:
     """Who sent this request, decided once per request."""
     if "authentication" not in g:
         try:
-            api_key = authenticate_api_key(request.headers.get(API_KEY_HEADER), utcnow())
+            api_key = authenticate_api_key(
+                request.headers.get(API_KEY_HEADER),
+                utcnow(),
+                current_app.extensions.get("api_key_cache"),
+            )
             g.authentication = Authentication(api_key)
         except AuthenticationFailed as failure:
             g.authentication = Authentication(None, failure)
@@ -43,8 +51,11 @@ def authorize(permission: Permission) -> None:
     if result.failure is not None:
         raise result.failure
     api_key = result.api_key
-    if record_key_use(api_key, utcnow(), current_app.config["API_KEY_LAST_USED_RESOLUTION"]):
+    now = utcnow()
+    if record_key_use(api_key, now, current_app.config["API_KEY_LAST_USED_RESOLUTION"]):
         db.session.commit()
+        if (cache := current_app.extensions.get("api_key_cache")) is not None:
+            cache.note_use(api_key.digest, now)
     g.api_key = api_key
     require_permission(api_key, permission)
 

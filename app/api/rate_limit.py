@@ -7,7 +7,8 @@ stays slow whichever keys are tried, and a valid key's traffic never counts agai
 or other keys. The key is authenticated before the limit is applied (``rate_limit_identity``);
 the view's own authorization reuses that result.
 
-With ``REDIS_URL`` set, counts live in Redis and every process shares them. If Redis goes away,
+With ``REDIS_URL`` set, counts live in Redis and every process shares them, one round trip a
+request (``rate_limit_storage``). If Redis goes away,
 Flask-Limiter falls back to per-process in-memory counts (logging the failure) and returns to
 Redis once it answers again: the API keeps answering rather than refusing or failing requests.
 A storage error after the view has run (while adding the headers) is swallowed: the request's
@@ -28,6 +29,7 @@ from limits import RateLimitItem, parse
 
 from app.api.auth import authentication
 from app.api.memory_counts import NOT_OWNER_MESSAGE, owns_memory_counts
+from app.api.rate_limit_storage import storage_uri
 from app.config import API_PREFIX
 from app.errors import envelope
 from app.metrics import RATE_LIMITED
@@ -149,7 +151,10 @@ _once_per_outage = OncePerOutage()
 
 def register_rate_limits(app: Flask) -> Limiter:
     redis_url = app.config.get("REDIS_URL")
-    app.config.setdefault("RATELIMIT_STORAGE_URI", redis_url or "memory://")
+    # One Redis round trip per request: counting and the headers' window read in one script.
+    app.config.setdefault(
+        "RATELIMIT_STORAGE_URI", storage_uri(redis_url) if redis_url else "memory://"
+    )
     app.config.setdefault("RATELIMIT_STRATEGY", "moving-window")
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
     app.config.setdefault("RATELIMIT_REQUEST_IDENTIFIER", request_identity)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Integer, Select, func, select
+from sqlalchemy.orm import joinedload
 from sqlalchemy.sql.elements import UnaryExpression
 from sqlalchemy.sql.operators import custom_op
 
@@ -14,8 +15,8 @@ from app.extensions import db
 from app.models import Attendee, Booking, SubAccount
 from app.scheduling.timezones import InstantInput, zone
 from app.services.errors import BookingNotFound
+from app.services.ids import is_storable_id
 from app.services.instants import resolve_instant
-from app.services.sub_account_rows import find_owned
 
 
 @dataclass(frozen=True)
@@ -75,4 +76,19 @@ def list_bookings(
 
 
 def get_booking(sub_account: SubAccount, booking_id: int) -> Booking:
-    return find_owned(Booking, sub_account, booking_id, BookingNotFound)
+    """The sub account's booking ``booking_id`` with its attendees, in one statement (a join,
+    instead of the relationship's usual second ``SELECT … IN``)."""
+    if not is_storable_id(booking_id):
+        raise BookingNotFound()
+    booking = (
+        db.session.execute(
+            select(Booking)
+            .where(Booking.id == booking_id, Booking.sub_account_id == sub_account.id)
+            .options(joinedload(Booking.attendees))
+        )
+        .unique()
+        .scalar_one_or_none()
+    )
+    if booking is None:
+        raise BookingNotFound()
+    return booking

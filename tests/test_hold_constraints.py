@@ -11,8 +11,9 @@ from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import SlotHold
-from app.scheduling.intervals import Interval
 from app.services import holds as holds_service
+from app.services import time_claims
+from app.services.availability import BusyTime
 from tests.factories import make_booking, next_monday, ny, z
 from tests.servers import gunicorn
 from tests.test_concurrency import post_all
@@ -80,8 +81,7 @@ def test_inactive_bookings_and_other_calendars_may_overlap_a_hold(tenants, tenan
 def test_a_database_refusal_is_the_same_400_slot_held(client, tenant, monkeypatch):
     store_hold(tenant, TEN)
     # Blind the check, as a bug would: only the database's trigger is left.
-    occupied = Interval(TEN, TEN + timedelta(minutes=30))
-    monkeypatch.setattr(holds_service, "claim_time", lambda *args, **kwargs: occupied)
+    monkeypatch.setattr(time_claims, "load_busy", lambda *args, **kwargs: BusyTime([], [], []))
     response = client.post(
         f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/holds",
         json={"startTime": z(TEN), "endTime": z(TEN + timedelta(minutes=30))},

@@ -21,6 +21,7 @@ from sqlalchemy import (
     literal_column,
     select,
 )
+from sqlalchemy.orm import joinedload
 
 from app.extensions import db
 from app.models import (
@@ -83,15 +84,28 @@ def find_event_type(
     """The sub account's event type ``event_type_id``. A deactivated event type is no longer
     offered (availability and new bookings answer 404), but the bookings made with it live
     on: their updates pass ``offered_only=False``."""
-    stmt = select(EventType).where(
-        EventType.id == event_type_id, EventType.sub_account_id == sub_account.id
-    )
-    if offered_only:
-        stmt = stmt.where(EventType.active.is_(True))
-    event_type = db.session.scalar(stmt)
-    if event_type is None:
+    event_type = load_event_type(sub_account, event_type_id)
+    if event_type is None or (offered_only and not event_type.active):
         raise EventTypeNotFound()
     return event_type
+
+
+def load_event_type(sub_account: SubAccount, event_type_id: int) -> EventType | None:
+    """The sub account's event type ``event_type_id``, active or not, with its availability
+    profile and the profile's weekly hours, in one statement."""
+    return (
+        db.session.execute(
+            select(EventType)
+            .where(EventType.id == event_type_id, EventType.sub_account_id == sub_account.id)
+            .options(
+                joinedload(EventType.availability_profile).joinedload(
+                    AvailabilityProfile.weekly_hours
+                )
+            )
+        )
+        .unique()
+        .scalar_one_or_none()
+    )
 
 
 def profile_for(

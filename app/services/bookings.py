@@ -31,14 +31,20 @@ from app.models import (
 )
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput, zone
-from app.services.availability import find_event_type
+from app.services.availability import find_event_type, load_event_type
 from app.services.booking_queries import get_booking
-from app.services.errors import BookingNotFound, ErrorCode, InvalidRequest
+from app.services.errors import BookingNotFound, ErrorCode, EventTypeNotFound, InvalidRequest
 from app.services.events import BookingEvent, BookingEventKind, emit
 from app.services.holds import delete_hold, find_hold_to_consume
 from app.services.instants import resolve_instant
 from app.services.locking import lock_calendar
-from app.services.time_claims import claim_time, refused_by_database, requested_slot
+from app.services.time_claims import (
+    TimeClaim,
+    claim_time,
+    plan_claim,
+    refused_by_database,
+    requested_slot,
+)
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 NAME_MAX = TITLE_MAX = 255
@@ -187,7 +193,25 @@ def create_booking(
     api_key_id: int | None = None,
 ) -> tuple[Booking, bool]:
     """Book ``new`` on the event type. Returns the booking and whether it is an idempotent
-    replay of an earlier request (then nothing was written)."""
+    replay of an earlier request (then nothing was written).
+
+    The event type, its working hours and the hold the token names are read before the
+    calendar's lock (they are configuration, or the caller's own); the lock guards the
+    idempotency check, busy time and the inserts. Refusals keep their order: a remembered
+    idempotency key first, then the event type, then the time."""
+    event_type = load_event_type(sub_account, event_type_id)
+    timezone = new.timezone or sub_account.settings.timezone
+    plan: TimeClaim | None = None
+    refusal: InvalidRequest | None = None
+    hold_id: int | None = None
+    if event_type is not None and event_type.active:
+        try:
+            slot = requested_slot(new.start_time, new.end_time, timezone)
+            plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+        except InvalidRequest as err:
+            refusal = err
+        hold_id = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
+
     lock_calendar(sub_account.id)
     fingerprint = request_fingerprint(event_type_id, new.body)
     if new.idempotency_key is not None:
@@ -197,14 +221,12 @@ def create_booking(
         if earlier is not None:
             IDEMPOTENT_REPLAYS.inc()
             return earlier, True
-    event_type = find_event_type(sub_account, event_type_id)
-
-    timezone = new.timezone or sub_account.settings.timezone
-    slot = requested_slot(new.start_time, new.end_time, timezone)
-    hold_id = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
-    occupied = claim_time(
-        sub_account, event_type, slot, timezone=timezone, now=now, exclude_hold_id=hold_id
-    )
+    if event_type is None or not event_type.active:
+        raise EventTypeNotFound()
+    if plan is None:
+        raise refusal or InvalidRequest()
+    slot = plan.slot
+    occupied = plan.claim(exclude_hold_id=hold_id)
     if hold_id is not None:
         delete_hold(hold_id)
     first = new.attendees[0]

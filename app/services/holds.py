@@ -25,7 +25,7 @@ from app.scheduling.timezones import InstantInput
 from app.services.availability import find_event_type
 from app.services.errors import HoldNotFound
 from app.services.locking import lock_calendar
-from app.services.time_claims import claim_time, refused_by_database, requested_slot
+from app.services.time_claims import plan_claim, refused_by_database, requested_slot
 
 DEFAULT_TTL_SECONDS = 120
 MAX_TTL_SECONDS = 600
@@ -75,12 +75,14 @@ def place_hold(
     now: datetime,
     api_key_id: int | None = None,
 ) -> PlacedHold:
-    """Hold ``new``'s time on the event type for ``new.ttl_seconds``."""
-    lock_calendar(sub_account.id)
+    """Hold ``new``'s time on the event type for ``new.ttl_seconds``. As a create does, it
+    reads the event type and its working hours before the calendar's lock."""
     event_type = find_event_type(sub_account, event_type_id)
     timezone = new.timezone or sub_account.settings.timezone
     slot = requested_slot(new.start_time, new.end_time, timezone)
-    occupied = claim_time(sub_account, event_type, slot, timezone=timezone, now=now)
+    plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+    lock_calendar(sub_account.id)
+    occupied = plan.claim()
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)
     hold = SlotHold(
         sub_account_id=sub_account.id,

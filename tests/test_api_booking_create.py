@@ -396,6 +396,21 @@ def test_attendees_become_contacts_once(client, tenant):
     ]
 
 
+def test_a_returning_attendee_with_nothing_new_leaves_the_contact_untouched(client, tenant):
+    attendee = {"email": "pat@example.test", "name": "Pat", "phone": "555"}
+    create(client, tenant, body(attendees=[attendee]))
+    first = db.session.scalar(select(Contact).where(Contact.email == "pat@example.test"))
+    written = first.updated_at
+    create(
+        client,
+        tenant,
+        body(ny(MONDAY, 11), attendees=[{"email": "pat@example.test", "name": "Pat"}]),
+    )
+    db.session.expire_all()
+    again = db.session.scalar(select(Contact).where(Contact.email == "pat@example.test"))
+    assert (again.name, again.phone, again.updated_at) == ("Pat", "555", written)
+
+
 def test_contacts_are_never_in_api_responses(client, tenant):
     response = create(client, tenant)
     assert "contact" not in response.get_data(as_text=True).lower()

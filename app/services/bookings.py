@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
@@ -127,27 +129,45 @@ def _flush_booking() -> None:
         raise
 
 
-def _upsert_contacts(sub_account_id: int, attendees: Sequence[AttendeeInput]) -> None:
-    emails = {a.normalized_email for a in attendees}
-    existing = {
-        c.email: c
-        for c in db.session.scalars(
-            select(Contact).where(
-                Contact.sub_account_id == sub_account_id, Contact.email.in_(emails)
-            )
-        )
+def _upsert_contacts(
+    sub_account_id: int, attendees: Sequence[AttendeeInput], now: datetime
+) -> None:
+    """Every attendee becomes (or updates) a contact, in one ``INSERT … ON CONFLICT``: the
+    name always follows the latest booking, first and last name and phone only when sent.
+    A contact whose values do not change is not written (its ``updated_at`` stays)."""
+    insert = (
+        postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else (sqlite_insert)
+    )
+    stmt = insert(Contact).values(
+        [
+            {
+                "sub_account_id": sub_account_id,
+                "email": attendee.normalized_email,
+                "name": attendee.display_name(),
+                "first_name": attendee.first_name,
+                "last_name": attendee.last_name,
+                "phone": attendee.phone,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for attendee in attendees
+        ]
+    )
+    sent = stmt.excluded
+    kept_unless_sent = {
+        column: func.coalesce(getattr(sent, column), getattr(Contact, column))
+        for column in ("first_name", "last_name", "phone")
     }
-    for attendee in attendees:
-        contact = existing.get(attendee.normalized_email)
-        if contact is None:
-            contact = Contact(sub_account_id=sub_account_id, email=attendee.normalized_email)
-            existing[contact.email] = contact
-            db.session.add(contact)
-        contact.name = attendee.display_name()
-        for attr in ("first_name", "last_name", "phone"):
-            value = getattr(attendee, attr)
-            if value is not None:
-                setattr(contact, attr, value)
+    changes = {"name": sent.name, **kept_unless_sent}
+    db.session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[Contact.sub_account_id, Contact.email],
+            set_={**changes, "updated_at": sent.updated_at},
+            where=or_(
+                *(getattr(Contact, column).is_distinct_from(new) for column, new in changes.items())
+            ),
+        )
+    )
 
 
 def _attendee_row(attendee: AttendeeInput, booking_timezone: str) -> Attendee:
@@ -253,7 +273,7 @@ def create_booking(
     booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
     db.session.add(booking)
     _flush_booking()
-    _upsert_contacts(sub_account.id, new.attendees)
+    _upsert_contacts(sub_account.id, new.attendees, now)
     db.session.flush()
     emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
     return booking, False
@@ -321,7 +341,7 @@ def update_booking(
     if "attendees" in changes.sent:
         if _replace_attendees(booking, changes.attendees, now):
             changed.append("attendees")
-        _upsert_contacts(sub_account.id, changes.attendees)
+        _upsert_contacts(sub_account.id, changes.attendees, now)
     if changed:
         booking.updated_at = now
         if set(changed) - {"metadata"}:  # metadata is not in the calendar's copy

@@ -19,7 +19,6 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.metrics import IDEMPOTENT_REPLAYS
@@ -43,8 +42,8 @@ from app.services.locking import lock_calendar
 from app.services.time_claims import (
     TimeClaim,
     claim_time,
+    flush_claimed,
     plan_claim,
-    refused_by_database,
     requested_slot,
 )
 
@@ -115,18 +114,6 @@ def request_fingerprint(event_type_id: int, body: Mapping[str, Any]) -> str:
     return hashlib.sha256(
         _as_json({"eventTypeId": event_type_id, "body": body}).encode()
     ).hexdigest()
-
-
-def _flush_booking() -> None:
-    """Flush; PostgreSQL's last lines of defence against an overlap the lock somehow missed
-    (the bookings' exclusion constraint, the hold triggers) become the same 400 as a detected
-    conflict."""
-    try:
-        db.session.flush()
-    except IntegrityError as err:
-        if (conflict := refused_by_database(err)) is not None:
-            raise conflict from None
-        raise
 
 
 def _upsert_contacts(
@@ -272,7 +259,7 @@ def create_booking(
     )
     booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
     db.session.add(booking)
-    _flush_booking()
+    flush_claimed()
     _upsert_contacts(sub_account.id, new.attendees, now)
     db.session.flush()
     emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
@@ -337,7 +324,7 @@ def update_booking(
     if "metadata" in changes.sent and _as_json(changes.metadata) != _as_json(booking.meta):
         booking.meta = dict(changes.metadata)
         changed.append("metadata")
-    _flush_booking()  # a new time meets PostgreSQL's exclusion constraint here
+    flush_claimed()  # a new time meets PostgreSQL's exclusion constraint here
     if "attendees" in changes.sent:
         if _replace_attendees(booking, changes.attendees, now):
             changed.append("attendees")

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import EventType, SlotHold, SubAccount
@@ -25,7 +24,7 @@ from app.scheduling.timezones import InstantInput
 from app.services.availability import find_event_type
 from app.services.errors import HoldNotFound
 from app.services.locking import lock_calendar
-from app.services.time_claims import plan_claim, refused_by_database, requested_slot
+from app.services.time_claims import flush_claimed, plan_claim, requested_slot
 
 DEFAULT_TTL_SECONDS = 120
 MAX_TTL_SECONDS = 600
@@ -98,12 +97,7 @@ def place_hold(
         created_at=now,
     )
     db.session.add(hold)
-    try:
-        db.session.flush()
-    except IntegrityError as err:
-        if (conflict := refused_by_database(err)) is not None:
-            raise conflict from None
-        raise
+    flush_claimed()
     return PlacedHold(hold, token)
 
 

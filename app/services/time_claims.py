@@ -274,6 +274,18 @@ _CONSTRAINT_CONFLICTS = {
 }
 
 
+def flush_claimed() -> None:
+    """Flush a write that claimed time. PostgreSQL's last lines of defence against an overlap
+    the lock somehow missed (the bookings' exclusion constraint, the holds' constraint and
+    triggers) become the same 400 as a detected conflict."""
+    try:
+        db.session.flush()
+    except IntegrityError as err:
+        if (conflict := refused_by_database(err)) is not None:
+            raise conflict from None
+        raise
+
+
 def refused_by_database(err: IntegrityError) -> BookingConflict | None:
     """The conflict a PostgreSQL exclusion violation stands for (the last line of defence
     behind the lock, so it comes without suggestions), or None for any other error."""

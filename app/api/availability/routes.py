@@ -29,6 +29,7 @@ class AvailabilityViews(MethodView):
         """Check availability
 
         One entry per calendar date of the window in the requested timezone (default: the
-        availability profile's), with the open slots starting that day as UTC instants.
+        availability profile's), with the open slots starting that day as UTC instants. Time
+        held by a live slot hold is not open, whoever holds it.
         """
         return check_availability(current_sub_account(), query, utcnow())

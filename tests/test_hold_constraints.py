@@ -94,7 +94,13 @@ def test_a_database_refusal_is_the_same_400_slot_held(client, tenant, monkeypatc
 
 @pytest.mark.slow
 def test_twenty_simultaneous_holds_of_one_slot_over_two_servers_make_one(database_url, tenant):
-    with gunicorn(database_url, threads=4) as first, gunicorn(database_url, threads=4) as second:
+    # All 20 queue on the calendar's lock; on a machine busy with other tests the last one may
+    # wait longer than the default 5 s statement timeout (a 503, retryable, but not the point).
+    patient = {"DB_STATEMENT_TIMEOUT_MS": "30000"}
+    with (
+        gunicorn(database_url, threads=4, env=patient) as first,
+        gunicorn(database_url, threads=4, env=patient) as second,
+    ):
         path = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/holds"
         payload = {"startTime": z(TEN), "endTime": z(TEN + timedelta(minutes=30))}
         results = post_all(

@@ -15,7 +15,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from app.scheduling.timezones import format_utc
+from app.representations import SlotSchema
 from app.services.errors import ErrorCode, ServiceError, TimeUnavailable
 from app.validation import describe_errors, flatten_errors
 
@@ -103,12 +103,7 @@ def handle_http_exception(error: HTTPException) -> ResponseReturnValue:
 def handle_service_error(error: ServiceError) -> ResponseReturnValue:
     extra = None
     if isinstance(error, TimeUnavailable):
-        extra = {
-            "suggestedSlots": [
-                {"start": format_utc(slot.start), "end": format_utc(slot.end)}
-                for slot in error.suggested_slots
-            ]
-        }
+        extra = {"suggestedSlots": SlotSchema(many=True).dump(error.suggested_slots)}
     return envelope(error.status_code, error.message, error.errors, code=error.code, extra=extra)
 
 

@@ -21,6 +21,13 @@ class UTCTimestamp(fields.DateTime):
         return None if value is None else format_utc(value)
 
 
+class SlotSchema(Schema):
+    """An open slot: in availability days, and suggested with a refused time."""
+
+    start = UTCTimestamp(required=True)
+    end = UTCTimestamp(required=True)
+
+
 class AttendeeSchema(Schema):
     id = fields.Integer(dump_only=True)
     email = fields.String()

@@ -14,11 +14,7 @@ from flask import current_app, g, request
 from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
 from app.models.types import utcnow
-from app.services.api_keys import (
-    authenticate_api_key,
-    record_key_use,
-    require_permission,
-)
+from app.services.api_keys import authenticate_api_key, record_key_use, require_permission
 from app.services.errors import AuthenticationFailed
 
 API_KEY_HEADER = "x-calendar-api-key"

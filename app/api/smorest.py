@@ -18,16 +18,12 @@ from werkzeug.routing import IntegerConverter
 from app.api.auth import authorize
 from app.errors import handle_http_exception
 from app.models import Permission
+from app.representations import SlotSchema
 from app.services.errors import ErrorCode
 from app.validation import InstantField, describe_errors
 
 # Ids are PostgreSQL ``integer`` columns: larger values cannot name anything.
 MAX_ID = 2**31 - 1
-
-
-class SuggestedSlotSchema(ma.Schema):
-    start = ma.fields.String(required=True, metadata={"format": "date-time"})
-    end = ma.fields.String(required=True, metadata={"format": "date-time"})
 
 
 class ErrorSchema(ma.Schema):
@@ -47,7 +43,7 @@ class ErrorSchema(ma.Schema):
         metadata={"description": "Validation problems by field path"},
     )
     suggestedSlots = ma.fields.List(
-        ma.fields.Nested(SuggestedSlotSchema),
+        ma.fields.Nested(SlotSchema),
         metadata={
             "description": "With a write refused for its time (codes slot_taken, slot_held, "
             "blocked_time, external_busy, outside_hours, minimum_notice, beyond_horizon): up to "

@@ -12,15 +12,7 @@ from datetime import date, datetime, timedelta
 from itertools import chain
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import (
-    ColumnElement,
-    and_,
-    bindparam,
-    func,
-    literal,
-    literal_column,
-    select,
-)
+from sqlalchemy import ColumnElement, and_, bindparam, func, literal, literal_column, select
 from sqlalchemy.orm import joinedload
 
 from app.extensions import db

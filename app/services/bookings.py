@@ -36,7 +36,7 @@ from app.services.availability import find_event_type, load_event_type
 from app.services.booking_queries import get_booking
 from app.services.errors import BookingNotFound, ErrorCode, EventTypeNotFound, InvalidRequest
 from app.services.events import BookingEvent, BookingEventKind, emit
-from app.services.holds import delete_hold, find_hold_to_consume
+from app.services.holds import find_hold_to_consume
 from app.services.instants import resolve_instant
 from app.services.locking import lock_calendar
 from app.services.time_claims import (
@@ -233,9 +233,7 @@ def create_booking(
     if plan is None:
         raise refusal or InvalidRequest()
     slot = plan.slot
-    occupied = plan.claim(exclude_hold_id=hold_id)
-    if hold_id is not None:
-        delete_hold(hold_id)
+    occupied = plan.claim(consumed_hold_id=hold_id)
     first = new.attendees[0]
     booking = Booking(
         uid=secrets.token_urlsafe(16),
@@ -308,10 +306,8 @@ def update_booking(
             timezone=booking.timezone,
             now=now,
             exclude_booking_id=booking.id,
-            exclude_hold_id=hold_id,
+            consumed_hold_id=hold_id,
         )
-        if hold_id is not None:
-            delete_hold(hold_id)
         booking.start_at, booking.end_at = start, end
         booking.occupied_start, booking.occupied_end = occupied
         changed += ["startTime", "endTime"]

@@ -1,12 +1,12 @@
 """Slot holds: an agent holds a slot for a minute or two while it collects a name and an
 email, then books it with the hold's token.
 
-A hold is claimed like a booking (``time_claims.claim_time``, under the calendar's write
-lock), so it is refused, with suggestions, wherever a booking would be. Until it expires its
-occupied interval is busy for every other write and hidden from availability
-(``availability.load_busy``); a create or move that sends its ``holdToken`` does not count it
-and consumes it. Expiry needs no job: reads compare ``expires_at`` with now. The periodic
-purge (``purge_expired_holds``) only keeps the table small.
+A hold is claimed like a booking (``time_claims.plan_claim``, then ``TimeClaim.claim`` under
+the calendar's write lock), so it is refused, with suggestions, wherever a booking would be.
+Until it expires its occupied interval is busy for every other write and hidden from
+availability (``availability.load_busy``); a create or move that sends its ``holdToken`` does
+not count it and consumes it. Expiry needs no job: reads compare ``expires_at`` with now.
+The periodic purge (``purge_expired_holds``) only keeps the table small.
 """
 
 from __future__ import annotations
@@ -139,12 +139,6 @@ def find_hold_to_consume(
             SlotHold.expires_at > now,
         )
     )
-
-
-def delete_hold(hold_id: int) -> None:
-    """Delete a consumed hold at once (before the booking that takes its time is inserted,
-    which PostgreSQL's hold trigger would otherwise refuse)."""
-    db.session.execute(delete(SlotHold).where(SlotHold.id == hold_id))
 
 
 def purge_expired_holds(now: datetime) -> int:

@@ -137,12 +137,13 @@ class TimeClaim:
     now: datetime
 
     def claim(
-        self, *, exclude_booking_id: int | None = None, exclude_hold_id: int | None = None
+        self, *, exclude_booking_id: int | None = None, consumed_hold_id: int | None = None
     ) -> Interval:
         """Check the time against busy time and clear the expired holds under it; returns its
         occupied interval. Call with the calendar's write lock held. ``exclude_booking_id``
-        (the booking being moved) and ``exclude_hold_id`` (the hold the write consumes) do
-        not count as busy."""
+        (the booking being moved) and ``consumed_hold_id`` (the hold the write brings the token
+        of) do not count as busy; the consumed hold is deleted once the time is claimed, before
+        the write inserts (PostgreSQL's hold trigger would refuse it otherwise)."""
         slot, rules, day = self.slot, self.rules, self.day
         calendar = _Calendar(
             self.sub_account,
@@ -151,7 +152,7 @@ class TimeClaim:
             replace(rules, duration=slot.end - slot.start),
             self.now,
             exclude_booking_id,
-            exclude_hold_id,
+            consumed_hold_id,
         )
         busy = calendar.busy(Interval(min(day.start, slot.start), max(day.end, slot.end)))
 
@@ -175,6 +176,8 @@ class TimeClaim:
         occupied = rules.occupied_interval(slot)
         if busy.expired_holds:
             _clear_expired_holds(self.sub_account.id, occupied, self.now)
+        if consumed_hold_id is not None:
+            db.session.execute(delete(SlotHold).where(SlotHold.id == consumed_hold_id))
         return occupied
 
 
@@ -217,12 +220,12 @@ def claim_time(
     timezone: str,
     now: datetime,
     exclude_booking_id: int | None = None,
-    exclude_hold_id: int | None = None,
+    consumed_hold_id: int | None = None,
 ) -> Interval:
     """``plan_claim`` and ``TimeClaim.claim`` at once, for a write that already holds the
     lock; returns the occupied interval."""
     return plan_claim(sub_account, event_type, slot, timezone=timezone, now=now).claim(
-        exclude_booking_id=exclude_booking_id, exclude_hold_id=exclude_hold_id
+        exclude_booking_id=exclude_booking_id, consumed_hold_id=consumed_hold_id
     )
 
 

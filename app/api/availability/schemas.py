@@ -7,7 +7,7 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.api.smorest import MAX_ID
-from app.representations import UTCTimestamp
+from app.representations import SlotSchema
 from app.services.availability import AvailabilityQuery
 from app.validation import InstantField, TimezoneField
 
@@ -39,11 +39,6 @@ class AvailabilityArgsSchema(Schema):
             duration=data.get("duration"),
             timezone=data.get("timezone"),
         )
-
-
-class SlotSchema(Schema):
-    start = UTCTimestamp(required=True)
-    end = UTCTimestamp(required=True)
 
 
 class AvailabilityDaySchema(Schema):

@@ -13,21 +13,35 @@ wait on it is bounded:
   connections too;
 * a free connection from the pool: ``DB_POOL_TIMEOUT_S``.
 
-Checked-out connections are pinged first (``pool_pre_ping``), so after a restart the first
-request reconnects instead of failing on a connection the server closed. The errors these
-raise are SQLAlchemy's ``OperationalError`` / ``TimeoutError``, which ``app.errors`` answers
-with a 503 and ``Retry-After``; the transaction was not committed, so nothing is half-written.
+A connection taken from the pool is checked without a round trip (``server_hung_up``): a
+server that restarts or kills its backends sends a termination notice and closes the socket,
+which leaves an idle connection's socket readable, so after a restart the first request
+reconnects instead of failing on a connection the server closed. (SQLAlchemy's
+``pool_pre_ping`` would send ``SELECT 1`` on every checkout: a round trip on every request. A
+silently dead link, which a ping could only time out on, is caught by the answer deadline.)
+The errors these raise are SQLAlchemy's ``OperationalError`` / ``TimeoutError``, which
+``app.errors`` answers with a 503 and ``Retry-After``; the transaction was not committed, so
+nothing is half-written.
+
+Requests that only read (``reads_only``: the agent API's GETs) run each statement in
+autocommit on PostgreSQL, which saves the ``BEGIN`` and ``ROLLBACK`` round trips. Under READ
+COMMITTED, PostgreSQL's default and ours, every statement reads its own snapshot whether or not
+a transaction surrounds it, so what such a request sees is unchanged.
 """
 
 from __future__ import annotations
 
+import select
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
 import psycopg
+from flask_sqlalchemy.session import Session as FlaskSession
 from psycopg import errors as pg_errors
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DisconnectionError
 
 DEFAULT_CONNECT_TIMEOUT_S = 3
 DEFAULT_STATEMENT_TIMEOUT_MS = 5000
@@ -64,12 +78,12 @@ def answer_deadline_s(config: Mapping[str, Any]) -> float | None:
 
 def engine_options(config: Mapping[str, Any]) -> dict[str, Any]:
     """SQLAlchemy engine options for ``SQLALCHEMY_DATABASE_URI``: the bounded waits above on
-    PostgreSQL; SQLite (one file, no server to lose) keeps pre-ping only."""
-    options: dict[str, Any] = {"pool_pre_ping": True}
+    PostgreSQL (whose pooled connections ``bound_postgres_waits`` checks); SQLite (one file, no
+    server to lose, no round trip) keeps SQLAlchemy's pre-ping."""
     if make_url(config["SQLALCHEMY_DATABASE_URI"]).get_backend_name() != "postgresql":
-        return options
+        return {"pool_pre_ping": True}
     timeout_ms = statement_timeout_ms(config)
-    options.update(
+    options: dict[str, Any] = dict(
         pool_size=int(_setting(config, "DB_POOL_SIZE", DEFAULT_POOL_SIZE)),
         max_overflow=0,
         pool_timeout=_setting(config, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
@@ -78,8 +92,11 @@ def engine_options(config: Mapping[str, Any]) -> dict[str, Any]:
                 _setting(config, "DB_CONNECT_TIMEOUT_S", DEFAULT_CONNECT_TIMEOUT_S)
             ),
             # A transaction left open by a stuck client must not hold locks for ever either.
+            # Sessions speak UTC, whatever the server's default: timestamps then arrive tagged
+            # with Python's own UTC, which ``UTCDateTime`` passes through without converting.
             "options": (
-                f"-c statement_timeout={timeout_ms}"
+                "-c timezone=UTC"
+                f" -c statement_timeout={timeout_ms}"
                 f" -c idle_in_transaction_session_timeout={max(timeout_ms, 0) * 6}"
             ),
         },
@@ -107,8 +124,25 @@ class DeadlineConnection(psycopg.Connection):
             ) from error
 
 
+def server_hung_up(connection: psycopg.Connection) -> bool:
+    """Whether the server has closed (or spoken on) a connection that sits idle in the pool.
+
+    An idle connection's socket has nothing to read unless the server terminated the session
+    (a restart, a killed backend, ``pg_terminate_backend``): its farewell and the closed socket
+    make it readable. Polled with no timeout, so it costs no round trip."""
+    if connection.closed or connection.broken:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(connection.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
 def bound_postgres_waits(engine: Engine, config: Mapping[str, Any]) -> None:
-    """Make ``engine`` open ``DeadlineConnection``s (a no-op for SQLite)."""
+    """Make ``engine`` open ``DeadlineConnection``s and refuse pooled connections the server
+    has hung up on (a no-op for SQLite)."""
     if engine.dialect.name != "postgresql":
         return
     deadline = answer_deadline_s(config)
@@ -118,6 +152,38 @@ def bound_postgres_waits(engine: Engine, config: Mapping[str, Any]) -> None:
         connection = DeadlineConnection.connect(*cargs, **cparams)
         connection.answer_deadline = deadline
         return connection
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        # The pool drops this connection and hands out another (a fresh one if need be).
+        if server_hung_up(dbapi_connection):
+            raise DisconnectionError("the server closed this pooled connection")
+
+
+_READS_ONLY = "reads_only"
+_autocommit_engines: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def reads_only(session: Any) -> None:
+    """The session's transactions from now on only read: on PostgreSQL they run in autocommit
+    (no ``BEGIN``/``ROLLBACK`` round trips). A write made anyway commits statement by
+    statement, so only single-statement writes (a key's ``lastUsedAt``) belong there."""
+    session.info[_READS_ONLY] = True
+
+
+class Session(FlaskSession):
+    """Flask-SQLAlchemy's session, binding ``reads_only`` sessions to the autocommit variant
+    of the engine (same pool, same connections)."""
+
+    def get_bind(self, mapper: Any = None, clause: Any = None, bind: Any = None, **kwargs: Any):
+        engine = super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
+        if not self.info.get(_READS_ONLY) or engine.dialect.name != "postgresql":
+            return engine
+        autocommit = _autocommit_engines.get(engine)
+        if autocommit is None:
+            autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+            _autocommit_engines[engine] = autocommit
+        return autocommit
 
 
 def without_statement_timeout(dbapi_connection: Any) -> None:

@@ -9,6 +9,8 @@ from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase
 
+from app.database import Session
+
 # Stable constraint names, so Alembic migrations can name what they alter or drop.
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -25,8 +27,9 @@ class Base(DeclarativeBase):
 
 # Objects keep their loaded values after commit: views commit and then serialize what they
 # just wrote, and every value a write sets is set in Python, so re-reading it is wasted work
-# (about a quarter of a booking create).
-db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
+# (about a quarter of a booking create). The session class lets read-only requests run in
+# autocommit (``app.database.reads_only``).
+db = SQLAlchemy(model_class=Base, session_options={"class_": Session, "expire_on_commit": False})
 migrate = Migrate()
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from marshmallow import Schema, fields, validate
+from marshmallow import fields, validate
 
+from app.compiled_dump import CompiledSchema, register_converter
 from app.models import BookingStatus
 from app.scheduling.timezones import format_utc
 
@@ -21,14 +22,17 @@ class UTCTimestamp(fields.DateTime):
         return None if value is None else format_utc(value)
 
 
-class SlotSchema(Schema):
+register_converter(UTCTimestamp, format_utc)
+
+
+class SlotSchema(CompiledSchema):
     """An open slot: in availability days, and suggested with a refused time."""
 
     start = UTCTimestamp(required=True)
     end = UTCTimestamp(required=True)
 
 
-class AttendeeSchema(Schema):
+class AttendeeSchema(CompiledSchema):
     id = fields.Integer(dump_only=True)
     email = fields.String()
     name = fields.String()
@@ -41,7 +45,7 @@ class AttendeeSchema(Schema):
     updatedAt = UTCTimestamp(attribute="updated_at")
 
 
-class BookingSchema(Schema):
+class BookingSchema(CompiledSchema):
     id = fields.Integer(dump_only=True)
     uid = fields.String(dump_only=True)
     startTime = UTCTimestamp(attribute="start_at")

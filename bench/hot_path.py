@@ -50,7 +50,7 @@ Each round (``ROUNDS``; rounds repeat so the noise shows):
    every request once, in a freshly shuffled order: floors A, B, C, by id, availability, the
    list, a create on the busy calendar. The same iteration also times, from this process on
    a psycopg connection of its own, floor B's query alone and what two API requests cannot do
-   without: the busy rows the availability request reads (its two range-overlap queries) and
+   without: the busy rows the availability request reads (its one statement) and
    the list's queries (count, page of 50, their attendees); and the availability engine alone
    on the same busy time (``bench.availability.engine_path``). Median and p95.
 2. Throughput: ``CLIENTS`` client threads, each with its own keep-alive connection, sending
@@ -588,22 +588,25 @@ class Sequential:
         return time.perf_counter() - started
 
     def busy_rows(self) -> None:
-        """The two range-overlap queries availability reads the window's busy time with
-        (``app.services.availability.load_busy``; its holds query finds nothing here)."""
+        """The one statement availability reads the window's busy time with
+        (``app.services.availability.load_busy``: a range-overlap query per table, bookings,
+        blocked times and holds, as one ``UNION ALL``; no holds here)."""
         window = (self.setup.sub_account_id, *self.setup.window.window)
-        bookings = self.pg.execute(
-            "SELECT occupied_start, occupied_end FROM bookings WHERE sub_account_id = %s"
-            " AND status IN ('pending', 'confirmed') AND tstzrange(occupied_start,"
-            " occupied_end, '[)') && tstzrange(%s, %s, '[)')",
-            window,
-        ).fetchall()
-        blocked = self.pg.execute(
-            "SELECT start_at, end_at, source FROM blocked_times WHERE sub_account_id = %s"
+        rows = self.pg.execute(
+            "SELECT 0, occupied_start, occupied_end, expires_at FROM slot_holds"
+            " WHERE sub_account_id = %s"
+            " AND tstzrange(occupied_start, occupied_end, '[)') && tstzrange(%s, %s, '[)')"
+            " UNION ALL SELECT 1, occupied_start, occupied_end, NULL FROM bookings"
+            " WHERE sub_account_id = %s AND status IN ('pending', 'confirmed')"
+            " AND tstzrange(occupied_start, occupied_end, '[)') && tstzrange(%s, %s, '[)')"
+            " UNION ALL SELECT CASE source WHEN 'external' THEN 3 ELSE 2 END, start_at, end_at,"
+            " NULL FROM blocked_times WHERE sub_account_id = %s"
             " AND tstzrange(start_at, end_at, '[)') && tstzrange(%s, %s, '[)')",
-            window,
+            window * 3,
         ).fetchall()
-        if len(bookings) != self.setup.seeded["window bookings"] or not blocked:
-            raise Failed(f"raw SQL found {len(bookings)} bookings in the window")
+        bookings = sum(1 for row in rows if row[0] == 1)
+        if bookings != self.setup.seeded["window bookings"] or len(rows) == bookings:
+            raise Failed(f"raw SQL found {bookings} bookings in the window")
 
     def list_rows(self) -> None:
         """The list's count, its page and the page's attendees."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from flask import current_app, g, request
 
+from app.database import reads_only
 from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
 from app.models.types import utcnow
@@ -18,6 +19,8 @@ from app.services.api_keys import authenticate_api_key, record_key_use, require_
 from app.services.errors import AuthenticationFailed
 
 API_KEY_HEADER = "x-calendar-api-key"
+# The agent API's reads: none writes more than one row (a key's lastUsedAt) in one statement.
+READ_METHODS = frozenset({"GET", "HEAD"})
 
 
 @dataclass(frozen=True)
@@ -27,8 +30,11 @@ class Authentication:
 
 
 def authentication() -> Authentication:
-    """Who sent this request, decided once per request."""
+    """Who sent this request, decided once per request: the request's first use of the
+    database, so it is also where a read (GET, HEAD) is marked as one (``reads_only``)."""
     if "authentication" not in g:
+        if request.method in READ_METHODS:
+            reads_only(db.session)
         try:
             api_key = authenticate_api_key(
                 request.headers.get(API_KEY_HEADER),

@@ -7,12 +7,29 @@ Booking writes load their inputs through the same loaders (``profile_for``, ``lo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import partial
 from itertools import chain
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import ColumnElement, and_, bindparam, func, literal, literal_column, select
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Integer,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    literal_column,
+    null,
+    select,
+    type_coerce,
+    union_all,
+)
 from sqlalchemy.orm import joinedload
 
 from app.extensions import db
@@ -139,6 +156,10 @@ def load_schedule(
     return WeeklySchedule(timezone=profile.timezone, weekly=weekly, overrides=overrides)
 
 
+# What a busy row is, in ``load_busy``'s one statement.
+_HOLD, _BOOKING, _BLOCKED, _EXTERNAL = 0, 1, 2, 3
+
+
 def load_busy(
     sub_account_id: int,
     span: Interval,
@@ -147,9 +168,10 @@ def load_busy(
     exclude_booking_id: int | None = None,
     exclude_hold_id: int | None = None,
 ) -> BusyTime:
-    """Busy time overlapping ``span``: one query each for bookings, blocked time and holds.
-    A hold counts until its expiry (``now``, default the current time, decides), whether or
-    not its row is gone yet.
+    """Busy time overlapping ``span``: bookings, blocked time and holds, read in one statement
+    (a ``UNION ALL`` of one range query per table: one round trip, and, in a write, one less
+    thing done while the calendar's lock is held). A hold counts until its expiry (``now``,
+    default the current time, decides), whether or not its row is gone yet.
 
     On PostgreSQL all are range overlaps (``&&``) on GiST indexes, which find the intervals
     near the window whatever the length of the calendar's history: for bookings the index of
@@ -172,39 +194,70 @@ def load_busy(
             )
         )
         overlaps = _range_overlaps
+        # Our sessions speak UTC, so psycopg already hands back instants tagged with Python's
+        # UTC: read as plain timestamps, the ~3,000 values skip UTCDateTime's processor.
+        instant: Callable[[Any], Any] = partial(type_coerce, type_=DateTime(timezone=True))
     else:
         active = Booking.status.in_(ACTIVE_STATUSES)
         overlaps = _bounds_overlap
-    bookings_stmt = select(Booking.occupied_start, Booking.occupied_end).where(
+        instant = _as_is
+    # Holds first: the statement's column types are the first query's, and only holds have
+    # an expiry (the others' NULL takes its type).
+    holds = select(
+        _kind(_HOLD),
+        instant(SlotHold.occupied_start),
+        instant(SlotHold.occupied_end),
+        instant(SlotHold.expires_at),
+    ).where(
+        SlotHold.sub_account_id == sub_account_id,
+        overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
+    )
+    if exclude_hold_id is not None:
+        holds = holds.where(SlotHold.id != exclude_hold_id)
+    bookings = select(_kind(_BOOKING), Booking.occupied_start, Booking.occupied_end, null()).where(
         Booking.sub_account_id == sub_account_id,
         active,
         overlaps(Booking.occupied_start, Booking.occupied_end, span),
     )
     if exclude_booking_id is not None:
-        bookings_stmt = bookings_stmt.where(Booking.id != exclude_booking_id)
-    bookings = [Interval(s, e) for s, e in db.session.execute(bookings_stmt)]
-    blocked: list[Interval] = []
-    external: list[Interval] = []
-    blocked_stmt = select(BlockedTime.start_at, BlockedTime.end_at, BlockedTime.source).where(
+        bookings = bookings.where(Booking.id != exclude_booking_id)
+    blocked = select(
+        case(
+            (BlockedTime.source == BlockedTimeSource.EXTERNAL, _kind(_EXTERNAL)),
+            else_=_kind(_BLOCKED),
+        ),
+        BlockedTime.start_at,
+        BlockedTime.end_at,
+        null(),
+    ).where(
         BlockedTime.sub_account_id == sub_account_id,
         overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
     )
-    for start, end, source in db.session.execute(blocked_stmt):
-        (external if source == BlockedTimeSource.EXTERNAL else blocked).append(Interval(start, end))
-    held: list[Interval] = []
+    by_kind: tuple[list[Interval], ...] = ([], [], [], [])
     expired_holds = False
-    holds_stmt = select(SlotHold.occupied_start, SlotHold.occupied_end, SlotHold.expires_at).where(
-        SlotHold.sub_account_id == sub_account_id,
-        overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
-    )
-    if exclude_hold_id is not None:
-        holds_stmt = holds_stmt.where(SlotHold.id != exclude_hold_id)
-    for start, end, expires_at in db.session.execute(holds_stmt):
-        if expires_at > now:
-            held.append(Interval(start, end))
-        else:
+    # Fetched at once (one fetchall, not a fetch per row: a busy month is ~1,500 rows).
+    rows = db.session.execute(union_all(holds, bookings, blocked)).all()
+    for kind, start, end, expires_at in rows:
+        if kind == _HOLD and expires_at <= now:
             expired_holds = True
-    return BusyTime(merge(bookings), merge(blocked), merge(external), merge(held), expired_holds)
+        else:
+            by_kind[kind].append(Interval(start, end))
+    return BusyTime(
+        bookings=merge(by_kind[_BOOKING]),
+        blocked=merge(by_kind[_BLOCKED]),
+        external=merge(by_kind[_EXTERNAL]),
+        held=merge(by_kind[_HOLD]),
+        expired_holds=expired_holds,
+    )
+
+
+def _as_is(column: Any) -> Any:
+    return column
+
+
+def _kind(kind: int) -> ColumnElement[int]:
+    """A row kind as a literal in the SQL (not a parameter: the statement stays one text)."""
+    return literal_column(str(kind), Integer)
 
 
 def _bounds_overlap(

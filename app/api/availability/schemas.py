@@ -7,6 +7,7 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.api.smorest import MAX_ID
+from app.compiled_dump import CompiledSchema
 from app.representations import SlotSchema
 from app.services.availability import AvailabilityQuery
 from app.validation import InstantField, TimezoneField
@@ -41,6 +42,6 @@ class AvailabilityArgsSchema(Schema):
         )
 
 
-class AvailabilityDaySchema(Schema):
+class AvailabilityDaySchema(CompiledSchema):
     date = fields.Date(required=True)
     slots = fields.List(fields.Nested(SlotSchema), required=True)

@@ -13,7 +13,12 @@ from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Booking, Permission
 from app.models.types import utcnow
-from app.services.booking_queries import BookingListQuery, get_booking, list_bookings
+from app.services.booking_queries import (
+    BookingListQuery,
+    ShownBooking,
+    list_bookings,
+    show_booking,
+)
 from app.services.bookings import cancel_booking
 
 blp = Blueprint(
@@ -41,9 +46,9 @@ class BookingByIdViews(MethodView):
     @blp.requires(Permission.GET_BOOKINGS)
     @blp.response(200, BookingSchema)
     @blp.error(404, "Booking not found")
-    def get(self, booking_id: int) -> Booking:
+    def get(self, booking_id: int) -> ShownBooking:
         """Get one booking"""
-        return get_booking(current_sub_account(), booking_id)
+        return show_booking(current_sub_account(), booking_id)
 
     @blp.requires(Permission.CANCEL)
     @blp.arguments(CancelBookingSchema, required=False)

@@ -7,12 +7,13 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.api.smorest import MAX_ID
+from app.compiled_dump import CompiledSchema
 from app.representations import STATUSES, BookingSchema
 from app.services.booking_queries import BookingListQuery
 from app.validation import InstantField, Text
 
 
-class BookingListSchema(Schema):
+class BookingListSchema(CompiledSchema):
     bookings = fields.List(fields.Nested(BookingSchema), required=True)
     total = fields.Integer(required=True, metadata={"description": "Count of all matches"})
     limit = fields.Integer(required=True)

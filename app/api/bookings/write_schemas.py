@@ -7,6 +7,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
+from app.compiled_dump import CompiledSchema
 from app.representations import UTCTimestamp
 from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
 from app.validation import InstantField, Text, TimezoneField, unstorable
@@ -147,7 +148,7 @@ class CancelBookingSchema(Schema):
     reason = Text(allow_none=True, validate=validate.Length(max=500))
 
 
-class AttendeeBriefSchema(Schema):
+class AttendeeBriefSchema(CompiledSchema):
     id = fields.Integer()
     email = fields.String()
     name = fields.String()
@@ -155,7 +156,7 @@ class AttendeeBriefSchema(Schema):
     updatedAt = UTCTimestamp(attribute="updated_at")
 
 
-class BookingUpdateResultSchema(Schema):
+class BookingUpdateResultSchema(CompiledSchema):
     """The reduced booking form the update answers with."""
 
     id = fields.Integer()
@@ -168,7 +169,7 @@ class BookingUpdateResultSchema(Schema):
     attendees = fields.List(fields.Nested(AttendeeBriefSchema))
 
 
-class CancellationSchema(Schema):
+class CancellationSchema(CompiledSchema):
     id = fields.Integer()
     status = fields.String(metadata={"description": "Always `cancelled`"})
     cancelledAt = UTCTimestamp(attribute="cancelled_at")

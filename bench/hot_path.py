@@ -1,7 +1,7 @@
 """Benchmark of the hot path against floors measured in the same run, on the same server
 configuration: how far above a bare Flask app the API's most frequent requests are.
 
-Run from the project root (about two minutes; ``--quick`` about one; PostgreSQL at
+Run from the project root (about 75 s; ``--quick`` about 40 s; PostgreSQL at
 ``TEST_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``, and Redis at
 ``TEST_REDIS_URL``, default ``redis://127.0.0.1:6379/0``)::
 

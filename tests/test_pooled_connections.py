@@ -4,6 +4,8 @@ API's reads run without a transaction around them while its writes keep theirs."
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ from tests.factories import TenantFactory, book_through_api, next_monday, ny
 from tests.postgres_servers import own_postgres_server
 
 BOOKINGS = "/v1/api/calendar/bookings"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def postgres_engine(url: str) -> Any:
@@ -51,6 +54,36 @@ def test_an_idle_live_connection_is_not_taken_for_hung_up(postgres_admin_url: st
     with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
         conn.execute("SELECT 1")
         assert not server_hung_up(conn)
+
+
+GEVENT_CHECK = """
+import sys
+from gevent import monkey
+monkey.patch_all()
+import greenlet, psycopg
+from app.database import server_hung_up
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:
+    conn.execute("SELECT 1")
+    switches = []
+    greenlet.settrace(lambda event, args: switches.append(event))
+    hung_up = server_hung_up(conn)
+    greenlet.settrace(None)
+print(hung_up, len(switches))
+"""
+
+
+def test_the_check_does_not_yield_to_gevents_hub(postgres_admin_url: str) -> None:
+    """Under gunicorn's gevent workers a zero-timeout poll must stay a zero-timeout poll: gevent's
+    own would switch to its hub and send the request to the back of the queue."""
+    result = subprocess.run(
+        [sys.executable, "-c", GEVENT_CHECK, postgres_admin_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "0"]
 
 
 def test_a_connection_whose_backend_was_terminated_is_taken_for_hung_up(

@@ -87,7 +87,7 @@ def _converter(field: fields.Field) -> Converter | None:
         return _REGISTERED[kind]
     if kind is fields.Integer and not field.as_string:
         return int
-    if kind is fields.String:
+    if _serializer_of(kind) is fields.String:  # String and subclasses that keep its dumping
         return str
     if kind in (fields.Boolean, fields.Date):  # their own conversion, minus the layers around it
         return lambda value: field._serialize(value, None, None)
@@ -104,6 +104,11 @@ def _converter(field: fields.Field) -> Converter | None:
         if type(field.key_field) is fields.String:
             return lambda mapping: {str(key): value for key, value in mapping.items()}
     return None
+
+
+def _serializer_of(kind: type) -> type:
+    """The class whose ``_serialize`` the field class uses."""
+    return next(c for c in kind.__mro__ if "_serialize" in c.__dict__)
 
 
 def _nested(field: fields.Nested) -> Converter | None:

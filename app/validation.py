@@ -9,7 +9,15 @@ from typing import Any
 
 from marshmallow import ValidationError, fields
 
-from app.scheduling.timezones import InstantInput, InvalidInstant, is_timezone, read_instant, zone
+from app.scheduling.timezones import (
+    MAX_YEAR,
+    MIN_YEAR,
+    InstantInput,
+    InvalidInstant,
+    is_timezone,
+    read_instant,
+    zone,
+)
 
 
 def flatten_errors(messages: Any, path: str = "") -> dict[str, list[str]]:
@@ -48,8 +56,47 @@ def describe_errors(flat: dict[str, list[str]]) -> str:
     return "; ".join(parts)
 
 
+# What the OpenAPI document says of this module's fields, class-wide (``OPENAPI``; a field's
+# own validators and metadata come first). The server checks more than a pattern can say (real
+# dates, known zones); the descriptions say it in words.
+INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$"
+TIMEZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$"
+NO_NUL_PATTERN = r"^[^\x00]*$"
+
+
+METADATA_MAX_KEYS = 50
+METADATA_KEY_MAX = 40
+METADATA_VALUE_MAX = 500
+# A booking's metadata, as the document shows it (in requests and in answers).
+METADATA_OPENAPI = {
+    "maxProperties": METADATA_MAX_KEYS,
+    "additionalProperties": {
+        "nullable": True,
+        "anyOf": [
+            {"type": "string", "maxLength": METADATA_VALUE_MAX, "pattern": NO_NUL_PATTERN},
+            {"type": "integer", "minimum": -(2**53) + 1, "maximum": 2**53 - 1},
+            {"type": "number", "format": "double"},
+            {"type": "boolean"},
+        ],
+    },
+    "description": f"Flat key-value data: at most {METADATA_MAX_KEYS} keys of 1–"
+    f"{METADATA_KEY_MAX} characters; values are strings of up to {METADATA_VALUE_MAX} characters, "
+    "finite numbers (integers within ±2^53), booleans or null; no nesting",
+}
+
+
 class InstantField(fields.Field):
     """An ISO 8601 date or date-time, kept as ``InstantInput`` until a timezone is known."""
+
+    OPENAPI = {
+        "type": "string",
+        "minLength": 10,
+        "maxLength": 32,
+        "pattern": INSTANT_PATTERN,
+        "description": "ISO 8601: a date (`2031-01-06`), or a date-time with or without an offset "
+        "(`2031-01-06T14:00:00Z`, `2031-01-06T09:00:00-05:00`, `2031-01-06T09:00`); years "
+        f"{MIN_YEAR}–{MAX_YEAR}",
+    }
 
     default_error_messages = {"invalid": "Not a valid ISO 8601 date or date-time."}
 
@@ -72,6 +119,13 @@ class UTCInstantField(InstantField):
 
 class TimezoneField(fields.String):  # IANA names never contain NUL, so no Text needed
     """An IANA timezone name."""
+
+    OPENAPI = {
+        "minLength": 1,
+        "maxLength": 64,
+        "pattern": TIMEZONE_PATTERN,
+        "description": "An IANA timezone name the server knows, e.g. `America/New_York`",
+    }
 
     default_error_messages = {"timezone": "Unknown timezone '{value}'; use an IANA name."}
 
@@ -96,6 +150,8 @@ def unstorable(text: str) -> str | None:
 
 class Text(fields.String):
     """A string that can be stored: refused with a 400, not failing with a 500."""
+
+    OPENAPI = {"pattern": NO_NUL_PATTERN}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs)

@@ -14,6 +14,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import backend_unavailable
 from tests.dashboard import sign_in_browser
@@ -128,7 +129,7 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     page.get_by_label("Password").fill(demo.password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(base + "/dashboard/s/*/")
-    assert page.get_by_text("No upcoming bookings.").is_visible()
+    expect(page.get_by_text("No upcoming bookings.")).to_be_visible()
 
     # An agent books through the API with the demo's key …
     event_type_id = next(iter(demo.event_types.values()))
@@ -154,13 +155,14 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     # … and the booking is on the owner's overview.
     page.reload()
     row = page.get_by_role("row").filter(has_text="Booked by an agent")
-    assert row.is_visible() and "pat@example.com" in row.inner_text()
+    expect(row).to_be_visible()
+    assert "pat@example.com" in row.inner_text()
     assert booked["status"] in row.inner_text()
     shoot(page, "overview")
 
     # The owner confirms it, then cancels it with a reason.
     page.get_by_role("link", name="Bookings").click()
-    assert page.get_by_text("1 booking.").is_visible()
+    expect(page.get_by_text("1 booking.")).to_be_visible()
     shoot(page, "bookings")
     page.get_by_role("row").filter(has_text="Booked by an agent").get_by_role("link").click()
     page.get_by_role("button", name="Confirm").click()
@@ -169,12 +171,12 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     page.get_by_label("Reason (optional)").fill("Patient called")
     page.get_by_role("button", name="Cancel booking").click()
     assert page.get_by_role("status").inner_text() == "Booking cancelled."
-    assert page.get_by_text("Cancelled because: Patient called").is_visible()
+    expect(page.get_by_text("Cancelled because: Patient called")).to_be_visible()
     history = page.locator("ol").inner_text()
     assert "created" in history and "confirmed" in history and "cancelled" in history
 
     page.get_by_role("link", name="Password").click()
-    assert page.get_by_role("heading", name="Change your password").is_visible()
+    expect(page.get_by_role("heading", name="Change your password")).to_be_visible()
     shoot(page, "password")
 
     page.get_by_role("button", name="Sign out").click()
@@ -202,7 +204,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     page.get_by_label("Timezone").fill("Europe/Berlin")
     page.get_by_role("button", name="Create sub account").click()
     page.wait_for_url(base + "/dashboard/s/*/")
-    assert page.get_by_role("heading", name="Harbour Physio").is_visible()
+    expect(page.get_by_role("heading", name="Harbour Physio")).to_be_visible()
     sub_account = page.url.rstrip("/").rsplit("/", 1)[1]
     assert page.url != demo_overview
 
@@ -212,7 +214,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     ).click()
     page.get_by_label("Name", exact=True).fill("Clinic hours")
     page.get_by_role("button", name="Create profile").click()
-    assert page.get_by_role("heading", name="Clinic hours").is_visible()
+    expect(page.get_by_role("heading", name="Clinic hours")).to_be_visible()
     weekly = page.get_by_role("region", name="Weekly hours")
     for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"):
         weekly.get_by_label("Day", exact=True).select_option(label=day)
@@ -242,7 +244,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     assert key.startswith("cbk_")
     audit(page, "api-key-created")
     page.get_by_role("link", name="Back to API keys").click()
-    assert page.get_by_role("row").filter(has_text="Booking agent").is_visible()
+    expect(page.get_by_role("row").filter(has_text="Booking agent")).to_be_visible()
     audit(page, "api-keys")
 
     # The key books through the HTTP API, as an agent would.
@@ -278,7 +280,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     assert page.locator(".fc-event", has_text="Knee assessment").count() == 1
     shoot(page, "calendar-month")
     page.get_by_role("link", name="Bookings", exact=True).click()
-    assert page.get_by_role("row").filter(has_text="robin@example.com").is_visible()
+    expect(page.get_by_role("row").filter(has_text="robin@example.com")).to_be_visible()
     audit(page, "bookings-list")
 
     # Opened from the calendar, the owner confirms it, then cancels it.
@@ -287,7 +289,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     page.get_by_role("button", name="Confirm").click()
     assert page.get_by_role("status").first.inner_text() == "Booking confirmed."
     page.get_by_role("link", name="Reschedule").click()
-    assert page.get_by_role("heading", name="Reschedule “Knee assessment”").is_visible()
+    expect(page.get_by_role("heading", name="Reschedule “Knee assessment”")).to_be_visible()
     audit(page, "reschedule")
     page.get_by_role("link", name="Back to the booking").click()
     page.get_by_label("Reason (optional)").fill("Robin is ill")
@@ -322,12 +324,12 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     page.get_by_role("button", name="Set password and sign in").click()
     page.wait_for_url(f"{base}/dashboard/s/{sub_account}/")
     menu = page.get_by_role("navigation", name="Harbour Physio")
-    assert menu.get_by_role("link", name="Bookings", exact=True).is_visible()
+    expect(menu.get_by_role("link", name="Bookings", exact=True)).to_be_visible()
     assert menu.get_by_role("link", name="API keys").count() == 0
     assert page.get_by_role("link", name="Team").count() == 0
     refused = page.goto(f"{base}/dashboard/s/{sub_account}/api-keys")
     assert refused.status == 403
-    assert page.get_by_role("heading", name="Not allowed").is_visible()
+    expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
     demo_id = demo_overview.rstrip("/").rsplit("/", 1)[1]
     hidden = page.goto(f"{base}/dashboard/s/{demo_id}/bookings")
     assert hidden.status == 404

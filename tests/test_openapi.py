@@ -70,3 +70,83 @@ def test_interactive_docs_are_served_with_local_assets(client):
     assert "/v1/api/openapi.json" in html
     asset = client.get("/v1/api/docs/assets/swagger-ui-bundle.js")
     assert asset.status_code == 200 and len(asset.data) > 100_000
+
+
+# --- every value described as tightly as the server enforces ----------------------------------
+
+CONSTRAINTS = {
+    "format",
+    "pattern",
+    "enum",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+}
+# Values that need no constraint beyond their type, and why.
+EXEMPT_TYPES = {"boolean": "a boolean has nothing to bound"}
+# Properties exempt by path, and why (none today: add one only with its reason).
+EXEMPT_PATHS: dict[str, str] = {}
+
+
+def loose_values(where: str, schema: dict) -> list[str]:
+    """Paths under ``schema`` whose value has no type, or a type with no format, pattern,
+    enum or bounds (objects are checked property by property, arrays item by item and for
+    their own bounds; ``anyOf``/``oneOf`` alternative by alternative)."""
+    if "$ref" in schema or where in EXEMPT_PATHS:
+        return []
+    alternatives = schema.get("anyOf") or schema.get("oneOf")
+    if alternatives:
+        return [p for i, a in enumerate(alternatives) for p in loose_values(f"{where}|{i}", a)]
+    kind = schema.get("type")
+    if kind == "object":
+        found = [
+            p
+            for name, value in schema.get("properties", {}).items()
+            for p in loose_values(f"{where}.{name}", value)
+        ]
+        extra = schema.get("additionalProperties")
+        if extra == {}:
+            found.append(f"{where}.* (anything)")
+        elif isinstance(extra, dict):
+            found += loose_values(f"{where}.*", extra)
+        return found
+    if kind in EXEMPT_TYPES:
+        return []
+    found = loose_values(f"{where}[]", schema.get("items", {})) if kind == "array" else []
+    if kind is None or not CONSTRAINTS & schema.keys():
+        found.append(where)
+    return found
+
+
+def test_every_schema_property_has_a_type_and_a_format_pattern_enum_or_bounds(spec):
+    loose = [p for name, s in spec["components"]["schemas"].items() for p in loose_values(name, s)]
+    assert loose == []
+
+
+def test_every_parameter_has_a_type_and_a_format_pattern_enum_or_bounds(spec):
+    loose = [
+        path
+        for route, operations in spec["paths"].items()
+        for method, operation in operations.items()
+        if method != "parameters"
+        for parameter in [*operations.get("parameters", []), *operation.get("parameters", [])]
+        for path in loose_values(f"{method} {route} {parameter['name']}", parameter["schema"])
+    ]
+    assert loose == []
+
+
+def test_the_checker_finds_a_bare_string_an_untyped_value_and_an_open_dictionary():
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "anything": {},
+            "free": {"type": "object", "additionalProperties": {}},
+            "bounded": {"type": "string", "maxLength": 5},
+            "flag": {"type": "boolean"},
+        },
+    }
+    assert loose_values("S", schema) == ["S.name", "S.anything", "S.free.* (anything)"]

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from app.security_headers import HSTS, source_hash
 from tests.conftest import backend_unavailable
@@ -238,7 +239,7 @@ def test_the_dashboard_and_the_api_docs_work_in_a_browser_without_a_policy_viola
         page.get_by_label("Name", exact=True).fill("Browser agent")
         page.get_by_label("Check availability").check()
         page.get_by_role("button", name="Create key").click()
-        assert page.get_by_role("button", name="Copy").is_visible()
+        expect(page.get_by_role("button", name="Copy")).to_be_visible()
 
         # Swagger UI, under its own policy.
         page.goto(base + "/v1/api/docs")

@@ -27,8 +27,16 @@ MAX_ID = 2**31 - 1
 
 
 class ErrorSchema(ma.Schema):
-    statusCode = ma.fields.Integer(required=True, metadata={"description": "HTTP status code"})
-    message = ma.fields.String(required=True, metadata={"description": "What went wrong"})
+    statusCode = ma.fields.Integer(
+        required=True,
+        validate=ma.validate.Range(min=400, max=599),
+        metadata={"description": "HTTP status code"},
+    )
+    message = ma.fields.String(
+        required=True,
+        validate=ma.validate.Length(min=1),
+        metadata={"description": "What went wrong"},
+    )
     code = ma.fields.String(
         required=True,
         validate=ma.validate.OneOf([str(c) for c in ErrorCode]),
@@ -39,11 +47,15 @@ class ErrorSchema(ma.Schema):
     )
     errors = ma.fields.Dict(
         keys=ma.fields.String(),
-        values=ma.fields.List(ma.fields.String()),
+        values=ma.fields.List(
+            ma.fields.String(validate=ma.validate.Length(min=1)),
+            validate=ma.validate.Length(min=1),
+        ),
         metadata={"description": "Validation problems by field path"},
     )
     suggestedSlots = ma.fields.List(
         ma.fields.Nested(SlotSchema),
+        validate=ma.validate.Length(max=5),
         metadata={
             "description": "With a write refused for its time (codes slot_taken, slot_held, "
             "blocked_time, external_busy, outside_hours, minimum_notice, beyond_horizon): up to "
@@ -118,6 +130,22 @@ class ApiParser(FlaskParser):
         return super().load_querystring(req, schema)
 
 
+def class_wide_rules(self: Any, field: ma.fields.Field, ret: dict[str, Any], **kwargs: Any) -> dict:
+    """The OpenAPI rules a field class states for all its fields (``OPENAPI``, e.g.
+    ``app.validation.InstantField``), under what the field itself says; descriptions join."""
+    rules = getattr(field, "OPENAPI", None)
+    if not rules:
+        return {}
+    added = {key: value for key, value in rules.items() if ret.get(key) in (None, {})}
+    if (
+        "description" in rules
+        and "description" in ret
+        and rules["description"] not in ret["description"]
+    ):
+        added["description"] = f"{ret['description'].rstrip('.')}. {rules['description']}"
+    return added
+
+
 class Api(flask_smorest.Api):
     ERROR_SCHEMA = ErrorSchema
 
@@ -129,6 +157,9 @@ class Api(flask_smorest.Api):
         )
         self.register_converter(IdConverter, _id_parameter_schema)
         self.register_field(InstantField, "string", None)
+        self.ma_plugin.converter.add_attribute_function(class_wide_rules)
+        # flask-smorest documents its own pagination header schema; no operation here uses it.
+        self.spec.components.schemas.pop("PaginationMetadata", None)
 
     def handle_http_exception(self, error: Any) -> Any:
         return handle_http_exception(error)

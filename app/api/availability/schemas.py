@@ -42,6 +42,12 @@ class AvailabilityArgsSchema(Schema):
         )
 
 
+# A day's slots at most: a 25-hour day (DST) of 5-minute slots every 5 minutes.
+MAX_DAY_SLOTS = 300
+
+
 class AvailabilityDaySchema(CompiledSchema):
     date = fields.Date(required=True)
-    slots = fields.List(fields.Nested(SlotSchema), required=True)
+    slots = fields.List(
+        fields.Nested(SlotSchema), required=True, validate=validate.Length(max=MAX_DAY_SLOTS)
+    )

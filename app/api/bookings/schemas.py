@@ -12,12 +12,21 @@ from app.representations import STATUSES, BookingSchema
 from app.services.booking_queries import BookingListQuery
 from app.validation import InstantField, Text
 
+MAX_LIMIT = 100
+MAX_OFFSET = 2**31 - 1
+
 
 class BookingListSchema(CompiledSchema):
-    bookings = fields.List(fields.Nested(BookingSchema), required=True)
-    total = fields.Integer(required=True, metadata={"description": "Count of all matches"})
-    limit = fields.Integer(required=True)
-    offset = fields.Integer(required=True)
+    bookings = fields.List(
+        fields.Nested(BookingSchema), required=True, validate=validate.Length(max=MAX_LIMIT)
+    )
+    total = fields.Integer(
+        required=True,
+        validate=validate.Range(min=0),
+        metadata={"description": "Count of all matches"},
+    )
+    limit = fields.Integer(required=True, validate=validate.Range(min=1, max=MAX_LIMIT))
+    offset = fields.Integer(required=True, validate=validate.Range(min=0, max=MAX_OFFSET))
 
 
 class BookingListArgsSchema(Schema):
@@ -30,8 +39,8 @@ class BookingListArgsSchema(Schema):
     status = fields.String(validate=validate.OneOf(STATUSES))
     eventTypeId = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
     email = Text(validate=validate.Length(min=1, max=254))
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=100))
-    offset = fields.Integer(load_default=0, validate=validate.Range(min=0, max=2**31 - 1))
+    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=MAX_LIMIT))
+    offset = fields.Integer(load_default=0, validate=validate.Range(min=0, max=MAX_OFFSET))
 
     @post_load
     def to_query(self, data: dict[str, Any], **kwargs: Any) -> BookingListQuery:

@@ -8,13 +8,19 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from app.compiled_dump import CompiledSchema
-from app.representations import UTCTimestamp
+from app.representations import ID_RANGE, STATUSES, UTCTimestamp
 from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
-from app.validation import InstantField, Text, TimezoneField, unstorable
+from app.validation import (
+    METADATA_KEY_MAX,
+    METADATA_MAX_KEYS,
+    METADATA_OPENAPI,
+    METADATA_VALUE_MAX,
+    InstantField,
+    Text,
+    TimezoneField,
+    unstorable,
+)
 
-METADATA_MAX_KEYS = 50
-METADATA_KEY_MAX = 40
-METADATA_VALUE_MAX = 500
 MAX_ATTENDEES = 50
 
 
@@ -22,6 +28,8 @@ class Metadata(fields.Dict):
     """Flat key-value data: at most 50 keys of 1–40 characters; values are strings of up to
     500 characters, numbers, booleans or null (no nesting). Errors name ``metadata`` (a bad
     key is not echoed back) or ``metadata.<key>``."""
+
+    OPENAPI = METADATA_OPENAPI
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> dict:
         result = super()._deserialize(value, attr, data, **kwargs)
@@ -149,9 +157,9 @@ class CancelBookingSchema(Schema):
 
 
 class AttendeeBriefSchema(CompiledSchema):
-    id = fields.Integer()
-    email = fields.String()
-    name = fields.String()
+    id = fields.Integer(validate=ID_RANGE)
+    email = fields.Email(validate=validate.Length(max=254))
+    name = fields.String(validate=validate.Length(max=255))
     createdAt = UTCTimestamp(attribute="created_at")
     updatedAt = UTCTimestamp(attribute="updated_at")
 
@@ -159,18 +167,24 @@ class AttendeeBriefSchema(CompiledSchema):
 class BookingUpdateResultSchema(CompiledSchema):
     """The reduced booking form the update answers with."""
 
-    id = fields.Integer()
+    id = fields.Integer(validate=ID_RANGE)
     startTime = UTCTimestamp(attribute="start_at")
     endTime = UTCTimestamp(attribute="end_at")
-    status = fields.String()
-    title = fields.String()
-    description = fields.String(allow_none=True)
-    timezone = fields.String()
-    attendees = fields.List(fields.Nested(AttendeeBriefSchema))
+    status = fields.String(validate=validate.OneOf(STATUSES))
+    title = fields.String(validate=validate.Length(max=255))
+    description = fields.String(allow_none=True, validate=validate.Length(max=5000))
+    timezone = TimezoneField()
+    attendees = fields.List(
+        fields.Nested(AttendeeBriefSchema), validate=validate.Length(max=MAX_ATTENDEES)
+    )
 
 
 class CancellationSchema(CompiledSchema):
-    id = fields.Integer()
-    status = fields.String(metadata={"description": "Always `cancelled`"})
+    id = fields.Integer(validate=ID_RANGE)
+    status = fields.String(
+        validate=validate.OneOf(["cancelled"]), metadata={"description": "Always `cancelled`"}
+    )
     cancelledAt = UTCTimestamp(attribute="cancelled_at")
-    cancellationReason = fields.String(attribute="cancellation_reason", allow_none=True)
+    cancellationReason = fields.String(
+        attribute="cancellation_reason", allow_none=True, validate=validate.Length(max=500)
+    )

@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
-from app.representations import UTCTimestamp
+from app.representations import ID_RANGE, UTCTimestamp
 from app.services.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
 from app.validation import InstantField, TimezoneField
 
@@ -40,8 +40,8 @@ class CreateHoldSchema(Schema):
 
 
 class HoldSchema(Schema):
-    id = fields.Integer(attribute="hold.id")
-    eventTypeId = fields.Integer(attribute="hold.event_type_id")
+    id = fields.Integer(attribute="hold.id", validate=ID_RANGE)
+    eventTypeId = fields.Integer(attribute="hold.event_type_id", validate=ID_RANGE)
     startTime = UTCTimestamp(attribute="hold.start_at")
     endTime = UTCTimestamp(attribute="hold.end_at")
     expiresAt = UTCTimestamp(
@@ -50,13 +50,18 @@ class HoldSchema(Schema):
     )
     holdToken = fields.String(
         attribute="token",
+        validate=validate.Length(min=1, max=255),
         metadata={
-            "description": "Send it as `holdToken` when creating the booking; shown only here"
+            "pattern": r"^hold_[A-Za-z0-9_-]+$",
+            "description": "Send it as `holdToken` when creating the booking; shown only here",
         },
     )
 
 
 class ReleasedHoldSchema(Schema):
-    id = fields.Integer()
-    status = fields.Constant("released", metadata={"description": "Always `released`"})
+    id = fields.Integer(validate=ID_RANGE)
+    status = fields.Constant(
+        "released",
+        metadata={"type": "string", "enum": ["released"], "description": "Always `released`"},
+    )
     releasedAt = UTCTimestamp(attribute="released_at")

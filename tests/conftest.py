@@ -95,6 +95,18 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     )
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """What the stateful fuzz run did (``tests/test_fuzz_stateful.py``), by operation and
+    status, at the end of the output."""
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get(
+        "failed", []
+    ):
+        for name, value in getattr(report, "user_properties", []):
+            if name == "outcomes" and report.when == "call":
+                terminalreporter.write_sep("-", "stateful fuzz: answers by operation and status")
+                terminalreporter.write_line(", ".join(f"{k} ×{n}" for k, n in value.items()))
+
+
 def backend_unavailable(reason: str) -> None:
     """Skip locally, fail in CI: with CI set no backend may be skipped."""
     if IN_CI:

@@ -150,3 +150,36 @@ def test_the_checker_finds_a_bare_string_an_untyped_value_and_an_open_dictionary
         },
     }
     assert loose_values("S", schema) == ["S.name", "S.anything", "S.free.* (anything)"]
+
+
+def test_every_operation_has_an_operation_id(spec):
+    ids = [
+        op["operationId"]
+        for ops in spec["paths"].values()
+        for m, op in ops.items()
+        if m != "parameters"
+    ]
+    assert sorted(ids) == sorted(
+        [
+            "checkAvailability",
+            "listBookings",
+            "getBooking",
+            "cancelBooking",
+            "createBooking",
+            "updateBooking",
+            "holdSlot",
+            "releaseHold",
+        ]
+    )
+
+
+def test_a_created_booking_links_to_get_update_and_cancel_it(spec):
+    created = spec["paths"]["/v1/api/calendar/event-types/{event_type_id}/bookings"]["post"]
+    links = created["responses"]["201"]["links"]
+    assert {name: link["operationId"] for name, link in links.items()} == {
+        "GetBooking": "getBooking",
+        "UpdateBooking": "updateBooking",
+        "CancelBooking": "cancelBooking",
+    }
+    assert all(link["parameters"]["booking_id"] == "$response.body#/id" for link in links.values())
+    assert links["UpdateBooking"]["parameters"]["event_type_id"] == "$request.path.event_type_id"

@@ -25,6 +25,7 @@ class AvailabilityViews(MethodView):
     @blp.arguments(AvailabilityArgsSchema, location="query", as_kwargs=False)
     @blp.response(200, AvailabilityDaySchema(many=True))
     @blp.error(404, "Event type not found")
+    @blp.doc(operationId="checkAvailability")
     def get(self, query: AvailabilityQuery) -> list[AvailabilityDay]:
         """Check availability
 

@@ -31,6 +31,7 @@ class BookingViews(MethodView):
     @blp.requires(Permission.GET_BOOKINGS)
     @blp.arguments(BookingListArgsSchema, location="query", as_kwargs=False)
     @blp.response(200, BookingListSchema)
+    @blp.doc(operationId="listBookings")
     def get(self, query: BookingListQuery) -> dict[str, Any]:
         """List bookings
 
@@ -46,6 +47,7 @@ class BookingByIdViews(MethodView):
     @blp.requires(Permission.GET_BOOKINGS)
     @blp.response(200, BookingSchema)
     @blp.error(404, "Booking not found")
+    @blp.doc(operationId="getBooking")
     def get(self, booking_id: int) -> ShownBooking:
         """Get one booking"""
         return show_booking(current_sub_account(), booking_id)
@@ -54,6 +56,7 @@ class BookingByIdViews(MethodView):
     @blp.arguments(CancelBookingSchema, required=False)
     @blp.response(200, CancellationSchema)
     @blp.error(404, "Booking not found")
+    @blp.doc(operationId="cancelBooking")
     def delete(self, body: dict[str, Any], booking_id: int) -> Booking:
         """Cancel a booking
 

@@ -19,6 +19,28 @@ from app.models import Booking, Permission
 from app.models.types import utcnow
 from app.services.bookings import BookingChanges, NewBooking, create_booking, update_booking
 
+# What an agent (or a generated client, or a stateful fuzzer) can do next with a booking it made.
+BOOKING_LINKS = {
+    "GetBooking": {
+        "operationId": "getBooking",
+        "parameters": {"booking_id": "$response.body#/id"},
+        "description": "Read the booking just made",
+    },
+    "UpdateBooking": {
+        "operationId": "updateBooking",
+        "parameters": {
+            "event_type_id": "$request.path.event_type_id",
+            "booking_id": "$response.body#/id",
+        },
+        "description": "Reschedule or edit it",
+    },
+    "CancelBooking": {
+        "operationId": "cancelBooking",
+        "parameters": {"booking_id": "$response.body#/id"},
+        "description": "Cancel it",
+    },
+}
+
 blp = Blueprint(
     "event_type_bookings",
     __name__,
@@ -40,6 +62,10 @@ class EventTypeBookingViews(MethodView):
     @blp.arguments(CreateBookingSchema)
     @blp.response(201, BookingSchema, headers=REPLAY_HEADER)
     @blp.error(404, "Event type not found")
+    @blp.doc(
+        operationId="createBooking",
+        responses={201: {"links": BOOKING_LINKS}},
+    )
     def post(self, new: NewBooking, event_type_id: int) -> tuple[Booking, dict[str, str]]:
         """Create a booking
 
@@ -63,6 +89,7 @@ class EventTypeBookingByIdViews(MethodView):
     @blp.arguments(UpdateBookingSchema)
     @blp.response(200, BookingUpdateResultSchema)
     @blp.error(404, "Event type or booking not found")
+    @blp.doc(operationId="updateBooking")
     def put(self, changes: BookingChanges, event_type_id: int, booking_id: int) -> Any:
         """Update or reschedule a booking
 

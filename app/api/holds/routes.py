@@ -26,6 +26,7 @@ class HoldViews(MethodView):
     @blp.arguments(CreateHoldSchema)
     @blp.response(201, HoldSchema)
     @blp.error(404, "Event type not found")
+    @blp.doc(operationId="holdSlot")
     def post(self, new: NewHold, event_type_id: int) -> PlacedHold:
         """Hold a slot
 
@@ -50,6 +51,7 @@ class HoldByIdViews(MethodView):
     @blp.requires(Permission.BOOK)
     @blp.response(200, ReleasedHoldSchema)
     @blp.error(404, "Hold not found (expired, consumed or released)")
+    @blp.doc(operationId="releaseHold")
     def delete(self, event_type_id: int, hold_id: int) -> ReleasedHold:
         """Release a hold
 

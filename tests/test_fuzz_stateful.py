@@ -52,7 +52,7 @@ SCENARIOS, STEPS = 80, 8
 ZONES = ["America/New_York", "Europe/Berlin", "UTC"]
 # At least this many of each succeeded (with SCENARIOS × STEPS calls the counts run far higher;
 # the floor only says the write paths' success side was reached at all).
-AT_LEAST = {"createBooking 201": 10, "updateBooking 200": 2, "cancelBooking 200": 5}
+AT_LEAST = {"createBooking 201": 10, "updateBooking 200": 1, "cancelBooking 200": 1}
 
 
 def open_starts(live: LiveApi, tenant: Any, event_type_id: int) -> list[str]:

@@ -15,6 +15,7 @@ from webargs.core import missing, parse_json
 from webargs.flaskparser import FlaskParser, is_json_request
 from werkzeug.routing import IntegerConverter
 
+from app.api import examples
 from app.api.auth import authorize
 from app.errors import handle_http_exception
 from app.models import Permission
@@ -202,14 +203,24 @@ class Blueprint(flask_smorest.Blueprint):
                 return func(*args, **kwargs)
 
             wrapper = self.doc(security=[{"ApiKeyAuth": []}])(wrapper)
-            for status, description in _AUTH_RESPONSES.items():
-                wrapper = self.error(status, description)(wrapper)
+            wrapper = self.error(401, _AUTH_RESPONSES[401], examples.UNAUTHENTICATED)(wrapper)
+            wrapper = self.error(403, _AUTH_RESPONSES[403], examples.forbidden(permission.value))(
+                wrapper
+            )
             wrapper = self.alt_response(
                 429,
                 schema=ErrorSchema,
                 description=_RATE_LIMITED,
                 headers={**RATE_LIMIT_HEADERS, **RETRY_AFTER_HEADER},
+                examples=examples.RATE_LIMITED,
             )(wrapper)
+            for status, description in examples.SERVER_LIMITS.items():
+                wrapper = self.alt_response(
+                    status,
+                    schema={"type": "string", "minLength": 1},
+                    content_type="text/html",
+                    description=description,
+                )(wrapper)
             return wrapper
 
         return decorator
@@ -222,8 +233,15 @@ class Blueprint(flask_smorest.Blueprint):
             status_code, schema, headers={**RATE_LIMIT_HEADERS, **(headers or {})}, **kwargs
         )
 
-    def error(self, status: int, description: str) -> Callable[[Callable], Callable]:
-        """Document an error answer of one operation."""
+    def error(
+        self, status: int, description: str, examples: dict[str, Any] | None = None
+    ) -> Callable[[Callable], Callable]:
+        """Document an error answer of one operation, with its examples (``app.api.examples``:
+        named answers with their exact messages)."""
         return self.alt_response(
-            status, schema=ErrorSchema, description=description, headers=RATE_LIMIT_HEADERS
+            status,
+            schema=ErrorSchema,
+            description=description,
+            headers=RATE_LIMIT_HEADERS,
+            examples=examples,
         )

@@ -47,6 +47,8 @@ from app.services.time_claims import (
     requested_slot,
 )
 
+ALREADY_CANCELLED = "Booking is already cancelled"
+
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 NAME_MAX = TITLE_MAX = 255
 
@@ -366,7 +368,7 @@ def cancel_booking(
     lock_calendar(sub_account.id)
     booking = get_booking(sub_account, booking_id)
     if booking.status == BookingStatus.CANCELLED:
-        raise InvalidRequest("Booking is already cancelled", code=ErrorCode.BOOKING_NOT_ACTIVE)
+        raise InvalidRequest(ALREADY_CANCELLED, code=ErrorCode.BOOKING_NOT_ACTIVE)
     if booking.status not in ACTIVE_STATUSES:
         raise InvalidRequest(
             f"A {booking.status} booking cannot be cancelled", code=ErrorCode.BOOKING_NOT_ACTIVE

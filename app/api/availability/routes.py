@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask.views import MethodView
 
+from app.api import examples
 from app.api.auth import current_sub_account
 from app.api.availability.schemas import AvailabilityArgsSchema, AvailabilityDaySchema
 from app.api.smorest import Blueprint
@@ -23,8 +24,13 @@ blp = Blueprint(
 class AvailabilityViews(MethodView):
     @blp.requires(Permission.CHECK_AVAILABILITY)
     @blp.arguments(AvailabilityArgsSchema, location="query", as_kwargs=False)
-    @blp.response(200, AvailabilityDaySchema(many=True))
-    @blp.error(404, "Event type not found")
+    @blp.response(200, AvailabilityDaySchema(many=True), example=examples.AVAILABILITY)
+    @blp.error(
+        400,
+        "A parameter that does not parse or a window that cannot be read",
+        examples.INVALID_QUERY,
+    )
+    @blp.error(404, "Event type not found", examples.not_found("Event type not found"))
     @blp.doc(operationId="checkAvailability")
     def get(self, query: AvailabilityQuery) -> list[AvailabilityDay]:
         """Check availability

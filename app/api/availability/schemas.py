@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
+from app.api import examples
 from app.api.smorest import MAX_ID
 from app.compiled_dump import CompiledSchema
 from app.representations import SlotSchema
@@ -16,13 +17,22 @@ from app.validation import InstantField, TimezoneField
 class AvailabilityArgsSchema(Schema):
     startDate = InstantField(
         required=True,
-        metadata={"description": "Start of the window: an instant, or a date (its start)"},
+        metadata={
+            "description": "Start of the window: an instant, or a date (its start)",
+            "example": examples.DAY.isoformat(),
+        },
     )
     endDate = InstantField(
         required=True,
-        metadata={"description": "End of the window: an instant, or a date (its end)"},
+        metadata={
+            "description": "End of the window: an instant, or a date (its end)",
+            "example": examples.DAY.isoformat(),
+        },
     )
-    eventTypeId = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
+    eventTypeId = fields.Integer(
+        validate=validate.Range(min=1, max=MAX_ID),
+        metadata={"example": examples.DEMO_EVENT_TYPE_ID},
+    )
     duration = fields.Integer(
         validate=validate.Range(min=5, max=1440),
         metadata={"description": "Slot length in minutes (5–1440)"},

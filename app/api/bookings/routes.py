@@ -6,6 +6,7 @@ from typing import Any
 
 from flask.views import MethodView
 
+from app.api import examples
 from app.api.auth import current_sub_account
 from app.api.bookings.schemas import BookingListArgsSchema, BookingListSchema, BookingSchema
 from app.api.bookings.write_schemas import CancelBookingSchema, CancellationSchema
@@ -30,7 +31,12 @@ blp = Blueprint(
 class BookingViews(MethodView):
     @blp.requires(Permission.GET_BOOKINGS)
     @blp.arguments(BookingListArgsSchema, location="query", as_kwargs=False)
-    @blp.response(200, BookingListSchema)
+    @blp.response(200, BookingListSchema, example=examples.BOOKING_LIST)
+    @blp.error(
+        400,
+        "A parameter that does not parse or a window that cannot be read",
+        examples.INVALID_QUERY,
+    )
     @blp.doc(operationId="listBookings")
     def get(self, query: BookingListQuery) -> dict[str, Any]:
         """List bookings
@@ -45,17 +51,21 @@ class BookingViews(MethodView):
 @blp.route("/<id:booking_id>")
 class BookingByIdViews(MethodView):
     @blp.requires(Permission.GET_BOOKINGS)
-    @blp.response(200, BookingSchema)
-    @blp.error(404, "Booking not found")
+    @blp.response(200, BookingSchema, example=examples.BOOKING)
+    @blp.error(404, "Booking not found", examples.not_found("Booking not found"))
     @blp.doc(operationId="getBooking")
     def get(self, booking_id: int) -> ShownBooking:
         """Get one booking"""
         return show_booking(current_sub_account(), booking_id)
 
     @blp.requires(Permission.CANCEL)
-    @blp.arguments(CancelBookingSchema, required=False)
-    @blp.response(200, CancellationSchema)
-    @blp.error(404, "Booking not found")
+    @blp.arguments(CancelBookingSchema, required=False, example=examples.CANCEL_BOOKING)
+    @blp.response(200, CancellationSchema, example=examples.CANCELLATION)
+    @blp.error(
+        400, "A body that does not parse, or a booking no longer active", examples.CANCEL_REFUSED
+    )
+    @blp.error(404, "Booking not found", examples.not_found("Booking not found"))
+    @blp.error(413, "Request body too large", examples.TOO_LARGE)
     @blp.doc(operationId="cancelBooking")
     def delete(self, body: dict[str, Any], booking_id: int) -> Booking:
         """Cancel a booking

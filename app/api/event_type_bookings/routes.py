@@ -6,6 +6,7 @@ from typing import Any
 
 from flask.views import MethodView
 
+from app.api import examples
 from app.api.auth import current_api_key, current_sub_account
 from app.api.bookings.schemas import BookingSchema
 from app.api.bookings.write_schemas import (
@@ -59,9 +60,13 @@ REPLAY_HEADER = {
 @blp.route("/<id:event_type_id>/bookings")
 class EventTypeBookingViews(MethodView):
     @blp.requires(Permission.BOOK)
-    @blp.arguments(CreateBookingSchema)
-    @blp.response(201, BookingSchema, headers=REPLAY_HEADER)
-    @blp.error(404, "Event type not found")
+    @blp.arguments(CreateBookingSchema, example=examples.CREATE_BOOKING)
+    @blp.response(201, BookingSchema, headers=REPLAY_HEADER, example=examples.BOOKING)
+    @blp.error(
+        400, "A body that does not parse, or a time that cannot be booked", examples.WRITE_REFUSED
+    )
+    @blp.error(404, "Event type not found", examples.not_found("Event type not found"))
+    @blp.error(413, "Request body too large", examples.TOO_LARGE)
     @blp.doc(
         operationId="createBooking",
         responses={201: {"links": BOOKING_LINKS}},
@@ -86,9 +91,20 @@ class EventTypeBookingViews(MethodView):
 @blp.route("/<id:event_type_id>/bookings/<id:booking_id>")
 class EventTypeBookingByIdViews(MethodView):
     @blp.requires(Permission.BOOK)
-    @blp.arguments(UpdateBookingSchema)
-    @blp.response(200, BookingUpdateResultSchema)
-    @blp.error(404, "Event type or booking not found")
+    @blp.arguments(UpdateBookingSchema, example=examples.UPDATE_BOOKING)
+    @blp.response(200, BookingUpdateResultSchema, example=examples.UPDATED)
+    @blp.error(
+        400, "A body that does not parse, or a time that cannot be booked", examples.WRITE_REFUSED
+    )
+    @blp.error(
+        404,
+        "Event type or booking not found",
+        {
+            **examples.not_found("Booking not found"),
+            **examples.not_found_as("eventTypeNotFound", "Event type not found"),
+        },
+    )
+    @blp.error(413, "Request body too large", examples.TOO_LARGE)
     @blp.doc(operationId="updateBooking")
     def put(self, changes: BookingChanges, event_type_id: int, booking_id: int) -> Any:
         """Update or reschedule a booking

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask.views import MethodView
 
+from app.api import examples
 from app.api.auth import current_api_key, current_sub_account
 from app.api.holds.schemas import CreateHoldSchema, HoldSchema, ReleasedHoldSchema
 from app.api.smorest import Blueprint
@@ -23,9 +24,13 @@ blp = Blueprint(
 @blp.route("/<id:event_type_id>/holds")
 class HoldViews(MethodView):
     @blp.requires(Permission.BOOK)
-    @blp.arguments(CreateHoldSchema)
-    @blp.response(201, HoldSchema)
-    @blp.error(404, "Event type not found")
+    @blp.arguments(CreateHoldSchema, example=examples.CREATE_HOLD)
+    @blp.response(201, HoldSchema, example=examples.HOLD)
+    @blp.error(
+        400, "A body that does not parse, or a time that cannot be held", examples.WRITE_REFUSED
+    )
+    @blp.error(404, "Event type not found", examples.not_found("Event type not found"))
+    @blp.error(413, "Request body too large", examples.TOO_LARGE)
     @blp.doc(operationId="holdSlot")
     def post(self, new: NewHold, event_type_id: int) -> PlacedHold:
         """Hold a slot
@@ -49,8 +54,12 @@ class HoldViews(MethodView):
 @blp.route("/<id:event_type_id>/holds/<id:hold_id>")
 class HoldByIdViews(MethodView):
     @blp.requires(Permission.BOOK)
-    @blp.response(200, ReleasedHoldSchema)
-    @blp.error(404, "Hold not found (expired, consumed or released)")
+    @blp.response(200, ReleasedHoldSchema, example=examples.RELEASED_HOLD)
+    @blp.error(
+        404,
+        "Hold not found (expired, consumed or released)",
+        examples.not_found("Hold not found"),
+    )
     @blp.doc(operationId="releaseHold")
     def delete(self, event_type_id: int, hold_id: int) -> ReleasedHold:
         """Release a hold

@@ -1,0 +1,230 @@
+"""The OpenAPI document's examples: requests that succeed against the demo workspace and the
+answers they get, and every documented error with its exact message.
+
+The demo workspace is what ``flask demo`` (``make run``) provisions on a fresh database: event
+type 1, "Consultation" (30 minutes, 10 minutes' buffer after), Monday to Friday 09:00–17:00 in
+New York, bookable 60 days ahead. Dates are computed when the server starts: the first Monday
+at least a week ahead, so "Try it out" works for weeks after a start. Error messages come from
+the constants the code answers with, so an example cannot drift from the answer;
+``tests/test_openapi_examples.py`` sends the examples to a demo server and compares.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from app.models.types import utcnow
+from app.scheduling.timezones import format_utc, local_to_utc, zone
+from app.services.api_keys import EXPIRED_KEY, INVALID_KEY, NO_SUB_ACCOUNT
+from app.services.bookings import ALREADY_CANCELLED
+from app.services.errors import ErrorCode
+from app.services.time_claims import CONFLICT_BOOKING
+
+DEMO_ZONE = zone("America/New_York")
+DEMO_EVENT_TYPE_ID = 1
+DEMO_MINUTES = 30
+
+
+def first_monday_a_week_ahead(now: datetime) -> date:
+    today = now.astimezone(DEMO_ZONE).date()
+    return today + timedelta(days=7 + (7 - today.weekday()) % 7)
+
+
+DAY = first_monday_a_week_ahead(utcnow())
+
+
+def _at(hour: int, minute: int = 0) -> str:
+    return format_utc(local_to_utc(DAY, time(hour, minute), DEMO_ZONE))
+
+
+def _slot(hour: int, minute: int = 0) -> dict[str, str]:
+    end = (datetime.combine(DAY, time(hour, minute)) + timedelta(minutes=DEMO_MINUTES)).time()
+    return {"start": _at(hour, minute), "end": _at(end.hour, end.minute)}
+
+
+START, END = _at(10), _at(10, 30)
+MOVED_START, MOVED_END = _at(11), _at(11, 30)
+CREATED_AT = format_utc(utcnow().replace(microsecond=0))
+
+# Requests.
+CREATE_BOOKING = {
+    "startTime": START,
+    "endTime": END,
+    "attendees": [{"email": "pat.lee@example.com", "name": "Pat Lee", "phone": "+1 212 555 0100"}],
+    "metadata": {"source": "phone-agent", "callId": "c-2291"},
+    "idempotencyKey": "call-c-2291",
+}
+UPDATE_BOOKING = {"startTime": MOVED_START, "endTime": MOVED_END}
+CANCEL_BOOKING = {"reason": "Patient called to cancel"}
+CREATE_HOLD = {"startTime": START, "endTime": END, "ttlSeconds": 120}
+
+# Answers.
+ATTENDEE = {
+    "id": 1,
+    "email": "pat.lee@example.com",
+    "name": "Pat Lee",
+    "firstName": None,
+    "lastName": None,
+    "phone": "+1 212 555 0100",
+    "timezone": "America/New_York",
+    "isOrganizer": False,
+    "createdAt": CREATED_AT,
+    "updatedAt": CREATED_AT,
+}
+BOOKING = {
+    "id": 1,
+    "uid": "mR2c8q7LkQ0bN1xXyZ4tVg",
+    "startTime": START,
+    "endTime": END,
+    "status": "pending",
+    "title": "Consultation with Pat Lee",
+    "description": None,
+    "location": None,
+    "timezone": "America/New_York",
+    "metadata": {"source": "phone-agent", "callId": "c-2291"},
+    "attendees": [ATTENDEE],
+    "confirmedAt": None,
+    "cancelledAt": None,
+    "completedAt": None,
+}
+BOOKING_LIST = {"bookings": [BOOKING], "total": 1, "limit": 50, "offset": 0}
+AVAILABILITY = [
+    {
+        "date": DAY.isoformat(),
+        "slots": [_slot(hour, minute) for hour in range(9, 17) for minute in (0, 30)],
+    }
+]
+UPDATED = {
+    "id": 1,
+    "startTime": MOVED_START,
+    "endTime": MOVED_END,
+    "status": "pending",
+    "title": "Consultation with Pat Lee",
+    "description": None,
+    "timezone": "America/New_York",
+    "attendees": [
+        {key: ATTENDEE[key] for key in ("id", "email", "name", "createdAt", "updatedAt")}
+    ],
+}
+CANCELLATION = {
+    "id": 1,
+    "status": "cancelled",
+    "cancelledAt": CREATED_AT,
+    "cancellationReason": "Patient called to cancel",
+}
+HOLD = {
+    "id": 1,
+    "eventTypeId": DEMO_EVENT_TYPE_ID,
+    "startTime": START,
+    "endTime": END,
+    "expiresAt": CREATED_AT,
+    "holdToken": "hold_3q2Vw8mJcKpX0aZr9tYbLsEe4uNf",
+}
+RELEASED_HOLD = {"id": 1, "status": "released", "releasedAt": CREATED_AT}
+
+
+# Errors.
+def error(status: int, message: str, code: ErrorCode, **extra: Any) -> dict[str, Any]:
+    return {"statusCode": status, "message": message, "code": str(code), **extra}
+
+
+def named(summary: str, value: Any) -> dict[str, Any]:
+    return {"summary": summary, "value": value}
+
+
+UNAUTHENTICATED = {
+    "invalidKey": named(
+        "Missing, unknown or deactivated key", error(401, INVALID_KEY, ErrorCode.INVALID_API_KEY)
+    ),
+    "expiredKey": named("Expired key", error(401, EXPIRED_KEY, ErrorCode.API_KEY_EXPIRED)),
+    "noSubAccount": named(
+        "A key without a sub account", error(401, NO_SUB_ACCOUNT, ErrorCode.NO_SUB_ACCOUNT)
+    ),
+}
+
+
+def forbidden(permission: str) -> dict[str, Any]:
+    return {
+        "missingPermission": named(
+            "The key lacks the permission",
+            error(
+                403,
+                f"API key does not have '{permission}' permission",
+                ErrorCode.PERMISSION_DENIED,
+            ),
+        )
+    }
+
+
+RATE_LIMITED = {
+    "rateLimited": named(
+        "Over the key's limit (the headers say when to retry)",
+        error(429, "Rate limit exceeded: 60 requests per minute", ErrorCode.RATE_LIMITED),
+    )
+}
+TOO_LARGE = {
+    "tooLarge": named(
+        "A body over 1 MiB",
+        error(413, "Request body too large (limit: 1 MiB)", ErrorCode.PAYLOAD_TOO_LARGE),
+    )
+}
+
+
+def not_found(message: str) -> dict[str, Any]:
+    return not_found_as("notFound", message)
+
+
+def not_found_as(name: str, message: str) -> dict[str, Any]:
+    return {name: named(message, error(404, message, ErrorCode.NOT_FOUND))}
+
+
+INVALID_FIELD = {
+    "invalidField": named(
+        "A field that does not parse",
+        error(
+            400,
+            "startTime: Not a valid ISO 8601 date or date-time",
+            ErrorCode.INVALID_REQUEST,
+            errors={"startTime": ["Not a valid ISO 8601 date or date-time."]},
+        ),
+    )
+}
+SLOT_TAKEN = {
+    "slotTaken": named(
+        "The time is taken: the nearest open slots come with the refusal",
+        error(
+            400,
+            CONFLICT_BOOKING,
+            ErrorCode.SLOT_TAKEN,
+            # 09:30 and 10:30 would overlap the 10:00 booking's 10 minutes' buffer.
+            suggestedSlots=[_slot(9), _slot(11), _slot(11, 30), _slot(12), _slot(12, 30)],
+        ),
+    )
+}
+WRITE_REFUSED = {**INVALID_FIELD, **SLOT_TAKEN}
+INVALID_QUERY = {
+    "invalidParameter": named(
+        "A parameter that does not parse",
+        error(
+            400,
+            "startDate: Not a valid ISO 8601 date or date-time",
+            ErrorCode.INVALID_REQUEST,
+            errors={"startDate": ["Not a valid ISO 8601 date or date-time."]},
+        ),
+    )
+}
+CANCEL_REFUSED = {
+    "notActive": named(
+        "Cancelled already",
+        error(400, ALREADY_CANCELLED, ErrorCode.BOOKING_NOT_ACTIVE),
+    )
+}
+
+# Answers from the HTTP server, before the app (gunicorn's limits; HTML, not the envelope).
+SERVER_LIMITS = {
+    414: "Request line over 8,190 bytes: answered by the HTTP server (gunicorn) as text/html, "
+    "not in the JSON envelope",
+    431: "More than 100 header fields, or one over 8,190 bytes: answered by the HTTP server "
+    "(gunicorn) as text/html (some versions say 400), not in the JSON envelope",
+}

@@ -85,6 +85,11 @@ def _distinct_emails(attendees: list[AttendeeInput]) -> None:
 
 
 ATTENDEES_VALIDATORS = [validate.Length(min=1, max=MAX_ATTENDEES), _distinct_emails]
+# What OpenAPI cannot say (uniqueItems compares whole objects, not one field of them).
+ATTENDEES_DESCRIPTION = (
+    f"1–{MAX_ATTENDEES} attendees, each email at most once (compared lower-cased); the first "
+    "is the one the booking's title names"
+)
 
 
 class _BookingFields(Schema):
@@ -94,7 +99,11 @@ class _BookingFields(Schema):
     endTime = InstantField(
         metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
     )
-    attendees = fields.List(fields.Nested(AttendeeInputSchema), validate=ATTENDEES_VALIDATORS)
+    attendees = fields.List(
+        fields.Nested(AttendeeInputSchema),
+        validate=ATTENDEES_VALIDATORS,
+        metadata={"description": ATTENDEES_DESCRIPTION},
+    )
     timezone = TimezoneField(metadata={"description": "IANA timezone of the booking"})
     title = Text(validate=validate.Length(min=1, max=255))
     description = Text(allow_none=True, validate=validate.Length(max=5000))
@@ -113,7 +122,10 @@ class CreateBookingSchema(_BookingFields):
     startTime = InstantField(required=True)
     endTime = InstantField(required=True)
     attendees = fields.List(
-        fields.Nested(AttendeeInputSchema), required=True, validate=ATTENDEES_VALIDATORS
+        fields.Nested(AttendeeInputSchema),
+        required=True,
+        validate=ATTENDEES_VALIDATORS,
+        metadata={"description": ATTENDEES_DESCRIPTION},
     )
     idempotencyKey = Text(
         validate=validate.Length(min=1, max=255),

@@ -183,3 +183,18 @@ def test_a_created_booking_links_to_get_update_and_cancel_it(spec):
     }
     assert all(link["parameters"]["booking_id"] == "$response.body#/id" for link in links.values())
     assert links["UpdateBooking"]["parameters"]["event_type_id"] == "$request.path.event_type_id"
+
+
+def test_every_schema_and_operation_has_an_example(spec):
+    assert [name for name, s in spec["components"]["schemas"].items() if "example" not in s] == []
+    for route, operations in spec["paths"].items():
+        for method, op in operations.items():
+            if method == "parameters":
+                continue
+            body = op.get("requestBody", {}).get("content", {}).get("application/json")
+            assert body is None or "example" in body, (method, route)
+            success = next(op["responses"][s] for s in ("200", "201") if s in op["responses"])
+            assert "example" in success["content"]["application/json"], (method, route)
+            for status in ("401", "403", "404", "429"):
+                if status in op["responses"]:
+                    assert op["responses"][status]["content"]["application/json"]["examples"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask, Response, send_from_directory
 
+from app.api import examples
 from app.api.availability.routes import blp as availability_blp
 from app.api.bookings.routes import blp as bookings_blp
 from app.api.event_type_bookings.routes import blp as event_type_bookings_blp
@@ -20,6 +21,8 @@ def register_api(app: Flask) -> None:
     app.extensions["api_key_cache"] = KeyCache(float(app.config["API_KEY_CACHE_SECONDS"]))
     for blp in BLUEPRINTS:
         api.register_blueprint(blp, url_prefix=API_PREFIX + blp.url_prefix)
+    for name, example in examples.by_schema().items():
+        api.spec.components.schemas[name]["example"] = example
 
     assets = app.config["SWAGGER_UI_ASSETS"]
 

@@ -228,3 +228,25 @@ SERVER_LIMITS = {
     431: "More than 100 header fields, or one over 8,190 bytes: answered by the HTTP server "
     "(gunicorn) as text/html (some versions say 400), not in the JSON envelope",
 }
+
+
+def by_schema() -> dict[str, Any]:
+    """An example of every component schema of the document, by name."""
+    return {
+        "Slot": AVAILABILITY[0]["slots"][0],
+        "Error": SLOT_TAKEN["slotTaken"]["value"],
+        "AvailabilityDay": AVAILABILITY[0],
+        "Attendee": ATTENDEE,
+        "Booking": BOOKING,
+        "BookingList": BOOKING_LIST,
+        "CancelBooking": CANCEL_BOOKING,
+        "Cancellation": CANCELLATION,
+        "AttendeeInput": CREATE_BOOKING["attendees"][0],
+        "CreateBooking": CREATE_BOOKING,
+        "UpdateBooking": UPDATE_BOOKING,
+        "AttendeeBrief": UPDATED["attendees"][0],
+        "BookingUpdateResult": UPDATED,
+        "CreateHold": CREATE_HOLD,
+        "Hold": HOLD,
+        "ReleasedHold": RELEASED_HOLD,
+    }

@@ -32,7 +32,6 @@ a transaction surrounds it, so what such a request sees is unchanged.
 from __future__ import annotations
 
 import select
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -143,7 +142,7 @@ def server_hung_up(connection: psycopg.Connection) -> bool:
         poller = _unpatched_poll()
         poller.register(connection.fileno(), select.POLLIN | select.POLLPRI)
         return bool(poller.poll(0))
-    except (OSError, ValueError):
+    except (OSError, ValueError, psycopg.Error):  # no socket left to poll: gone
         return True
 
 
@@ -168,7 +167,6 @@ def bound_postgres_waits(engine: Engine, config: Mapping[str, Any]) -> None:
 
 
 _READS_ONLY = "reads_only"
-_autocommit_engines: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
 
 
 def reads_only(session: Any) -> None:
@@ -186,10 +184,11 @@ class Session(FlaskSession):
         engine = super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
         if not self.info.get(_READS_ONLY) or engine.dialect.name != "postgresql":
             return engine
-        autocommit = _autocommit_engines.get(engine)
+        # Kept on the engine itself, so it lives and goes with it.
+        autocommit = getattr(engine, "_autocommit_variant", None)
         if autocommit is None:
             autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-            _autocommit_engines[engine] = autocommit
+            engine._autocommit_variant = autocommit  # type: ignore[attr-defined]
         return autocommit
 
 

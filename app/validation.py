@@ -10,6 +10,7 @@ from typing import Any
 from marshmallow import ValidationError, fields
 
 from app.scheduling.timezones import (
+    INSTANT_MAX_LENGTH,
     MAX_YEAR,
     MIN_YEAR,
     InstantInput,
@@ -59,7 +60,13 @@ def describe_errors(flat: dict[str, list[str]]) -> str:
 # What the OpenAPI document says of this module's fields, class-wide (``OPENAPI``; a field's
 # own validators and metadata come first). The server checks more than a pattern can say (real
 # dates, known zones); the descriptions say it in words.
-INSTANT_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$"
+# Every form ``read_instant`` reads (Python's ``fromisoformat``): extended or basic dates and
+# week dates; hour, minute, second and any fraction (``.`` or ``,``); ``Z`` or an offset of
+# hours, minutes and seconds; surrounding spaces. A value it matches can still be refused for
+# what a pattern cannot check (a 13th month, a year out of range).
+_DATE = r"(\d{4}-?\d{2}-?\d{2}|\d{4}-?W\d{2}(-?\d)?)"
+_CLOCK = r"\d{2}(:?\d{2}(:?\d{2}([.,]\d+)?)?)?"
+INSTANT_PATTERN = rf"^ *{_DATE}([T ]{_CLOCK}(Z|[+-]{_CLOCK})?)? *$"
 TIMEZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$"
 NO_NUL_PATTERN = r"^[^\x00]*$"
 
@@ -71,11 +78,15 @@ METADATA_VALUE_MAX = 500
 METADATA_OPENAPI = {
     "maxProperties": METADATA_MAX_KEYS,
     "additionalProperties": {
-        "nullable": True,
         "anyOf": [
-            {"type": "string", "maxLength": METADATA_VALUE_MAX, "pattern": NO_NUL_PATTERN},
+            {
+                "type": "string",
+                "maxLength": METADATA_VALUE_MAX,
+                "pattern": NO_NUL_PATTERN,
+                "nullable": True,  # null is a value too (OpenAPI 3.0 says so on a typed schema)
+            },
             {"type": "integer", "minimum": -(2**53) + 1, "maximum": 2**53 - 1},
-            {"type": "number", "format": "double"},
+            {"type": "number", "format": "double", "not": {"type": "integer"}},
             {"type": "boolean"},
         ],
     },
@@ -90,12 +101,13 @@ class InstantField(fields.Field):
 
     OPENAPI = {
         "type": "string",
-        "minLength": 10,
-        "maxLength": 32,
+        "minLength": 7,
+        "maxLength": INSTANT_MAX_LENGTH,
         "pattern": INSTANT_PATTERN,
         "description": "ISO 8601: a date (`2031-01-06`), or a date-time with or without an offset "
-        "(`2031-01-06T14:00:00Z`, `2031-01-06T09:00:00-05:00`, `2031-01-06T09:00`); years "
-        f"{MIN_YEAR}–{MAX_YEAR}",
+        "(`2031-01-06T14:00:00Z`, `2031-01-06T09:00:00-05:00`, `2031-01-06T09:00`); basic and "
+        f"week forms too (`20310106T140000Z`, `2031-W02-1`); at most {INSTANT_MAX_LENGTH} "
+        f"characters; years {MIN_YEAR}–{MAX_YEAR}",
     }
 
     default_error_messages = {"invalid": "Not a valid ISO 8601 date or date-time."}

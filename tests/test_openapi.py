@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+
+from app.scheduling.timezones import InvalidInstant, read_instant
 
 # (path, method, the error statuses it documents besides 401/403 and the default)
 OPERATIONS = [
@@ -198,3 +202,33 @@ def test_every_schema_and_operation_has_an_example(spec):
             for status in ("401", "403", "404", "429"):
                 if status in op["responses"]:
                     assert op["responses"][status]["content"]["application/json"]["examples"]
+
+
+SERVER_READS = [
+    "2031-01-06",
+    "2031-01-06T14",
+    "2031-01-06 14:00",
+    "20310106",
+    "20310106T140000Z",
+    "2031-W02-1",
+    "2031-01-06T14:00+05",
+    "2031-01-06T14:00:00+05:00:30",
+    "2031-01-06T14:00:00,5Z",
+    " 2031-01-06 ",
+    "2031-01-06T14:00:00.123456789Z",
+    "2031-01-06T14:00:00.1234567+05:30",
+]
+
+
+@pytest.mark.parametrize("text", SERVER_READS)
+def test_every_instant_form_the_server_reads_matches_the_documented_pattern(spec, text):
+    read_instant(text)  # the server reads it
+    documented = spec["components"]["schemas"]["CreateBooking"]["properties"]["startTime"]
+    assert re.fullmatch(documented["pattern"], text)
+    assert documented["minLength"] <= len(text) <= documented["maxLength"]
+
+
+def test_an_instant_longer_than_documented_is_refused(spec):
+    documented = spec["components"]["schemas"]["CreateBooking"]["properties"]["startTime"]
+    with pytest.raises(InvalidInstant):
+        read_instant("2031-01-06T14:00:00." + "1" * documented["maxLength"] + "Z")

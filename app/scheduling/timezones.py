@@ -17,6 +17,8 @@ from zoneinfo import ZoneInfo
 # Instants far outside any calendar's use are refused up front, so no timezone arithmetic on
 # them can overflow ``datetime``'s range.
 MIN_YEAR, MAX_YEAR = 1900, 2199
+# The longest instant text read (the forms' longest is about 40 characters).
+INSTANT_MAX_LENGTH = 64
 
 
 class InvalidTimezone(ValueError):
@@ -115,6 +117,8 @@ def read_instant(text: str) -> InstantInput:
     """Syntax check of an ISO 8601 date or date-time (``Z``, offset or naive)."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidInstant("expected an ISO 8601 date or date-time")
+    if len(text) > INSTANT_MAX_LENGTH:
+        raise InvalidInstant(f"at most {INSTANT_MAX_LENGTH} characters")
     text = text.strip()
     try:
         if "T" not in text and " " not in text:

@@ -12,7 +12,7 @@ from app.compiled_dump import CompiledSchema, register_converter
 from app.models import BookingStatus
 from app.scheduling.timezones import format_utc
 from app.services.ids import MAX_ID
-from app.validation import METADATA_OPENAPI, TimezoneField
+from app.validation import MAX_ATTENDEES, METADATA_OPENAPI, TimezoneField
 
 STATUSES = [s.value for s in BookingStatus]
 # Ids are PostgreSQL ``integer`` columns (the document's bounds; dumping never validates).
@@ -64,7 +64,9 @@ class BookingSchema(CompiledSchema):
     location = fields.String(allow_none=True, validate=validate.Length(max=500))
     timezone = TimezoneField()
     metadata = fields.Dict(attribute="meta", keys=fields.String(), metadata=METADATA_OPENAPI)
-    attendees = fields.List(fields.Nested(AttendeeSchema), validate=validate.Length(max=50))
+    attendees = fields.List(
+        fields.Nested(AttendeeSchema), validate=validate.Length(max=MAX_ATTENDEES)
+    )
     confirmedAt = UTCTimestamp(attribute="confirmed_at", allow_none=True)
     cancelledAt = UTCTimestamp(attribute="cancelled_at", allow_none=True)
     completedAt = UTCTimestamp(attribute="completed_at", allow_none=True)

@@ -14,12 +14,15 @@ from __future__ import annotations
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from app.errors import HTTP_MESSAGES
+from app.models import Permission
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc, local_to_utc, zone
-from app.services.api_keys import EXPIRED_KEY, INVALID_KEY, NO_SUB_ACCOUNT
+from app.services.api_keys import EXPIRED_KEY, INVALID_KEY, NO_SUB_ACCOUNT, permission_missing
 from app.services.bookings import ALREADY_CANCELLED
 from app.services.errors import ErrorCode
 from app.services.time_claims import CONFLICT_BOOKING
+from app.validation import InstantField, describe_errors
 
 DEMO_ZONE = zone("America/New_York")
 DEMO_EVENT_TYPE_ID = 1
@@ -144,15 +147,11 @@ UNAUTHENTICATED = {
 }
 
 
-def forbidden(permission: str) -> dict[str, Any]:
+def forbidden(permission: Permission) -> dict[str, Any]:
     return {
         "missingPermission": named(
             "The key lacks the permission",
-            error(
-                403,
-                f"API key does not have '{permission}' permission",
-                ErrorCode.PERMISSION_DENIED,
-            ),
+            error(403, permission_missing(permission), ErrorCode.PERMISSION_DENIED),
         )
     }
 
@@ -166,7 +165,7 @@ RATE_LIMITED = {
 TOO_LARGE = {
     "tooLarge": named(
         "A body over 1 MiB",
-        error(413, "Request body too large (limit: 1 MiB)", ErrorCode.PAYLOAD_TOO_LARGE),
+        error(413, HTTP_MESSAGES[413], ErrorCode.PAYLOAD_TOO_LARGE),
     )
 }
 
@@ -179,17 +178,18 @@ def not_found_as(name: str, message: str) -> dict[str, Any]:
     return {name: named(message, error(404, message, ErrorCode.NOT_FOUND))}
 
 
-INVALID_FIELD = {
-    "invalidField": named(
-        "A field that does not parse",
-        error(
-            400,
-            "startTime: Not a valid ISO 8601 date or date-time",
-            ErrorCode.INVALID_REQUEST,
-            errors={"startTime": ["Not a valid ISO 8601 date or date-time."]},
-        ),
-    )
-}
+def unparsable(name: str, summary: str, field: str) -> dict[str, Any]:
+    """A 400 for an instant ``field`` that does not parse, worded as the envelope words it."""
+    problems = {field: [InstantField.default_error_messages["invalid"]]}
+    return {
+        name: named(
+            summary,
+            error(400, describe_errors(problems), ErrorCode.INVALID_REQUEST, errors=problems),
+        )
+    }
+
+
+INVALID_FIELD = unparsable("invalidField", "A field that does not parse", "startTime")
 SLOT_TAKEN = {
     "slotTaken": named(
         "The time is taken: the nearest open slots come with the refusal",
@@ -203,17 +203,7 @@ SLOT_TAKEN = {
     )
 }
 WRITE_REFUSED = {**INVALID_FIELD, **SLOT_TAKEN}
-INVALID_QUERY = {
-    "invalidParameter": named(
-        "A parameter that does not parse",
-        error(
-            400,
-            "startDate: Not a valid ISO 8601 date or date-time",
-            ErrorCode.INVALID_REQUEST,
-            errors={"startDate": ["Not a valid ISO 8601 date or date-time."]},
-        ),
-    )
-}
+INVALID_QUERY = unparsable("invalidParameter", "A parameter that does not parse", "startDate")
 CANCEL_REFUSED = {
     "notActive": named(
         "Cancelled already",

@@ -204,9 +204,7 @@ class Blueprint(flask_smorest.Blueprint):
 
             wrapper = self.doc(security=[{"ApiKeyAuth": []}])(wrapper)
             wrapper = self.error(401, _AUTH_RESPONSES[401], examples.UNAUTHENTICATED)(wrapper)
-            wrapper = self.error(403, _AUTH_RESPONSES[403], examples.forbidden(permission.value))(
-                wrapper
-            )
+            wrapper = self.error(403, _AUTH_RESPONSES[403], examples.forbidden(permission))(wrapper)
             wrapper = self.alt_response(
                 429,
                 schema=ErrorSchema,

@@ -140,9 +140,14 @@ def _detached(api_key: ApiKey) -> ApiKey:
     return api_key
 
 
+def permission_missing(permission: Permission) -> str:
+    """The 403's message (the spec's words)."""
+    return f"API key does not have '{permission.value}' permission"
+
+
 def require_permission(api_key: ApiKey, permission: Permission) -> None:
     if permission.value not in (api_key.permissions or []):
-        raise PermissionDenied(f"API key does not have '{permission.value}' permission")
+        raise PermissionDenied(permission_missing(permission))
 
 
 def record_key_use(api_key: ApiKey, now: datetime, resolution_seconds: int) -> bool:

@@ -11,6 +11,7 @@ from app.compiled_dump import CompiledSchema
 from app.representations import ID_RANGE, STATUSES, UTCTimestamp
 from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
 from app.validation import (
+    MAX_ATTENDEES,
     METADATA_KEY_MAX,
     METADATA_MAX_KEYS,
     METADATA_OPENAPI,
@@ -20,8 +21,6 @@ from app.validation import (
     TimezoneField,
     unstorable,
 )
-
-MAX_ATTENDEES = 50
 
 
 class Metadata(fields.Dict):

@@ -7,7 +7,9 @@ import os
 import signal
 import time
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from datetime import time as wall_time
+from zoneinfo import ZoneInfo
 
 import icalendar
 import pytest
@@ -89,10 +91,18 @@ def invitation(message):
     return str(calendar["METHOD"]), str(event["UID"]), event["SEQUENCE"], event["DTSTART"].dt
 
 
-def tokyo(instant: datetime) -> str:
-    from zoneinfo import ZoneInfo
+TOKYO = ZoneInfo("Asia/Tokyo")
 
-    return f"{instant.astimezone(ZoneInfo('Asia/Tokyo')):%H:%M}"
+
+def tokyo(instant: datetime) -> str:
+    return f"{instant.astimezone(TOKYO):%H:%M}"
+
+
+def tokyo_ten_oclock_a_day_after(instant: datetime) -> datetime:
+    """10:00 in Tokyo at least a day after ``instant``: a booking there and one two hours later
+    stay on one Tokyo day, so their subjects read the same whatever the hour the test runs."""
+    day = (instant + timedelta(days=1)).astimezone(TOKYO).date() + timedelta(days=1)
+    return datetime.combine(day, wall_time(10), tzinfo=TOKYO).astimezone(UTC)
 
 
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
@@ -108,7 +118,7 @@ def test_emails_follow_a_booking_through_the_worker(database_url, make_app, tena
         now = utcnow()
 
         with celery_worker(database_url, tmp_path / "worker.log", **broker, **mail):
-            first = half_hour_from(now, 24 * 60)
+            first = tokyo_ten_oclock_a_day_after(now)
             booking = create(first)
             moved_to = first + timedelta(hours=2)
             move(booking, moved_to)

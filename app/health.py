@@ -1,9 +1,15 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (it can do its work): JSON, outside the
-versioned API and its rate limits, for load balancers and orchestrators.
+"""``/healthz`` (the process answers), ``/readyz`` (this process should get traffic) and
+``/statusz`` (the whole deployment is well): JSON, outside the versioned API and its rate
+limits.
 
-``/readyz`` answers 200 when every check passes and 503 otherwise, with each check's verdict:
-the database answers, Redis answers (when configured), the schema is at the code's migration
-head, and a Celery worker was seen in the last minute.
+``/readyz`` is for load balancers and orchestrators. It answers 503 only when this process
+cannot serve requests: the database does not answer, or its schema is older than the code.
+Redis, the Celery workers and the outbox backlog are listed beside those checks as
+information (``"required": false``) but never make a web process unready: workers being
+redeployed or dead must not take every web process out of the load balancer at once, while the
+API could serve (bookings are stored; their events wait in the outbox).
+
+``/statusz`` is for monitors: the same checks, and 503 ("degraded") when any of them fails.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from flask import Blueprint, Flask, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from app.models.types import utcnow
-from app.services.health import readiness, shipped_migrations
+from app.services.health import Check, is_healthy, is_ready, readiness, shipped_migrations
 
 health_blueprint = Blueprint("health", __name__)
 
@@ -24,17 +30,30 @@ def alive() -> ResponseReturnValue:
     return jsonify(status="ok")
 
 
+def _checks() -> dict[str, Check]:
+    config = current_app.config
+    return readiness(
+        utcnow(), config.get("REDIS_URL"), current_app.extensions["shipped_migrations"]
+    )
+
+
+def _answer(status: str, ok: bool, checks: dict[str, Check]) -> ResponseReturnValue:
+    body = {"status": status, "checks": {name: check.as_dict() for name, check in checks.items()}}
+    return jsonify(body), 200 if ok else 503
+
+
 @health_blueprint.get("/readyz")
 def ready() -> ResponseReturnValue:
-    checks = readiness(
-        utcnow(), current_app.config.get("REDIS_URL"), current_app.extensions["shipped_migrations"]
-    )
-    ok = all(check.ok for check in checks.values())
-    body = {
-        "status": "ready" if ok else "unready",
-        "checks": {name: check.as_dict() for name, check in checks.items()},
-    }
-    return jsonify(body), 200 if ok else 503
+    checks = _checks()
+    ok = is_ready(checks)
+    return _answer("ready" if ok else "unready", ok, checks)
+
+
+@health_blueprint.get("/statusz")
+def deployment_status() -> ResponseReturnValue:
+    checks = _checks()
+    ok = is_healthy(checks)
+    return _answer("ok" if ok else "degraded", ok, checks)
 
 
 def register_health(app: Flask, migrations_dir: Path) -> None:

@@ -7,8 +7,8 @@ in a folder of its own and serves its metrics itself (``worker.metrics``). Witho
 (tests in one process, ``flask run``) the counts live in the process.
 
 ``/metrics`` is private: it answers 404 unless ``METRICS_TOKEN`` is set, and then only to
-``Authorization: Bearer <token>``. The outbox backlog is read from the database at each scrape,
-so it is right whichever process or machine wrote the events.
+``Authorization: Bearer <token>``. The deployment's health (outbox backlog, workers seen, Redis
+up) is read at each scrape, so it is right whichever process or machine did the work.
 """
 
 from __future__ import annotations
@@ -88,20 +88,26 @@ def scrape_registry() -> CollectorRegistry:
     return REGISTRY
 
 
-class OutboxBacklog(Collector):
-    """Events not yet delivered to every handler, and the age of the oldest: read from the
-    database at scrape time."""
+class DeploymentGauges(Collector):
+    """The deployment's health as gauges, read at scrape time (so they are right whichever
+    process or machine did the work): the outbox backlog and the age of its oldest event, the
+    workers seen recently, and whether Redis answers. A monitor alerts on these (or on
+    ``/statusz``); readiness never depends on them."""
 
     def __init__(self, app: Flask) -> None:
         self.app = app
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        # Imported here: the outbox service counts its deliveries with this module.
+        # Imported here: the services count their work with this module's counters.
         from app.models.types import utcnow
+        from app.services.health import check_redis, workers_seen
         from app.services.outbox import backlog
 
         with self.app.app_context():
-            count, oldest_age = backlog(utcnow())
+            now = utcnow()
+            count, oldest_age = backlog(now)
+            workers = workers_seen(now)
+            redis_up = check_redis(self.app.config.get("REDIS_URL")).ok
         yield GaugeMetricFamily(
             "calendar_outbox_backlog_events", "Outbox events not delivered yet", value=count
         )
@@ -109,6 +115,16 @@ class OutboxBacklog(Collector):
             "calendar_outbox_oldest_undelivered_seconds",
             "Age of the oldest outbox event not delivered yet (0 when none)",
             value=oldest_age,
+        )
+        yield GaugeMetricFamily(
+            "calendar_workers_seen",
+            "Celery workers whose heartbeat was recorded in the last 60 s",
+            value=workers,
+        )
+        yield GaugeMetricFamily(
+            "calendar_redis_up",
+            "1 when Redis answers (or is not used: the embedded default), 0 otherwise",
+            value=int(redis_up),
         )
 
 
@@ -124,13 +140,13 @@ def exposition() -> Response:
     if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
         raise Unauthorized(www_authenticate="Bearer")
     registry = scrape_registry()
-    output = generate_latest(registry) + generate_latest(_backlog_registry(current_app))
+    output = generate_latest(registry) + generate_latest(_deployment_registry(current_app))
     return Response(output, content_type=CONTENT_TYPE_LATEST)
 
 
-def _backlog_registry(app: Flask) -> CollectorRegistry:
+def _deployment_registry(app: Flask) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(OutboxBacklog(app))
+    registry.register(DeploymentGauges(app))
     return registry
 
 

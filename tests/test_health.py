@@ -1,21 +1,44 @@
-"""``/healthz`` and ``/readyz``: JSON answers outside the versioned API and its rate limits;
-ready only when the database, Redis, the schema and a worker all are."""
+"""``/healthz``, ``/readyz`` and ``/statusz``: JSON answers outside the versioned API and its rate
+limits. Ready when the database answers with a schema the code can serve, whatever Redis, the
+workers and the outbox do; ``/statusz`` is degraded when any of them is not well."""
 
 from __future__ import annotations
 
+import json
+import os
+import urllib.error
+import urllib.request
 from contextlib import contextmanager
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import event, text
 
 from app.extensions import db
+from app.models import OutboxEvent
 from app.models.types import utcnow
-from app.services.health import WORKER_SILENCE, record_worker_heartbeat
-from tests.servers import MACHINE_REDIS, free_port
+from app.services.health import OUTBOX_LAG_LIMIT, WORKER_SILENCE, record_worker_heartbeat
+from tests.factories import make_booking
+from tests.servers import MACHINE_REDIS, free_port, gunicorn, migrate_and_run_demo
 
 
 def worker_seen(ago: timedelta) -> None:
     record_worker_heartbeat("celery@test-host", utcnow() - ago)
+    db.session.commit()
+
+
+def record_event_at(tenant, occurred_at) -> None:
+    """An outbox event no handler has had yet, written at ``occurred_at``."""
+    booking = make_booking(tenant, utcnow() + timedelta(days=3))
+    db.session.add(
+        OutboxEvent(
+            kind="booking.created",
+            sub_account_id=tenant.sub_account_id,
+            booking_id=booking.id,
+            changed=[],
+            occurred_at=occurred_at,
+        )
+    )
     db.session.commit()
 
 
@@ -49,17 +72,61 @@ def test_readyz_is_ready_with_database_schema_and_a_worker_seen_recently(app, cl
     response = client.get("/readyz")
     assert response.status_code == 200
     assert response.json["status"] == "ready"
-    assert set(response.json["checks"]) == {"database", "redis", "migrations", "workers"}
-    assert all(check["ok"] for check in response.json["checks"].values())
+    checks = response.json["checks"]
+    assert set(checks) == {"database", "migrations", "redis", "workers", "outbox"}
+    assert all(check["ok"] for check in checks.values())
 
 
-def test_readyz_is_unready_without_a_worker_seen_in_the_last_minute(app, client):
+def test_readyz_requires_only_the_database_and_its_schema(app, client):
+    checks = client.get("/readyz").json["checks"]
+    required = {name for name, check in checks.items() if check["required"]}
+    assert required == {"database", "migrations"}
+
+
+def test_readyz_stays_ready_without_a_worker_seen_in_the_last_minute(app, client):
+    """Workers dead or being redeployed must not take every web process out at once."""
     worker_seen(WORKER_SILENCE + timedelta(seconds=5))
     response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json["status"] == "ready"
+    assert response.json["checks"]["workers"] == {
+        "ok": False,
+        "detail": "no worker seen in the last 60 s",
+        "required": False,
+    }
+
+
+def test_statusz_is_degraded_without_a_worker_seen_in_the_last_minute(app, client):
+    worker_seen(WORKER_SILENCE + timedelta(seconds=5))
+    response = client.get("/statusz")
     assert response.status_code == 503
-    assert response.json["status"] == "unready"
+    assert response.json["status"] == "degraded"
     assert response.json["checks"]["workers"]["ok"] is False
-    assert response.json["checks"]["database"]["ok"] is True
+
+
+def test_statusz_is_ok_when_every_check_passes(app, client):
+    worker_seen(timedelta(seconds=5))
+    response = client.get("/statusz")
+    assert (response.status_code, response.json["status"]) == (200, "ok")
+
+
+def test_statusz_is_degraded_when_an_outbox_event_waits_longer_than_the_limit(app, client, tenant):
+    worker_seen(timedelta(seconds=5))
+    record_event_at(tenant, utcnow() - OUTBOX_LAG_LIMIT - timedelta(minutes=1))
+    status = client.get("/statusz")
+    ready = client.get("/readyz")
+    assert status.status_code == 503
+    assert status.json["checks"]["outbox"]["ok"] is False
+    assert status.json["checks"]["outbox"]["detail"].startswith("1 undelivered, the oldest 660 s")
+    assert ready.status_code == 200
+
+
+def test_statusz_is_ok_with_a_fresh_outbox_event_waiting(app, client, tenant):
+    worker_seen(timedelta(seconds=5))
+    record_event_at(tenant, utcnow() - timedelta(minutes=1))
+    response = client.get("/statusz")
+    assert response.status_code == 200
+    assert response.json["checks"]["outbox"]["ok"] is True
 
 
 @contextmanager
@@ -82,6 +149,7 @@ def test_readyz_is_unready_when_the_schema_is_behind_the_code(app, client):
     assert checks["migrations"] == {
         "ok": False,
         "detail": f"database at 0001, code at {head}: run flask db upgrade",
+        "required": True,
     }
 
 
@@ -95,16 +163,21 @@ def test_readyz_stays_ready_on_a_schema_newer_than_the_code(app, client):
     assert response.json["checks"]["migrations"] == {
         "ok": True,
         "detail": f"database at 0099_next_release, newer than this code's head {head}",
+        "required": True,
     }
 
 
-def test_readyz_is_unready_when_redis_does_not_answer(make_app):
+def test_readyz_stays_ready_when_redis_does_not_answer(make_app):
+    """Requests are served without Redis (the rate limit and the outbox have fallbacks)."""
     app = make_app(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     with app.app_context():
         worker_seen(timedelta(seconds=1))
-        response = app.test_client().get("/readyz")
-    assert response.status_code == 503
-    assert response.json["checks"]["redis"]["ok"] is False
+        ready = app.test_client().get("/readyz")
+        status = app.test_client().get("/statusz")
+    assert ready.status_code == 200
+    assert ready.json["checks"]["redis"]["ok"] is False
+    assert status.status_code == 503
+    assert status.json["checks"]["redis"]["ok"] is False
 
 
 def test_readyz_checks_redis_when_it_is_configured(make_app):
@@ -112,7 +185,11 @@ def test_readyz_checks_redis_when_it_is_configured(make_app):
     with app.app_context():
         worker_seen(timedelta(seconds=1))
         response = app.test_client().get("/readyz")
-    assert response.json["checks"]["redis"] == {"ok": True, "detail": "answering"}
+    assert response.json["checks"]["redis"] == {
+        "ok": True,
+        "detail": "answering",
+        "required": False,
+    }
     assert response.status_code == 200
 
 
@@ -131,3 +208,26 @@ def test_readyz_is_unready_when_the_database_does_not_answer(tmp_path):
     assert response.status_code == 503
     assert response.json["checks"]["database"]["ok"] is False
     assert response.json["checks"]["database"]["detail"].startswith("unreachable")
+
+
+@pytest.mark.slow
+def test_a_served_process_stays_ready_with_no_worker_running(postgres_database):
+    """gunicorn on a migrated database with no Celery worker anywhere: the load balancer keeps
+    sending it traffic, and a monitor sees the deployment degraded."""
+    database_url = postgres_database()
+    migrate_and_run_demo({**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "r"})
+    with gunicorn(database_url, workers=1) as base:
+        ready = http_get(f"{base}/readyz")
+        status = http_get(f"{base}/statusz")
+    assert ready[0] == 200
+    assert ready[1]["checks"]["workers"]["ok"] is False
+    assert status[0] == 503
+    assert status[1]["status"] == "degraded"
+
+
+def http_get(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())

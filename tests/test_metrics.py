@@ -13,8 +13,11 @@ from datetime import timedelta
 import pytest
 from prometheus_client import REGISTRY
 
+from app.extensions import db
+from app.models.types import utcnow
+from app.services.health import record_worker_heartbeat
 from tests.factories import book_through_api, next_monday, ny, z
-from tests.servers import gunicorn, migrate_and_run_demo
+from tests.servers import MACHINE_REDIS, free_port, gunicorn, migrate_and_run_demo
 
 MONDAY = next_monday()
 TOKEN = "scrape-token-1234"
@@ -102,6 +105,25 @@ def test_outbox_backlog_counts_undelivered_events(make_app, tenants):
     assert "calendar_outbox_backlog_events 2.0" in text
     oldest = re.search(r"^calendar_outbox_oldest_undelivered_seconds (\S+)$", text, re.M).group(1)
     assert float(oldest) >= 0
+
+
+def test_workers_seen_and_redis_up_are_gauges_read_at_scrape_time(make_app):
+    app = make_app(METRICS_TOKEN=TOKEN, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    with app.app_context():
+        before = scrape(app.test_client()).get_data(as_text=True)
+        record_worker_heartbeat("celery@metrics-host", utcnow())
+        db.session.commit()
+        after = scrape(app.test_client()).get_data(as_text=True)
+    assert re.search(r"^calendar_workers_seen 0\.0$", before, re.M)
+    assert re.search(r"^calendar_workers_seen 1\.0$", after, re.M)
+    assert re.search(r"^calendar_redis_up 0\.0$", after, re.M)
+
+
+def test_redis_up_is_one_when_redis_answers(make_app):
+    app = make_app(METRICS_TOKEN=TOKEN, REDIS_URL=MACHINE_REDIS)
+    with app.app_context():
+        text = scrape(app.test_client()).get_data(as_text=True)
+    assert re.search(r"^calendar_redis_up 1\.0$", text, re.M)
 
 
 @pytest.mark.slow

@@ -54,7 +54,8 @@ def two_free_ports() -> int:
 @contextmanager
 def procfile(env: dict[str, str], log_path: Path) -> Iterator[tuple[str, str]]:
     """``honcho start -c web=2 web worker beat`` after ``honcho start release``; yields the two
-    web processes' base URLs once both are ready (database, Redis, migrations, a worker)."""
+    web processes' base URLs once both see the deployment well (``/statusz``: database, Redis,
+    migrations, a worker)."""
     honcho = [str(BIN / "honcho"), "--app-root", str(ROOT), "--procfile", "Procfile"]
     release = subprocess.run(
         [*honcho, "start", "release"], cwd=ROOT, env=env, capture_output=True, text=True
@@ -73,7 +74,7 @@ def procfile(env: dict[str, str], log_path: Path) -> Iterator[tuple[str, str]]:
         bases = (f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}")
         try:
             ready = wait_for(
-                lambda: process.poll() is None and all(readyz(b) == 200 for b in bases),
+                lambda: process.poll() is None and all(deployment_status(b) == 200 for b in bases),
                 timeout=90,
             )
             assert ready, log_path.read_text()
@@ -105,9 +106,9 @@ def request(
         connection.close()
 
 
-def readyz(base: str) -> int:
+def deployment_status(base: str) -> int:
     try:
-        return request(base, "GET", "/readyz", headers={})[0]
+        return request(base, "GET", "/statusz", headers={})[0]
     except OSError:
         return 0
 

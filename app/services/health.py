@@ -1,8 +1,15 @@
-"""Is this deployment able to serve? The checks behind ``/readyz``, and the workers' heartbeats
-they read.
+"""Is this process able to serve, and is the deployment around it well? The checks behind
+``/readyz`` and ``/statusz``, and the workers' heartbeats they read.
+
+Readiness is about *this* web process only: what every request needs, the database answering
+with a schema this code can serve. Redis, the workers and the outbox backlog are the whole
+deployment's health: a load balancer acting on them would take every web process out at once
+when the workers die or are redeployed, and the API would go dark though it could serve. They
+are reported beside readiness as information, and decide ``/statusz``, which a monitor alerts
+on.
 
 Each check answers quickly even when its backend is down: the database waits are bounded
-(``app.database``) and Redis is asked with a half-second timeout.
+(``app.database``) and Redis is asked with a quarter-second timeout.
 """
 
 from __future__ import annotations
@@ -15,25 +22,34 @@ from pathlib import Path
 import redis
 from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.extensions import db
 from app.models import WorkerHeartbeat
+from app.services.outbox import backlog
 
 # A worker records a heartbeat every HEARTBEAT_INTERVAL; one not seen for WORKER_SILENCE is
 # taken for gone (three missed beats).
 HEARTBEAT_INTERVAL = timedelta(seconds=20)
 WORKER_SILENCE = timedelta(seconds=60)
+# The sweep hands over missed events every minute and failing handlers retry with backoff; an
+# event still undelivered after this long means deliveries are stuck.
+OUTBOX_LAG_LIMIT = timedelta(minutes=10)
+REDIS_CHECK_TIMEOUT_S = 0.25
 
 
 @dataclass(frozen=True)
 class Check:
+    """One verdict. ``required``: whether it decides this process's readiness; the others are
+    the deployment's health, shown beside it."""
+
     ok: bool
     detail: str
+    required: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"ok": self.ok, "detail": self.detail}
+        return {"ok": self.ok, "detail": self.detail, "required": self.required}
 
 
 def record_worker_heartbeat(worker: str, now: datetime) -> None:
@@ -72,8 +88,8 @@ def check_database(shipped: ShippedMigrations) -> tuple[Check, Check]:
         db.session.execute(text("SELECT 1"))
     except SQLAlchemyError as error:
         db.session.rollback()
-        failed = Check(False, f"unreachable: {type(error).__name__}")
-        return failed, Check(False, "unknown: the database did not answer")
+        failed = Check(False, f"unreachable: {type(error).__name__}", required=True)
+        return failed, Check(False, "unknown: the database did not answer", required=True)
     try:
         revision = db.session.scalar(text("SELECT version_num FROM alembic_version"))
     except SQLAlchemyError:
@@ -81,18 +97,24 @@ def check_database(shipped: ShippedMigrations) -> tuple[Check, Check]:
         revision = None
     head = shipped.head
     if revision == head:
-        migrations = Check(True, f"at head {head}")
+        migrations = Check(True, f"at head {head}", required=True)
     elif revision is not None and revision not in shipped.revisions:
-        migrations = Check(True, f"database at {revision}, newer than this code's head {head}")
+        detail = f"database at {revision}, newer than this code's head {head}"
+        migrations = Check(True, detail, required=True)
     else:
-        migrations = Check(False, f"database at {revision}, code at {head}: run flask db upgrade")
-    return Check(True, "answering"), migrations
+        detail = f"database at {revision}, code at {head}: run flask db upgrade"
+        migrations = Check(False, detail, required=True)
+    return Check(True, "answering", required=True), migrations
 
 
 def check_redis(redis_url: str | None) -> Check:
     if not redis_url:
         return Check(True, "not used (embedded default)")
-    client = redis.Redis.from_url(redis_url, socket_timeout=0.5, socket_connect_timeout=0.5)
+    client = redis.Redis.from_url(
+        redis_url,
+        socket_timeout=REDIS_CHECK_TIMEOUT_S,
+        socket_connect_timeout=REDIS_CHECK_TIMEOUT_S,
+    )
     try:
         client.ping()
         return Check(True, "answering")
@@ -102,24 +124,57 @@ def check_redis(redis_url: str | None) -> Check:
         client.close()
 
 
+def workers_seen(now: datetime) -> int:
+    """How many workers recorded a heartbeat within ``WORKER_SILENCE``."""
+    return db.session.scalar(
+        select(func.count())
+        .select_from(WorkerHeartbeat)
+        .where(WorkerHeartbeat.seen_at >= now - WORKER_SILENCE)
+    )
+
+
 def check_workers(now: datetime) -> Check:
     try:
-        seen = db.session.scalars(
-            select(WorkerHeartbeat.worker).where(WorkerHeartbeat.seen_at >= now - WORKER_SILENCE)
-        ).all()
+        seen = workers_seen(now)
     except SQLAlchemyError:
         db.session.rollback()
         return Check(False, "unknown: the database did not answer")
+    window = int(WORKER_SILENCE.total_seconds())
     if not seen:
-        return Check(False, f"no worker seen in the last {int(WORKER_SILENCE.total_seconds())} s")
-    return Check(True, f"{len(seen)} seen in the last {int(WORKER_SILENCE.total_seconds())} s")
+        return Check(False, f"no worker seen in the last {window} s")
+    return Check(True, f"{seen} seen in the last {window} s")
+
+
+def check_outbox(now: datetime) -> Check:
+    try:
+        count, oldest_age = backlog(now)
+    except SQLAlchemyError:
+        db.session.rollback()
+        return Check(False, "unknown: the database did not answer")
+    limit = int(OUTBOX_LAG_LIMIT.total_seconds())
+    detail = f"{count} undelivered, the oldest {int(oldest_age)} s old (limit {limit} s)"
+    return Check(oldest_age <= limit, detail)
 
 
 def readiness(now: datetime, redis_url: str | None, shipped: ShippedMigrations) -> dict[str, Check]:
+    """Every check: the required ones (``database``, ``migrations``) decide readiness, the
+    rest (``redis``, ``workers``, ``outbox``) are the deployment's health."""
     database, migrations = check_database(shipped)
+    unknown = Check(False, "unknown: the database did not answer")
     return {
         "database": database,
-        "redis": check_redis(redis_url),
         "migrations": migrations,
-        "workers": check_workers(now) if database.ok else Check(False, "unknown"),
+        "redis": check_redis(redis_url),
+        "workers": check_workers(now) if database.ok else unknown,
+        "outbox": check_outbox(now) if database.ok else unknown,
     }
+
+
+def is_ready(checks: dict[str, Check]) -> bool:
+    """Whether this process should get traffic: its required checks pass."""
+    return all(check.ok for check in checks.values() if check.required)
+
+
+def is_healthy(checks: dict[str, Check]) -> bool:
+    """Whether the whole deployment is well: every check passes."""
+    return all(check.ok for check in checks.values())

@@ -58,6 +58,57 @@ def test_signing_out_needs_a_post_with_its_token(client, tenant, owner):
     assert client.get("/dashboard/").headers["Location"].startswith("/login")
 
 
+def sign_in_then(client, email: str, next_target: str):
+    """Sign in from ``/login?next=<next_target>`` (sent as the raw query string)."""
+    token = csrf_token(client, "/login")
+    return client.post(
+        "/login",
+        query_string=f"next={next_target}",
+        data={"email": email, "password": PASSWORD, "csrf_token": token},
+    )
+
+
+@pytest.mark.parametrize(
+    "next_target",
+    [
+        "/%09/evil.test",  # a tab, dropped by browsers: //evil.test
+        "/%0a/evil.test",
+        "/%0d/evil.test",
+        "%09//evil.test",
+        "%20//evil.test",
+        "//evil.test",
+        "///evil.test",
+        "/\\evil.test",
+        "/%5Cevil.test",
+        "\\evil.test",
+        "/%2F/evil.test",
+        "/%2F%2Fevil.test",
+        "https://evil.test/",
+        "https:evil.test",
+        "javascript:alert(1)",
+        "evil.test",
+        "/%00/evil.test",
+    ],
+)
+def test_sign_in_never_redirects_off_the_site(client, tenant, owner, next_target):
+    response = sign_in_then(client, owner, next_target)
+    assert (response.status_code, response.headers["Location"]) == (302, "/dashboard/")
+
+
+def test_sign_in_returns_to_the_page_that_asked_for_it(client, tenant, owner):
+    response = sign_in_then(client, owner, "/dashboard/password%3Ftab%3D1")
+    assert response.headers["Location"] == "/dashboard/password?tab=1"
+
+
+def test_a_page_asked_for_while_signed_out_is_where_sign_in_leads(client, tenant, owner):
+    asked = client.get("/dashboard/password")
+    login = asked.headers["Location"]
+    assert login.startswith("/login?next=")
+    token = csrf_token(client, "/login")
+    response = client.post(login, data={"email": owner, "password": PASSWORD, "csrf_token": token})
+    assert response.headers["Location"] == "/dashboard/password"
+
+
 def test_the_session_cookie_is_http_only_and_same_site(client, tenant, owner):
     cookie = sign_in(client, owner).headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie

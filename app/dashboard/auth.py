@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import unquote, urlsplit
+
 from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
@@ -59,10 +61,26 @@ def start_session(user: User) -> None:
 
 def _safe_next() -> str | None:
     """Where the sign-in was asked for, if it is a path of this site."""
-    target = request.args.get("next", "")
-    if target.startswith("/") and not target.startswith("//") and "\\" not in target:
-        return target
-    return None
+    return same_site_path(request.args.get("next", ""))
+
+
+def same_site_path(target: str) -> str | None:
+    """``target`` when a browser would read it as a path on this site, else ``None``.
+
+    Browsers forgive a lot: they drop tabs and newlines anywhere in a URL, and leading control
+    characters and spaces, read ``\\`` as ``/``, and take ``//host`` as another site. So a
+    target with any control character, space or backslash is refused; it must start with
+    exactly one slash and name no scheme or host; and its path, percent-decoded (``%2F``,
+    ``%5C``, ``%09``), must pass the same checks, for whatever decodes it again later."""
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return None
+    for form in (target, unquote(parts.path)):
+        if not form.startswith("/") or form.startswith("//") or "\\" in form:
+            return None
+        if any(not character.isprintable() or character.isspace() for character in form):
+            return None
+    return target
 
 
 @auth.route("/logout", methods=["POST"])

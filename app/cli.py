@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import click
@@ -58,21 +57,20 @@ def demo_command() -> None:
     """Provision the demo workspace (once); print a fresh dashboard password and API key."""
     access = ensure_demo()
     db.session.commit()
-    port = os.environ.get("PORT", "5000")
+    base = current_app.config["PUBLIC_URL"]
     event_type_id = next(iter(access.event_type_ids.values()))
     click.echo(
         "\n".join(
             [
                 "Demo workspace ready.",
-                f"  Dashboard: http://127.0.0.1:{port}/login",
+                f"  Dashboard: {base}/login",
                 f"    email: {access.email}",
                 f"    password (shown once): {access.password}",
                 f"  API key (shown once): {access.api_key}",
                 f"  Event types: {json.dumps(access.event_type_ids)}",
                 "",
                 "Try:",
-                f"  curl -H 'x-calendar-api-key: {access.api_key}' "
-                f"http://127.0.0.1:{port}/v1/api/calendar/bookings",
+                f"  curl -H 'x-calendar-api-key: {access.api_key}' {base}/v1/api/calendar/bookings",
                 f"  (book with POST /v1/api/calendar/event-types/{event_type_id}/bookings)",
             ]
         ),

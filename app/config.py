@@ -14,11 +14,14 @@ from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import swagger_ui_bundle
 from sqlalchemy.engine import URL, make_url
 
 API_PREFIX = "/v1/api"
+# Where gunicorn (gunicorn.conf.py) and ``make run`` listen when ``PORT`` is not set.
+DEFAULT_PORT = 5000
 
 
 class Config:
@@ -91,6 +94,30 @@ def beside_database(database_url: str | URL, instance_path: str, name: str) -> P
         result = Path(instance_path) / f"{digest}-{name}"
     result.parent.mkdir(parents=True, exist_ok=True)
     return result
+
+
+def public_url(configured: str | None, app_env: str, env: Mapping[str, str]) -> str:
+    """The service's external base URL, without a trailing slash: every absolute link it
+    writes starts with it, never with a request's ``Host`` (which a client chooses).
+
+    ``PUBLIC_URL`` when set (required in production); else the embedded default's listening
+    address, ``http://HOST:PORT`` as gunicorn and ``make run`` read them (an address that
+    listens everywhere is reached at 127.0.0.1)."""
+    if configured:
+        parts = urlsplit(configured.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise RuntimeError(f"PUBLIC_URL must be an http(s) URL with a host, not {configured!r}")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise RuntimeError("PUBLIC_URL takes a scheme, host, port and path only")
+        return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+    if app_env == "production":
+        raise RuntimeError("PUBLIC_URL must be set when APP_ENV=production")
+    host = env.get("HOST") or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{env.get('PORT') or DEFAULT_PORT}"
 
 
 def _instance_secret_key(instance_path: Path) -> str:
@@ -191,3 +218,7 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
     if app_config["APP_ENV"] == "production" and not app_config.get("REDIS_URL"):
         # In-memory rate limits hold for one process only, and production runs many.
         raise RuntimeError("REDIS_URL must be set when APP_ENV=production")
+
+    app_config["PUBLIC_URL"] = public_url(
+        env.get("PUBLIC_URL") or app_config.get("PUBLIC_URL"), app_config["APP_ENV"], env
+    )

@@ -6,7 +6,14 @@ import pytest
 
 from app.config import Config, database_url_from_env, load_config
 
-ENV_VARS = ("APP_ENV", "DATABASE_URL", "SECRET_KEY", "SECRET_KEY_FALLBACKS", "REDIS_URL")
+ENV_VARS = (
+    "APP_ENV",
+    "DATABASE_URL",
+    "SECRET_KEY",
+    "SECRET_KEY_FALLBACKS",
+    "REDIS_URL",
+    "PUBLIC_URL",
+)
 
 
 @pytest.fixture
@@ -91,6 +98,7 @@ def test_production_starts_with_redis(clean_env, tmp_path):
     clean_env.setenv("APP_ENV", "production")
     clean_env.setenv("SECRET_KEY", "from-env")
     clean_env.setenv("REDIS_URL", "redis://cache.internal:6379/0")
+    clean_env.setenv("PUBLIC_URL", "https://calendar.example.test")
     config = defaults()
     load_config(config, str(tmp_path))
     assert config["REDIS_URL"] == "redis://cache.internal:6379/0"

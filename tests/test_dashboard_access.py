@@ -115,7 +115,11 @@ def test_the_session_cookie_is_http_only_and_same_site(client, tenant, owner):
 
 
 def test_the_session_cookie_is_secure_in_production(make_app):
-    app = make_app(APP_ENV="production", REDIS_URL="redis://127.0.0.1:6379/0")
+    app = make_app(
+        APP_ENV="production",
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        PUBLIC_URL="https://calendar.example.test",
+    )
     assert app.config["SESSION_COOKIE_SECURE"] is True
 
 

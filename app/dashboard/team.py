@@ -15,6 +15,7 @@ from app.dashboard.auth import auth, start_session
 from app.dashboard.forms import FORM_EXPIRED, ActionForm, MultiCheckboxField, show_errors
 from app.dashboard.views import dashboard
 from app.extensions import db
+from app.links import public_link
 from app.models.types import utcnow
 from app.scheduling.timezones import timezone_names
 from app.services.accounts import visible_sub_accounts
@@ -121,7 +122,7 @@ def team_invite() -> str | Response:
 
 def _show_link_once(email: str, token: str) -> Response:
     """The link, in this answer only: it is not stored in plain anywhere, and not cached."""
-    link = url_for("auth.accept_invitation", token=token, _external=True)
+    link = public_link("auth.accept_invitation", token=token)
     response = make_response(render_template("dashboard/invitation.html", email=email, link=link))
     response.headers["Cache-Control"] = "no-store"
     return response

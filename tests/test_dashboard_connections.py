@@ -9,6 +9,7 @@ The apps here allow private addresses, as tests and development must (Radicale l
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -18,10 +19,12 @@ from sqlalchemy import func, select
 from app.config import load_config
 from app.extensions import db
 from app.models import BlockedTime, CalendarConnection
+from app.services import connections
 from app.services.secrets import decrypt_secret
 from tests.dashboard import csrf_token, owner_email, sign_in
 from tests.radicale_servers import radicale_server
 from tests.servers import free_port
+from tests.test_private_addresses import disguised, resolving
 
 SECRET = "s3cret-calendar-pass"
 
@@ -186,6 +189,53 @@ def test_a_calendar_url_leading_to_a_private_address_is_refused(make_app, tenant
     text = response.get_data(as_text=True)
     assert response.status_code == 200
     assert '<p class="error" id="calendar-errors">127.0.0.1 resolves to 127.0.0.1' in text
+
+
+@disguised
+def test_a_url_spelling_a_private_address_is_refused(make_app, tenant, address):
+    strict = make_app(CALDAV_ALLOW_PRIVATE=False).test_client()
+    sign_in(strict, owner_email(tenant))
+    response = add(strict, tenant, f"http://[{address}]:5232/")
+    assert response.status_code == 200
+    text = response.get_data(as_text=True)
+    assert re.search(r'id="url-errors">[^<]*which is not a public address', text)
+    assert db.session.scalar(select(func.count()).select_from(CalendarConnection)) == 0
+
+
+def test_the_refusal_names_caldav_allow_private(make_app, tenant):
+    strict = make_app(CALDAV_ALLOW_PRIVATE=False).test_client()
+    sign_in(strict, owner_email(tenant))
+    text = add(strict, tenant, "http://127.0.0.1:5232/").get_data(as_text=True)
+    hint = re.escape("(set CALDAV_ALLOW_PRIVATE=1 to allow private targets, for tests).")
+    assert re.search(rf'id="url-errors">[^<]*{hint}', text)
+
+
+@pytest.mark.parametrize(
+    ("action", "shown"), [("test", "Test failed: url: "), ("sync", "Not synced: url: ")]
+)
+def test_a_name_that_turns_into_a_disguised_address_is_refused_before_connecting(
+    make_app, signed_in, tenant, monkeypatch, action, shown
+):
+    """Added while it resolved to loopback (allowed); tested or synced once DNS answers a
+    disguise: refused, saying why and which setting allows it, without connecting."""
+    answers = {"caldav.example.test": ["127.0.0.1"]}
+    resolving(monkeypatch, answers)
+    connection_id = added(signed_in, tenant, "http://caldav.example.test:5232/")
+
+    def connecting(*args, **kwargs):
+        raise AssertionError("connected to a refused address")
+
+    monkeypatch.setattr(connections, "connection_access", connecting)
+    monkeypatch.setattr(connections, "sync_connection", connecting)
+    answers["caldav.example.test"] = ["64:ff9b::7f00:1"]
+    strict = make_app(CALDAV_ALLOW_PRIVATE=False).test_client()
+    sign_in(strict, owner_email(tenant))
+    response = act(strict, tenant, connection_id, action)
+    if response.status_code == 302:  # "sync now" says it on the page it redirects to
+        response = strict.get(response.headers["Location"])
+    text = response.get_data(as_text=True)
+    assert f"{shown}Caldav.example.test resolves to 64:ff9b::7f00:1" in text
+    assert "(set CALDAV_ALLOW_PRIVATE=1 to allow private targets, for tests)" in text
 
 
 def test_caldav_allow_private_is_read_from_the_environment(monkeypatch, tmp_path):

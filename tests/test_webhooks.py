@@ -16,6 +16,7 @@ from app.extensions import db
 from app.models import OutboxEvent, WebhookAttempt, WebhookDelivery, WebhookSubscription
 from app.models.types import utcnow
 from app.services import outbox
+from app.services.webhooks import deliveries
 from app.services.webhooks.deliveries import (
     HANDLER_NAME,
     due_deliveries,
@@ -24,6 +25,7 @@ from app.services.webhooks.deliveries import (
 )
 from app.services.webhooks.targets import UnsafeWebhookUrl, is_public, resolve_target
 from tests.factories import next_monday, ny, z
+from tests.test_private_addresses import disguised, resolving
 from tests.webhook_receivers import webhook_receiver
 
 MONDAY = next_monday()
@@ -89,6 +91,7 @@ def test_provisioning_returns_the_secret_once_and_stores_it_encrypted(tenants):
     assert secret not in stored.encrypted_secret and stored.events == ["*"]
 
 
+@pytest.mark.date_sensitive
 def test_a_delivery_is_signed_as_standard_webhooks_says(app, tenants):
     with webhook_receiver() as receiver:
         tenant, _, secret = subscribed(tenants, receiver.url)
@@ -109,6 +112,7 @@ def test_a_delivery_is_signed_as_standard_webhooks_says(app, tenants):
         Webhook(secret).verify(request.body.replace(b"pat@", b"eve@"), request.headers)
 
 
+@pytest.mark.date_sensitive
 def test_only_the_chosen_events_are_sent(app, tenants):
     with webhook_receiver():
         tenant, _, _ = subscribed(tenants, "http://127.0.0.1:9/x", events=["booking.cancelled"])
@@ -120,6 +124,7 @@ def test_only_the_chosen_events_are_sent(app, tenants):
         assert len(handle_events()) == 1
 
 
+@pytest.mark.date_sensitive
 def test_a_failing_receiver_gets_the_event_again_with_the_same_id(app, tenants):
     with webhook_receiver([500, 500]) as receiver:
         tenant, _, _ = subscribed(tenants, receiver.url)
@@ -144,6 +149,7 @@ def test_a_failing_receiver_gets_the_event_again_with_the_same_id(app, tenants):
     assert delivery(delivery_id).attempts == 3
 
 
+@pytest.mark.date_sensitive
 def test_a_receiver_that_hangs_is_cut_off_by_the_timeout(app, tenants):
     with webhook_receiver(["hang"], hang_seconds=5) as receiver:
         tenant, _, _ = subscribed(tenants, receiver.url)
@@ -156,6 +162,7 @@ def test_a_receiver_that_hangs_is_cut_off_by_the_timeout(app, tenants):
     assert 900 <= recorded.duration_ms < 4000
 
 
+@pytest.mark.date_sensitive
 def test_redirects_are_not_followed(app, tenants):
     with webhook_receiver(["redirect"]) as receiver:
         tenant, _, _ = subscribed(tenants, receiver.url)
@@ -166,6 +173,7 @@ def test_redirects_are_not_followed(app, tenants):
     assert delivery(delivery_id).last_error == "HTTP 307"
 
 
+@pytest.mark.date_sensitive
 def test_a_delivery_is_given_up_after_24_hours(app, tenants):
     with webhook_receiver([500] * 50) as receiver:
         tenant, _, _ = subscribed(tenants, receiver.url)
@@ -181,6 +189,7 @@ def test_a_delivery_is_given_up_after_24_hours(app, tenants):
         assert 20 <= attempts <= 40  # backoff capped at an hour: about 30 in a day
 
 
+@pytest.mark.date_sensitive
 def test_a_subscription_failing_for_days_is_disabled(make_app, tenants):
     app = make_app(WEBHOOK_ALLOW_PRIVATE=True, WEBHOOK_DISABLE_AFTER_HOURS=2)
     with app.app_context(), webhook_receiver([500] * 50) as receiver:
@@ -202,6 +211,7 @@ def test_a_subscription_failing_for_days_is_disabled(make_app, tenants):
         assert json.loads(enabled.output)["active"] is True
 
 
+@pytest.mark.date_sensitive
 def test_a_resend_sends_the_same_event_again(app, tenants):
     with webhook_receiver() as receiver:
         tenant, _, _ = subscribed(tenants, receiver.url)
@@ -216,6 +226,7 @@ def test_a_resend_sends_the_same_event_again(app, tenants):
     assert first.body == again.body
 
 
+@pytest.mark.date_sensitive
 def test_an_overdue_attempt_is_handed_over_again_once(app, tenants):
     """A worker died in the middle of it: after the lease the sweep claims it, once."""
     with webhook_receiver():
@@ -291,6 +302,7 @@ def test_saving_a_private_url_is_refused_without_the_operator_setting(make_app, 
     assert result.exit_code == 1 and "not a public address" in result.output
 
 
+@pytest.mark.date_sensitive
 def test_a_url_that_turns_private_is_refused_at_send_time(make_app, tenants):
     """Saved while allowed (or resolving elsewhere), refused when it is sent."""
     with webhook_receiver() as receiver:
@@ -304,6 +316,71 @@ def test_a_url_that_turns_private_is_refused_at_send_time(make_app, tenants):
             attempt(delivery_id, utcnow())
             assert "refused:" in delivery(delivery_id).last_error
         assert receiver.requests == []
+
+
+@disguised
+def test_saving_a_url_spelling_a_private_address_is_refused(make_app, tenants, address):
+    strict = make_app(WEBHOOK_ALLOW_PRIVATE=False)
+    with strict.app_context():
+        result = strict.test_cli_runner().invoke(
+            args=[
+                "webhooks",
+                "add",
+                str(tenants.create().sub_account_id),
+                "--name",
+                "x",
+                "--url",
+                f"http://[{address}]:8080/",
+                "--event",
+                "*",
+            ]
+        )
+        assert result.exit_code == 1 and "not a public address" in result.output
+        assert db.session.scalar(select(WebhookSubscription.id)) is None
+
+
+def test_the_refusal_names_webhook_allow_private(make_app, tenants):
+    strict = make_app(WEBHOOK_ALLOW_PRIVATE=False)
+    with strict.app_context():
+        result = strict.test_cli_runner().invoke(
+            args=[
+                "webhooks",
+                "add",
+                str(tenants.create().sub_account_id),
+                "--name",
+                "x",
+                "--url",
+                "http://localhost:8080/",
+                "--event",
+                "*",
+            ]
+        )
+    assert result.exit_code == 1
+    assert "set WEBHOOK_ALLOW_PRIVATE=1 to allow private targets" in result.output
+
+
+@pytest.mark.date_sensitive
+@pytest.mark.parametrize("address", ["::7f00:1", "::ffff:0:7f00:1", "64:ff9b::7f00:1"])
+def test_a_name_that_turns_into_a_disguised_address_is_refused_at_send_time(
+    make_app, tenants, monkeypatch, address
+):
+    """Saved while it resolved to loopback (allowed); sent once DNS answers a disguise."""
+    answers = {"hooks.example.test": ["127.0.0.1"]}
+    resolving(monkeypatch, answers)
+    sent = []
+    monkeypatch.setattr(deliveries, "post", lambda target, *args: sent.append(target))
+    allowing = make_app(WEBHOOK_ALLOW_PRIVATE=True)
+    with allowing.app_context():
+        tenant, _, _ = subscribed(tenants, "http://hooks.example.test:9/hooks")
+        book(allowing.test_client(), tenant)
+        (delivery_id,) = handle_events()
+    answers["hooks.example.test"] = [address]
+    strict = make_app(WEBHOOK_ALLOW_PRIVATE=False)
+    with strict.app_context():
+        attempt(delivery_id, utcnow())
+        last_error = delivery(delivery_id).last_error
+    assert last_error.startswith(f"refused: hooks.example.test resolves to {address}")
+    assert sent == []
 
 
 def test_the_cli_adds_lists_and_removes_subscriptions(app, tenants):

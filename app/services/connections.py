@@ -5,11 +5,12 @@ encrypted and never shown.
 
 Where a connection may point (users' functions only): the CalDAV URL, and a calendar given as
 a URL, must resolve to public addresses, as webhook URLs must (``webhooks.targets``: no
-loopback, private, link-local — the cloud metadata service — or otherwise reserved address)
-unless ``CALDAV_ALLOW_PRIVATE`` is on (tests and their Radicale on 127.0.0.1, a private
-deployment). The check runs when a URL is saved and again before each test and "sync now";
-the periodic sync trusts what was saved. A stored password is only ever sent to the server it
-was entered for: pointing a connection at another server needs the password again.
+loopback, private, link-local — the cloud metadata service — or otherwise reserved address,
+nor an IPv6 address hiding one) unless ``CALDAV_ALLOW_PRIVATE`` is on (tests and their Radicale
+on 127.0.0.1, a private deployment), which the refusal names. The check runs when a URL is
+saved and again before each test and "sync now"; the periodic sync trusts what was saved. A
+stored password is only ever sent to the server it was entered for: pointing a connection at
+another server needs the password again.
 """
 
 from __future__ import annotations
@@ -279,7 +280,12 @@ def _target_errors(url: str, calendar: str | None) -> dict[str, list[str]]:
         if target is None:
             continue
         try:
-            resolve_target(target, require_https=False, allow_private=allow_private)
+            resolve_target(
+                target,
+                require_https=False,
+                allow_private=allow_private,
+                setting="CALDAV_ALLOW_PRIVATE",
+            )
         except UnsafeWebhookUrl as err:
             errors[field] = [f"{err.message[:1].upper()}{err.message[1:]}."]
     return errors

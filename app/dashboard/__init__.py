@@ -2,7 +2,9 @@
 
 It calls the same services as the API and the worker and never imports the API. Sessions are
 Flask-Login's over Flask's signed cookie (``app.config``: HttpOnly, SameSite=Lax, Secure in
-production, refused by the server after ``DASHBOARD_SESSION_HOURS``); every form carries a CSRF
+production, refused by the server after ``DASHBOARD_SESSION_HOURS``), which names a session
+the server keeps (``dashboard_sessions``), so signing out and password changes end it for
+good; every form carries a CSRF
 token (Flask-WTF).
 """
 
@@ -28,10 +30,8 @@ from app.dashboard import (
     settings,  # noqa: F401 - registers the settings page
     team,  # noqa: F401 - registers the team pages
 )
-from app.dashboard.auth import auth
+from app.dashboard.auth import auth, signed_in_user
 from app.dashboard.views import dashboard
-from app.extensions import db
-from app.models import User
 from app.scheduling.timezones import zone
 
 login_manager = LoginManager()
@@ -40,10 +40,7 @@ login_manager.login_message = "Please sign in to continue."
 login_manager.session_protection = "strong"
 
 
-@login_manager.user_loader
-def _load_user(user_id: str) -> User | None:
-    user = db.session.get(User, int(user_id)) if user_id.isdigit() else None
-    return user if user is not None and user.active else None
+login_manager.user_loader(signed_in_user)
 
 
 def register_dashboard(app: Flask) -> None:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 from flask_login import current_user, login_required, login_user, logout_user
 from werkzeug.wrappers import Response
 
@@ -12,7 +22,14 @@ from app.dashboard.forms import PasswordForm, SignInForm, SignOutForm
 from app.dashboard.throttle import count_failed_sign_in, sign_in_allowed
 from app.extensions import db
 from app.models import User
-from app.services.accounts import authenticate, change_password
+from app.models.types import utcnow
+from app.services.accounts import (
+    authenticate,
+    change_password,
+    end_session,
+    open_session,
+    session_user,
+)
 from app.services.errors import ServiceError
 
 auth = Blueprint("auth", __name__)
@@ -51,12 +68,29 @@ def sign_in() -> str | Response | tuple[str, int]:
     return render_template("dashboard/sign_in.html", form=form)
 
 
+SESSION_TOKEN = "session_token"
+
+
 def start_session(user: User) -> None:
     """A fresh session for ``user`` (nothing carried over from before the sign-in), expiring
-    after ``DASHBOARD_SESSION_HOURS``."""
+    after ``DASHBOARD_SESSION_HOURS``, known to the server (``accounts.open_session``) so that
+    signing out or a password change can end it. Commits."""
+    lifetime = current_app.permanent_session_lifetime
+    token = open_session(user, now=utcnow(), lifetime=lifetime)
+    db.session.commit()
     session.clear()
     session.permanent = True
+    session[SESSION_TOKEN] = token
     login_user(user)
+
+
+def signed_in_user(user_id: str) -> User | None:
+    """Flask-Login's user loader: the user this request's session belongs to, while the
+    server still knows that session."""
+    token = session.get(SESSION_TOKEN)
+    if not user_id.isdigit() or not isinstance(token, str):
+        return None
+    return session_user(int(user_id), token, now=utcnow())
 
 
 def _safe_next() -> str | None:
@@ -87,6 +121,10 @@ def same_site_path(target: str) -> str | None:
 def sign_out() -> Response:
     if not SignOutForm().validate_on_submit():
         abort(400)
+    token = session.get(SESSION_TOKEN)
+    if isinstance(token, str):
+        end_session(token)
+        db.session.commit()
     logout_user()
     session.clear()
     flash("You are signed out.")
@@ -102,7 +140,12 @@ def password() -> str | Response | tuple[str, int]:
             status = 400 if form.csrf_token.errors else 200
             return render_template("dashboard/password.html", form=form), status
         try:
-            change_password(current_user, form.current_password.data, form.new_password.data)
+            change_password(
+                current_user,
+                form.current_password.data,
+                form.new_password.data,
+                keep_session=session.get(SESSION_TOKEN),
+            )
             db.session.commit()
         except ServiceError as err:
             db.session.rollback()

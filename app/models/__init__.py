@@ -15,7 +15,15 @@ from app.models.hold import SlotHold
 from app.models.notification import MailMessage, MailStatus
 from app.models.operations import WorkerHeartbeat
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
-from app.models.tenancy import Agency, CalendarSettings, Invitation, Role, SubAccount, User
+from app.models.tenancy import (
+    Agency,
+    CalendarSettings,
+    DashboardSession,
+    Invitation,
+    Role,
+    SubAccount,
+    User,
+)
 from app.models.webhook import (
     WebhookAttempt,
     WebhookDelivery,
@@ -36,6 +44,7 @@ __all__ = [
     "CalendarConnection",
     "CalendarSettings",
     "Contact",
+    "DashboardSession",
     "DateOverride",
     "DeliveryStatus",
     "EventType",

@@ -64,6 +64,24 @@ class User(UserMixin, db.Model):
         return self.active
 
 
+class DashboardSession(db.Model):
+    """A signed-in dashboard session, kept by the server so that it can end.
+
+    The session cookie carries a random token; only its SHA-256 digest is stored. Each request
+    is let in only while its row exists: signing out deletes it, and a password change or an
+    owner removing the user (or a grant of theirs) deletes the user's others, so a copied
+    cookie stops working at once instead of when it expires.
+    """
+
+    __tablename__ = "dashboard_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class SubAccount(db.Model):
     """A client workspace. It has exactly one calendar, so calendar data hangs off it."""
 

@@ -7,8 +7,6 @@ is a fast hash on purpose, because the input already has full entropy.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -29,6 +27,7 @@ from app.services.errors import (
 )
 from app.services.key_cache import KeyCache
 from app.services.sub_account_rows import find_owned
+from app.services.tokens import new_token, token_digest
 from app.validation import InstantField, Text, describe_errors, flatten_errors
 
 KEY_PREFIX = "cbk_"
@@ -57,10 +56,6 @@ class KeyStatus(StrEnum):
     EXPIRED = "expired"
 
 
-def key_digest(plain_key: str) -> str:
-    return hashlib.sha256(plain_key.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def issue_api_key(
     *,
     agency: Agency,
@@ -72,14 +67,14 @@ def issue_api_key(
     created_by_user_id: int | None = None,
 ) -> tuple[ApiKey, str]:
     """Create a key; returns the row and the plain key, which exists nowhere else after this."""
-    plain = KEY_PREFIX + secrets.token_urlsafe(32)
+    plain = KEY_PREFIX + new_token()
     wanted = set(permissions)
     api_key = ApiKey(
         agency=agency,
         sub_account=sub_account,
         name=name,
         prefix=plain[:DISPLAY_PREFIX_LENGTH],
-        digest=key_digest(plain),
+        digest=token_digest(plain),
         permissions=[p.value for p in Permission if p.value in wanted],
         expires_at=expires_at,
         active=active,
@@ -99,7 +94,7 @@ def authenticate_api_key(
     below runs either way."""
     if not plain_key:
         raise AuthenticationFailed(INVALID_KEY)
-    digest = key_digest(plain_key)
+    digest = token_digest(plain_key)
     kept = cache.get(digest) if cache is not None else None
     if kept is not None:
         api_key: ApiKey | None = db.session.merge(kept, load=False)

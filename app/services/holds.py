@@ -11,7 +11,6 @@ The periodic purge (``purge_expired_holds``) only keeps the table small.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,6 +24,7 @@ from app.services.availability import find_event_type
 from app.services.errors import HoldNotFound
 from app.services.locking import lock_calendar
 from app.services.time_claims import flush_claimed, plan_claim, requested_slot
+from app.services.tokens import token_digest
 
 DEFAULT_TTL_SECONDS = 120
 MAX_TTL_SECONDS = 600
@@ -51,10 +51,6 @@ class PlacedHold:
 class ReleasedHold:
     id: int
     released_at: datetime
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _expiry(now: datetime, ttl_seconds: int) -> datetime:

@@ -7,8 +7,6 @@ agency's user or sub account is one that does not exist.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,12 +16,13 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Invitation, Role, SubAccount, User
-from app.services.accounts import MIN_PASSWORD_LENGTH, SubAccountNotFound
+from app.services.accounts import MIN_PASSWORD_LENGTH, SubAccountNotFound, end_sessions
 from app.services.errors import InvalidRequest, NotFound
 from app.services.ids import is_storable_id
 from app.services.passwords import hash_password
 from app.services.provisioning import add_sub_account
 from app.services.sub_account_rows import load_document
+from app.services.tokens import new_token, token_digest
 from app.validation import describe_errors
 
 INVITATION_VALID_FOR = timedelta(days=7)
@@ -42,10 +41,6 @@ class InvitationUnusable(InvalidRequest):
 
 class InvitationDoc(Schema):
     email = fields.Email(required=True, validate=validate.Length(max=254))
-
-
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def agency_users(owner: User) -> list[User]:
@@ -119,11 +114,11 @@ def renew_invitation(owner: User, user_id: int, *, now: datetime) -> str:
 
 
 def _new_invitation(owner: User, user: User, now: datetime) -> str:
-    token = secrets.token_urlsafe(32)
+    token = new_token()
     db.session.add(
         Invitation(
             user_id=user.id,
-            token_digest=_digest(token),
+            token_digest=token_digest(token),
             invited_by_user_id=owner.id,
             created_at=now,
             expires_at=now + INVITATION_VALID_FOR,
@@ -136,7 +131,7 @@ def _new_invitation(owner: User, user: User, now: datetime) -> str:
 def open_invitation(token: str, *, now: datetime) -> Invitation:
     """The unused, unexpired invitation with this token."""
     invitation = db.session.scalar(
-        select(Invitation).where(Invitation.token_digest == _digest(token))
+        select(Invitation).where(Invitation.token_digest == token_digest(token))
     )
     if invitation is None or invitation.accepted_at is not None or invitation.expires_at <= now:
         raise InvitationUnusable()
@@ -169,18 +164,23 @@ def set_grants(owner: User, user_id: int, sub_account_ids: Iterable[int]) -> Use
     user = get_agency_user(owner, user_id)
     if user.role == Role.AGENCY_OWNER:
         raise InvalidRequest("Owners open every sub account of the agency.")
-    user.granted_sub_accounts = _own_sub_accounts(owner, sub_account_ids)
+    granted = _own_sub_accounts(owner, sub_account_ids)
+    if set(user.granted_sub_accounts) - set(granted):
+        end_sessions(user)  # what they may open shrank: their open pages end with it
+    user.granted_sub_accounts = granted
     db.session.flush()
     return user
 
 
 def set_user_active(owner: User, user_id: int, active: bool) -> User:
-    """Let an agency user sign in, or stop them (their sessions end at their next request)."""
+    """Let an agency user sign in, or stop them (their sessions end at once)."""
     user = get_agency_user(owner, user_id)
     if user.id == owner.id or user.role == Role.AGENCY_OWNER:
         raise InvalidRequest("An owner cannot be deactivated here.")
     if active and user.password_hash == NO_PASSWORD:
         raise InvalidRequest(f"{user.email} has not accepted the invitation yet.")
     user.active = active
+    if not active:
+        end_sessions(user)
     db.session.flush()
     return user

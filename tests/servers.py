@@ -122,6 +122,9 @@ def gunicorn(
         "REDIS_URL": MACHINE_REDIS,
         "RATELIMIT_KEY_PREFIX": f"test-{uuid.uuid4().hex}",
         "OUTBOX_DISPATCH": "0",  # no worker consumes these servers' events
+        # Where it listens, as the Procfile's web process is told: its links point there.
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
         **(env or {}),
     }
     command = [

@@ -17,6 +17,7 @@ from app.database import bound_postgres_waits, engine_options
 from app.errors import register_error_handlers
 from app.extensions import db, migrate
 from app.health import register_health
+from app.llms import register_llms
 from app.logs import configure_logging, register_request_ids
 from app.metrics import register_metrics
 from app.request_body import WholeBodyFirst
@@ -63,6 +64,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_commands(app)
     register_dashboard(app)
     register_health(app, MIGRATIONS_DIR)
+    register_llms(app)
     register_security_headers(app)
     app.wsgi_app = WholeBodyFirst(app.wsgi_app, app.config["MAX_CONTENT_LENGTH"])  # type: ignore[method-assign]
     celery_init_app(app)

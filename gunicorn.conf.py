@@ -5,7 +5,8 @@ Serving stack. On PostgreSQL (production) every worker is a gevent worker: each 
 greenlet, so clients that send their request a byte at a time cost a greenlet each, not a
 thread, and never hold up anyone else (gunicorn's threaded worker hands a connection to a
 thread as soon as its first byte arrives, and 8 slow clients froze 2×4 threads). psycopg
-cooperates with gevent by itself; every wait on PostgreSQL is bounded (``app/database.py``).
+cooperates with gevent by itself; every wait on PostgreSQL or Redis is bounded, a request's
+waits on PostgreSQL in all (``app/deadlines.py``, ``app/database.py``).
 On SQLite, the embedded default, workers are threaded: SQLite's calls block the whole process,
 which an event loop cannot work around. What a deployment still needs in front: a load balancer
 or proxy that ends TLS and drops connections idle for long (Heroku's router, an ALB, nginx with

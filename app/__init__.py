@@ -14,6 +14,7 @@ from app.cli import register_commands
 from app.config import Config, load_config
 from app.dashboard import register_dashboard
 from app.database import bound_postgres_waits, engine_options
+from app.deadlines import RequestWaitBudget, request_wait_s
 from app.errors import register_error_handlers
 from app.extensions import db, migrate
 from app.health import register_health
@@ -66,7 +67,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_health(app, MIGRATIONS_DIR)
     register_llms(app)
     register_security_headers(app)
-    app.wsgi_app = WholeBodyFirst(app.wsgi_app, app.config["MAX_CONTENT_LENGTH"])  # type: ignore[method-assign]
+    # The body is read first (WholeBodyFirst), and is no wait on PostgreSQL.
+    app.wsgi_app = WholeBodyFirst(  # type: ignore[method-assign]
+        RequestWaitBudget(app.wsgi_app, request_wait_s(app.config)),
+        app.config["MAX_CONTENT_LENGTH"],
+    )
     celery_init_app(app)
     register_handler(WRITE_BACK, write_back_delivery)
     register_handler(NOTIFICATIONS, notify_delivery)

@@ -162,6 +162,8 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "DB_POOL_SIZE",
         "DB_POOL_TIMEOUT_S",
         "DB_MIGRATION_LOCK_TIMEOUT_MS",
+        "DB_REQUEST_WAIT_S",
+        "REDIS_TIMEOUT_S",
         "METRICS_TOKEN",
     ):
         if env.get(name):

@@ -13,6 +13,13 @@ wait on it is bounded:
   connections too;
 * a free connection from the pool: ``DB_POOL_TIMEOUT_S``.
 
+A web request waits less: all its waits together may take ``DB_REQUEST_WAIT_S``
+(``app.deadlines``), whichever of these limits is longer; each is given what is left and
+charged what it took. Past it the connection waited on is closed (``RequestWaitSpent``); only
+that connection is dropped, not the pool's others, since a request can run out of time on a
+live server too (a long queue for a lock). A connection the request stops waiting for is
+closed when it arrives.
+
 A connection taken from the pool is checked without a round trip (``server_hung_up``): a
 server that restarts or kills its backends sends a termination notice and closes the socket,
 which leaves an idle connection's socket readable, so after a restart the first request
@@ -31,17 +38,23 @@ a transaction surrounds it, so what such a request sees is unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import select
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import psycopg
 from flask_sqlalchemy.session import Session as FlaskSession
 from gevent.monkey import get_original
 from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.pool import PoolProxiedConnection, QueuePool
+
+from app.deadlines import seconds_left, waiting_on_postgres
 
 DEFAULT_CONNECT_TIMEOUT_S = 3
 DEFAULT_STATEMENT_TIMEOUT_MS = 5000
@@ -84,6 +97,7 @@ def engine_options(config: Mapping[str, Any]) -> dict[str, Any]:
         return {"pool_pre_ping": True}
     timeout_ms = statement_timeout_ms(config)
     options: dict[str, Any] = dict(
+        poolclass=DeadlinePool,
         pool_size=int(_setting(config, "DB_POOL_SIZE", DEFAULT_POOL_SIZE)),
         max_overflow=0,
         pool_timeout=_setting(config, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
@@ -104,24 +118,143 @@ def engine_options(config: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
+class WaitAbandoned(psycopg.OperationalError):
+    """A wait on PostgreSQL ended by a deadline of ours; the connection is closed."""
+
+
+class RequestWaitSpent(WaitAbandoned):
+    """The web request has spent its time to wait on PostgreSQL (``app.deadlines``)."""
+
+
 class DeadlineConnection(psycopg.Connection):
     """A psycopg connection whose every wait for the server ends by ``answer_deadline``
-    seconds: past it the server is taken for gone and the connection is closed."""
+    seconds, or sooner when the request's time to wait is spent: past it the server is taken
+    for gone (or the request for out of time) and the connection is closed."""
 
     answer_deadline: float | None = None
 
     def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+        left = seconds_left() if timeout is None else None
+        by_request = left is not None and (
+            self.answer_deadline is None or left < self.answer_deadline
+        )
+        if timeout is None:
+            timeout = left if by_request else self.answer_deadline
+        if by_request and timeout <= 0:
+            # Nothing sent: the generator has not run. Closed all the same, so that
+            # SQLAlchemy drops it rather than rolling it back (which would wait again).
+            self.pgconn.finish()
+            raise RequestWaitSpent("the request's time to wait on the database is spent")
         try:
-            return super().wait(
-                gen, interval, timeout if timeout is not None else self.answer_deadline
-            )
+            with waiting_on_postgres():
+                return super().wait(gen, interval, timeout)
         except pg_errors._WaitTimeout as error:  # psycopg's own "wait timed out" error
             # The server's state is unknown (a statement may be running): the connection
             # cannot be reused, and closing it marks it as a disconnect for SQLAlchemy.
             self.pgconn.finish()
-            raise psycopg.OperationalError(
+            if by_request:
+                raise RequestWaitSpent(
+                    f"no answer from the database within the request's {timeout:.2f} s left"
+                ) from error
+            raise WaitAbandoned(
                 f"no answer from the database within {self.answer_deadline} s"
             ) from error
+
+    def rollback(self) -> None:
+        """Roll back, never failing for want of time: a rollback that would wait past a
+        deadline (a frozen server, a request out of time) closes the connection instead, and
+        a closed connection has nothing left to roll back, since PostgreSQL rolls back the
+        transaction of a session that ends. Rollbacks run in the request's teardown, where a
+        failure would drop the client's connection instead of answering it."""
+        if self.closed or self.info.transaction_status == TransactionStatus.IDLE:
+            return  # nothing to roll back (psycopg would send nothing either)
+        # Closed by ``wait`` when abandoned: the transaction ends with the session.
+        with contextlib.suppress(WaitAbandoned):
+            super().rollback()
+
+
+class DeadlinePool(QueuePool):
+    """SQLAlchemy's QueuePool, whose wait for a free connection is charged to the request's
+    time to wait and ends when that is spent.
+
+    Relies on a SQLAlchemy internal: ``QueuePool._do_get`` waits ``self._timeout`` seconds
+    for a connection (SQLAlchemy 2.0 and 2.1; no public hook bounds that wait per checkout).
+    ``tests/test_frozen_backends.py`` fails if that changes."""
+
+    def connect(self) -> PoolProxiedConnection:
+        with waiting_on_postgres():
+            return super().connect()
+
+    @property  # type: ignore[override]
+    def _timeout(self) -> float:
+        left = seconds_left()
+        if left is None:
+            return self._configured_timeout
+        return max(0.0, min(self._configured_timeout, left))
+
+    @_timeout.setter
+    def _timeout(self, seconds: float) -> None:
+        self._configured_timeout = seconds
+
+    def recreate(self) -> QueuePool:
+        """A fresh pool (``engine.dispose()``) with the configured timeout, not what is left
+        to the current request."""
+        pool = super().recreate()
+        pool._timeout = self._configured_timeout
+        return pool
+
+
+class _ConnectAttempt:
+    """A connection being made for a request that may stop waiting for it: made by a thread
+    of its own (a greenlet under gevent), and closed on arrival once nobody waits for it. The
+    attempt itself ends by ``DB_CONNECT_TIMEOUT_S``."""
+
+    def __init__(self, connect: Callable[[], DeadlineConnection]) -> None:
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._abandoned = False
+        self._connection: DeadlineConnection | None = None
+        self._error: BaseException | None = None
+        threading.Thread(
+            target=self._run, args=(connect,), name="postgres-connect", daemon=True
+        ).start()
+
+    def _run(self, connect: Callable[[], DeadlineConnection]) -> None:
+        try:
+            connection = connect()
+        except BaseException as error:  # handed to the waiter, if any
+            self._error = error
+        else:
+            with self._lock:
+                if self._abandoned:
+                    connection.close()
+                else:
+                    self._connection = connection
+        finally:
+            self._done.set()
+
+    def result(self, seconds: float) -> DeadlineConnection:
+        """The connection, if made within ``seconds``; else ``RequestWaitSpent``."""
+        self._done.wait(max(seconds, 0.0))
+        with self._lock:
+            if self._connection is not None:
+                return self._connection
+            if self._error is not None:
+                raise self._error
+            self._abandoned = True
+        raise RequestWaitSpent("no connection to the database in the request's time to wait")
+
+
+def connect_in_time_left(connect: Callable[[], DeadlineConnection]) -> DeadlineConnection:
+    """``connect()``, waited for no longer than the request's time left to wait (psycopg's own
+    connect timeout cannot go under 2 s)."""
+    left = seconds_left()
+    if left is None:
+        return connect()
+    if left <= 0:
+        raise RequestWaitSpent("the request's time to wait on the database is spent")
+    with waiting_on_postgres():
+        return _ConnectAttempt(connect).result(left)
 
 
 # The operating system's poll, even under gevent (gunicorn's workers on PostgreSQL): gevent's
@@ -155,9 +288,16 @@ def bound_postgres_waits(engine: Engine, config: Mapping[str, Any]) -> None:
 
     @event.listens_for(engine, "do_connect")
     def _connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> DeadlineConnection:
-        connection = DeadlineConnection.connect(*cargs, **cparams)
+        connection = connect_in_time_left(lambda: DeadlineConnection.connect(*cargs, **cparams))
         connection.answer_deadline = deadline
         return connection
+
+    @event.listens_for(engine, "handle_error")
+    def _drop_only_this_connection(context: Any) -> None:
+        # A request out of time says nothing about the server: the pool's other connections
+        # stay (each is dropped by its own request if the server is in fact frozen).
+        if isinstance(context.original_exception, RequestWaitSpent):
+            context.invalidate_pool_on_disconnect = False
 
     @event.listens_for(engine, "checkout")
     def _checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from flask import Blueprint, Flask, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
+from app.deadlines import redis_timeout_s
 from app.models.types import utcnow
 from app.services.health import Check, is_healthy, is_ready, readiness, shipped_migrations
 
@@ -32,9 +33,8 @@ def alive() -> ResponseReturnValue:
 
 def _checks() -> dict[str, Check]:
     config = current_app.config
-    return readiness(
-        utcnow(), config.get("REDIS_URL"), current_app.extensions["shipped_migrations"]
-    )
+    shipped = current_app.extensions["shipped_migrations"]
+    return readiness(utcnow(), config.get("REDIS_URL"), redis_timeout_s(config), shipped)
 
 
 def _answer(status: str, ok: bool, checks: dict[str, Check]) -> ResponseReturnValue:

@@ -99,6 +99,7 @@ class DeploymentGauges(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         # Imported here: the services count their work with this module's counters.
+        from app.deadlines import redis_timeout_s
         from app.models.types import utcnow
         from app.services.health import check_redis, workers_seen
         from app.services.outbox import backlog
@@ -107,7 +108,8 @@ class DeploymentGauges(Collector):
             now = utcnow()
             count, oldest_age = backlog(now)
             workers = workers_seen(now)
-            redis_up = check_redis(self.app.config.get("REDIS_URL")).ok
+            config = self.app.config
+            redis_up = check_redis(config.get("REDIS_URL"), redis_timeout_s(config)).ok
         yield GaugeMetricFamily(
             "calendar_outbox_backlog_events", "Outbox events not delivered yet", value=count
         )

@@ -8,14 +8,17 @@ database. Beat keeps its schedule file beside the database too.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Celery, Task
 from flask import Flask, current_app
+from kombu.exceptions import OperationalError as KombuOperationalError
 from sqlalchemy.exc import OperationalError
 
 from app.config import beside_database
+from app.deadlines import redis_timeout_s
 from app.extensions import db
 from app.services.events import BookingEvent, subscribe
 from app.services.webhooks.deliveries import set_dispatcher
@@ -30,6 +33,8 @@ TASK_MODULES = [
     "worker.tasks.webhooks",
 ]
 
+log = logging.getLogger(__name__)
+
 # Periodic work: task name → interval.
 BEAT_SCHEDULE = {
     "complete-finished-bookings": {
@@ -43,18 +48,32 @@ BEAT_SCHEDULE = {
 }
 
 
+def publish_once(name: str, args: list[Any], what: str, **options: Any) -> bool:
+    """Publish task ``name`` once, without retrying: a commit is already made and what it
+    hands over waits in the database for a sweep, so a broker that is away or frozen costs the
+    committing request one socket timeout (``REDIS_TIMEOUT_S``), not the seconds of a retry
+    policy. Returns whether the broker took it; a failure is logged as one line."""
+    try:
+        current_app.extensions["celery"].send_task(name, args=args, retry=False, **options)
+    except (KombuOperationalError, OSError) as error:
+        log.warning("broker unavailable (%s): %s waits for the sweep", type(error).__name__, what)
+        return False
+    return True
+
+
 def dispatch_to_worker(booking_event: BookingEvent) -> None:
     """After a commit: hand the event's outbox row to the worker. Should the broker be away,
     the row waits for the sweep (``outbox.sweep``)."""
     if current_app.config.get("OUTBOX_DISPATCH", True):
-        current_app.extensions["celery"].send_task("outbox.deliver", args=[booking_event.event_id])
+        event_id = booking_event.event_id
+        publish_once("outbox.deliver", [event_id], f"outbox event {event_id}")
 
 
 def webhook_attempt_to_worker(delivery_id: int, when: datetime) -> None:
     """Hand a webhook delivery's attempt planned for ``when`` to the worker (Celery's ``eta``);
     should the broker be away, the webhook sweep hands it over later."""
     if current_app.config.get("OUTBOX_DISPATCH", True):
-        current_app.extensions["celery"].send_task("webhooks.send", args=[delivery_id], eta=when)
+        publish_once("webhooks.send", [delivery_id], f"webhook delivery {delivery_id}", eta=when)
 
 
 def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:
@@ -75,14 +94,30 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         or config.get("REDIS_URL")
         or f"sqla+sqlite:///{beside_database(database, instance, 'broker.sqlite3')}"
     )
-    # Redis hands an unacknowledged task to another worker after its visibility timeout;
-    # webhook retries wait up to an hour (+20 %) with their eta, so it must be longer.
-    transport = {"visibility_timeout": 2 * 3600} if broker.startswith("redis") else {}
+    transport: dict[str, Any] = {}
+    if broker.startswith("redis"):
+        timeout = redis_timeout_s(config)
+        transport = {
+            # Redis hands an unacknowledged task to another worker after its visibility
+            # timeout; webhook retries wait up to an hour (+20 %) with their eta, so it must be
+            # longer.
+            "visibility_timeout": 2 * 3600,
+            # A frozen Redis never answers: without socket timeouts a publish waits for it as
+            # long as it stays frozen (app.deadlines).
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            # A lost connection is made again once per use, not retried for seconds (kombu's
+            # default: every publish after the first failure took 2.5 s while Redis was
+            # frozen): publishers fall back on a sweep, and the worker's consumer reconnects
+            # with its own retry policy (``broker_connection_max_retries``).
+            "max_retries": 0,
+        }
     return {
         "broker_url": broker,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
-        # A request that committed must not hang on a broker outage: the sweep catches up.
+        # Publishes from the worker and beat retry briefly (a request's publish does not:
+        # ``publish_once``); the sweeps catch up on what a broker outage kept back.
         "broker_connection_timeout": 2,
         "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
         "task_default_queue": config.get("CELERY_QUEUE", "celery"),

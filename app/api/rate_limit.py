@@ -31,6 +31,7 @@ from app.api.auth import authentication
 from app.api.memory_counts import NOT_OWNER_MESSAGE, owns_memory_counts
 from app.api.rate_limit_storage import storage_uri
 from app.config import API_PREFIX
+from app.deadlines import redis_timeout_s
 from app.errors import envelope
 from app.metrics import RATE_LIMITED
 
@@ -169,9 +170,13 @@ def register_rate_limits(app: Flask) -> Limiter:
     app.before_request(_authenticate_before_counting)
     if redis_url:
         app.config.setdefault("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True)
-        # Fail fast when Redis is unreachable, so the fallback costs milliseconds, not seconds.
+        # Fail fast when Redis is unreachable or frozen, so the fallback costs at most
+        # ``REDIS_TIMEOUT_S``, not seconds (``app.deadlines``). One attempt: redis-py's clients
+        # made from a URL do not retry.
+        timeout = redis_timeout_s(app.config)
         app.config.setdefault(
-            "RATELIMIT_STORAGE_OPTIONS", {"socket_timeout": 0.25, "socket_connect_timeout": 0.25}
+            "RATELIMIT_STORAGE_OPTIONS",
+            {"socket_timeout": timeout, "socket_connect_timeout": timeout},
         )
     # Registered before the limiter, so it runs after the limiter has added its headers
     # (Flask runs after-request functions in reverse order).

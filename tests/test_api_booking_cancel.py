@@ -8,6 +8,8 @@ from app.extensions import db
 from app.models import Booking
 from tests.factories import make_booking, next_monday, ny, z
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in New York time
+
 MONDAY = next_monday()
 
 
@@ -69,7 +71,6 @@ def test_confirmed_bookings_can_be_cancelled(client, tenant):
     assert cancel(client, tenant, booking.id).status_code == 200
 
 
-@pytest.mark.date_sensitive
 def test_freed_time_is_available_at_once(client, tenant):
     booking = make_booking(tenant, ny(MONDAY, 10))
     query = f"/v1/api/calendar/availability?startDate={MONDAY}&endDate={MONDAY}"

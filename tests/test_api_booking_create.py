@@ -12,6 +12,8 @@ from app.extensions import db
 from app.models import BlockedTime, Booking, Contact, EventType
 from tests.factories import make_booking, next_monday, ny, z
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in New York time
+
 MONDAY = next_monday()
 PARIS = ZoneInfo("Europe/Paris")
 
@@ -48,7 +50,6 @@ def assert_400(response, message):
     assert response.json["message"] == message
 
 
-@pytest.mark.date_sensitive
 def test_create_is_201_pending_with_uid_and_empty_lifecycle_stamps(client, tenant):
     response = create(client, tenant)
     assert response.status_code == 201
@@ -140,7 +141,6 @@ def test_sent_fields_are_kept(client, tenant):
     assert booking["attendees"][0]["timezone"] == "Europe/Paris"
 
 
-@pytest.mark.date_sensitive
 def test_naive_times_are_read_in_the_requests_timezone(client, tenant):
     # Monday 10:00 in New York, written as Paris wall time (16:00, or 15:00 in the weeks the
     # two switch to summer time on different dates); read in New York it would be 16:00 there.
@@ -156,7 +156,6 @@ def test_naive_times_are_read_in_the_requests_timezone(client, tenant):
     )
 
 
-@pytest.mark.date_sensitive
 def test_naive_times_without_a_timezone_are_read_in_the_sub_accounts(client, tenant):
     payload = body()
     payload["startTime"] = f"{MONDAY.isoformat()}T10:00:00"
@@ -184,7 +183,6 @@ def test_end_equal_to_start_is_400(client, tenant):
     assert_400(create(client, tenant, body(minutes=0)), "endTime must be after startTime")
 
 
-@pytest.mark.date_sensitive
 def test_longer_than_24_hours_is_400(client, tenants):
     tenant = tenants.create(
         availabilityProfiles=[
@@ -209,7 +207,6 @@ def test_longer_than_24_hours_is_400(client, tenants):
     assert_400(too_long, "A booking may last at most 24 hours")
 
 
-@pytest.mark.date_sensitive
 def test_outside_working_hours_is_400(client, tenant):
     assert_400(
         create(client, tenant, body(ny(MONDAY, 16, 45))), "Time slot is outside available hours"
@@ -220,7 +217,6 @@ def test_outside_working_hours_is_400(client, tenant):
     )
 
 
-@pytest.mark.date_sensitive
 def test_closed_override_date_is_outside_hours(client, tenants):
     tenant = tenants.create(
         availabilityProfiles=[
@@ -237,7 +233,6 @@ def test_closed_override_date_is_outside_hours(client, tenants):
     )
 
 
-@pytest.mark.date_sensitive
 def test_within_minimum_notice_is_400(client, tenants):
     tenant = tenants.create(
         settings={"minimumNoticeMinutes": 60 * 24 * 60, "bookingHorizonDays": 365}
@@ -245,7 +240,6 @@ def test_within_minimum_notice_is_400(client, tenants):
     assert_400(create(client, tenant), "startTime is within the minimum notice period")
 
 
-@pytest.mark.date_sensitive
 def test_beyond_booking_horizon_is_400(client, tenants):
     tenant = tenants.create(settings={"bookingHorizonDays": 3})
     assert_400(create(client, tenant), "startTime is beyond the booking horizon")
@@ -369,7 +363,6 @@ def test_keys_are_scoped_to_the_sub_account(client, tenants, tenant):
     assert response.status_code == 201 and "Idempotent-Replayed" not in response.headers
 
 
-@pytest.mark.date_sensitive
 def test_keys_are_forgotten_after_24_hours(client, tenant):
     first = create(client, tenant, body(idempotencyKey="old-key")).json
     booking = db.session.get(Booking, first["id"])

@@ -10,6 +10,8 @@ from app.extensions import db
 from app.models import Booking
 from tests.factories import make_booking, next_monday, ny, z
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in New York time
+
 MONDAY = next_monday()
 REDUCED_FIELDS = {
     "id",
@@ -122,7 +124,6 @@ def test_reschedule_onto_another_booking_is_400(client, tenant, booking):
     assert reload(booking.id).start_at == ny(MONDAY, 10)
 
 
-@pytest.mark.date_sensitive
 def test_reschedule_outside_hours_is_400(client, tenant, booking):
     response = put(client, tenant, booking.id, {"startTime": z(ny(MONDAY, 18))})
     assert response.json["message"] == "Time slot is outside available hours"
@@ -133,7 +134,6 @@ def test_reschedule_with_end_before_start_is_400(client, tenant, booking):
     assert response.json["message"] == "endTime must be after startTime"
 
 
-@pytest.mark.date_sensitive
 def test_unchanged_times_are_not_rechecked(client, tenant):
     # Two to three weeks ago: in the past, where no new time would be accepted.
     start = ny(MONDAY - timedelta(days=28), 10)

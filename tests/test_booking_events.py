@@ -11,6 +11,8 @@ from app.services import events
 from app.services.events import BookingEvent, BookingEventKind
 from tests.factories import book_through_api, make_booking, next_monday, ny, z
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
+
 MONDAY = next_monday()
 
 

@@ -34,7 +34,10 @@ from tests.live_api import live_api
 from tests.lossy_proxy import first_create_lost, lossy_proxy
 from tests.servers import free_port, gunicorn
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.date_sensitive,  # bookings on next Monday, in New York time
+]
 
 MONDAY = next_monday()
 PAT = NewAttendee(email="pat@example.test", name="Pat Doe")

@@ -17,6 +17,8 @@ from app.representations import BookingSchema, UTCTimestamp
 from app.services.booking_queries import BookingListQuery, get_booking, list_bookings, show_booking
 from tests.factories import make_booking, next_monday, ny
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
+
 BOOKINGS = "/v1/api/calendar/bookings"
 
 

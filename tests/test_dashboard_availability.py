@@ -216,6 +216,7 @@ def test_an_invalid_weekly_range_is_explained_next_to_its_field(
     assert weekly_ranges(office) == before
 
 
+@pytest.mark.date_sensitive
 def test_a_date_override_closes_a_date(signed_in, tenant):
     office = profile_ids(tenant)["Office"]
     page = profile_page(tenant, office)
@@ -225,6 +226,7 @@ def test_a_date_override_closes_a_date(signed_in, tenant):
     assert "Closed all day" in signed_in.get(page).get_data(as_text=True)
 
 
+@pytest.mark.date_sensitive
 def test_a_date_override_opens_its_own_ranges_in_place_of_closed(signed_in, tenant):
     office = profile_ids(tenant)["Office"]
     page = profile_page(tenant, office)
@@ -234,6 +236,7 @@ def test_a_date_override_opens_its_own_ranges_in_place_of_closed(signed_in, tena
     assert overrides(office) == [(MONDAY, 600, 660), (MONDAY, 900, 990)]
 
 
+@pytest.mark.date_sensitive
 def test_a_date_override_is_removed(signed_in, tenant):
     office = profile_ids(tenant)["Office"]
     page = profile_page(tenant, office)
@@ -243,6 +246,7 @@ def test_a_date_override_is_removed(signed_in, tenant):
     assert overrides(office) == []
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize(
     ("data", "field", "message"),
     [
@@ -301,6 +305,7 @@ def test_deleting_the_default_profile_makes_another_the_default(client, tenants)
 # Blocked time
 
 
+@pytest.mark.date_sensitive
 def test_blocked_time_is_read_in_the_sub_accounts_timezone(signed_in, tenant):
     response = post(
         signed_in,
@@ -324,6 +329,7 @@ def next_spring_forward() -> date:
     return first + timedelta(days=(6 - first.weekday()) % 7 + 7)
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize(
     ("start", "end", "field", "message"),
     [
@@ -353,6 +359,7 @@ def test_invalid_blocked_time_is_explained_next_to_its_field(
     assert blocked_times(tenant) == []
 
 
+@pytest.mark.date_sensitive
 def test_a_reason_too_long_is_explained_next_to_its_field(signed_in, tenant):
     response = post(
         signed_in,
@@ -369,6 +376,7 @@ def test_a_reason_too_long_is_explained_next_to_its_field(signed_in, tenant):
     )
 
 
+@pytest.mark.date_sensitive
 def test_blocked_time_is_removed(signed_in, tenant):
     blocked = BlockedTime(
         sub_account_id=tenant.sub_account_id, start_at=ny(MONDAY, 9), end_at=ny(MONDAY, 10)
@@ -379,6 +387,7 @@ def test_blocked_time_is_removed(signed_in, tenant):
     assert blocked_times(tenant) == []
 
 
+@pytest.mark.date_sensitive
 def test_synced_busy_time_is_shown_but_not_removable(signed_in, tenant):
     synced = BlockedTime(
         sub_account_id=tenant.sub_account_id,
@@ -401,6 +410,7 @@ def test_synced_busy_time_is_shown_but_not_removable(signed_in, tenant):
 # The preview
 
 
+@pytest.mark.date_sensitive
 def test_the_preview_shows_the_slots_check_availability_finds(signed_in, tenant):
     day = first_weekday_after_today()
     sub_account = db.session.get(SubAccount, tenant.sub_account_id)
@@ -420,6 +430,7 @@ def test_the_preview_shows_the_slots_check_availability_finds(signed_in, tenant)
     assert f"{len(times)} open slots" in shown and " ".join(times) in shown
 
 
+@pytest.mark.date_sensitive
 def test_the_preview_covers_seven_days(signed_in, tenant):
     page = signed_in.get(page_of(tenant)).get_data(as_text=True)
     today = datetime.now(NEW_YORK).date()
@@ -428,6 +439,7 @@ def test_the_preview_covers_seven_days(signed_in, tenant):
     assert page.count('class="preview-day"') == 7
 
 
+@pytest.mark.date_sensitive
 def test_blocked_time_removes_open_slots_from_the_preview(signed_in, tenant):
     day = first_weekday_after_today()
     assert "no open slots" not in preview_of(
@@ -443,6 +455,7 @@ def test_blocked_time_removes_open_slots_from_the_preview(signed_in, tenant):
     assert "no open slots" in preview_of(signed_in.get(page_of(tenant)).get_data(as_text=True), day)
 
 
+@pytest.mark.date_sensitive
 def test_htmx_swaps_in_the_preview_of_the_chosen_event_type(signed_in, tenant):
     day = first_weekday_after_today()
     url = f"{page_of(tenant)}/preview"
@@ -466,6 +479,7 @@ def test_an_unknown_event_type_in_the_preview_is_explained(signed_in, tenants, t
 # Other sub accounts, huge ids, CSRF
 
 
+@pytest.mark.date_sensitive
 def test_another_sub_accounts_profile_and_blocked_time_are_not_found(signed_in, tenants, tenant):
     theirs = tenants.create()
     their_profile = profile_ids(theirs)["Office"]
@@ -510,6 +524,7 @@ def test_ids_too_large_to_exist_are_not_found(signed_in, tenant):
     assert remove.status_code == 404 and "Blocked time not found" in remove.get_data(as_text=True)
 
 
+@pytest.mark.date_sensitive
 def test_forms_without_their_csrf_token_change_nothing(signed_in, tenant):
     office = profile_ids(tenant)["Office"]
     page = profile_page(tenant, office)

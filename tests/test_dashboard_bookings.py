@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from app.extensions import db
 from app.models import Booking, OutboxEvent
 from app.models.types import utcnow
 from tests.dashboard import csrf_token, owner_email, sign_in
 from tests.factories import make_booking, next_monday, ny
+
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, shown in local time
 
 MONDAY = next_monday()
 

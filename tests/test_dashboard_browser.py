@@ -20,7 +20,10 @@ from tests.conftest import backend_unavailable
 from tests.dashboard import sign_in_browser
 from tests.servers import ROOT, gunicorn, migrate_and_run_demo
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.date_sensitive,  # the week shown and the slots open from today
+]
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"

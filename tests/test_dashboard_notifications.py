@@ -129,6 +129,7 @@ def subscription_named(name: str) -> WebhookSubscription | None:
 # The email outbox
 
 
+@pytest.mark.date_sensitive
 def test_the_outbox_lists_the_mail_a_booking_produced(client, tenant, owner):
     book(client, tenant)
     run_handler(booking_mail.HANDLER_NAME)
@@ -155,6 +156,7 @@ def test_a_page_number_that_is_no_page_shows_the_first(client, tenant, owner, pa
     assert response.status_code == 200 and "Page 1 of 1" in response.get_data(as_text=True)
 
 
+@pytest.mark.date_sensitive
 def test_a_message_page_shows_its_headers_and_escaped_text(client, tenant, owner):
     book(client, tenant, attendee_name="<i>Pat</i>")
     run_handler(booking_mail.HANDLER_NAME)
@@ -225,6 +227,7 @@ def test_a_bad_webhook_is_refused_in_words_not_a_500(client, tenant, owner, url,
     assert subscription_named("crm") is None
 
 
+@pytest.mark.date_sensitive
 def test_the_delivery_log_shows_attempts_and_a_resend_sends_again(client, tenant, owner):
     with webhook_receiver([500]) as receiver:
         add_webhook(client, tenant, receiver.url)
@@ -294,6 +297,7 @@ def test_another_sub_accounts_subscription_is_not_found(client, tenant, owner):
     assert client.get(f"{page_of(tenant)}/webhooks/{10**30}").status_code == 404
 
 
+@pytest.mark.date_sensitive
 def test_another_subscriptions_delivery_is_not_resent(client, tenant, owner):
     add_webhook(client, tenant, "http://127.0.0.1:9/a", name="a")
     add_webhook(client, tenant, "http://127.0.0.1:9/b", name="b")

@@ -10,6 +10,8 @@ from app.models import Booking, OutboxEvent
 from tests.dashboard import csrf_token, owner_email, sign_in
 from tests.factories import make_booking, next_monday, ny
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in New York time
+
 MONDAY = next_monday()
 
 

@@ -26,6 +26,8 @@ import pytest
 from tests.postgres_servers import OwnPostgres, own_postgres_server
 from tests.servers import Demo, gunicorn, migrate_and_run_demo
 
+pytestmark = pytest.mark.date_sensitive  # the demo's open slots of the next 60 days
+
 DATABASE_TIMEOUTS = {
     "DB_CONNECT_TIMEOUT_S": "2",
     "DB_STATEMENT_TIMEOUT_MS": "1000",

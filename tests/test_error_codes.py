@@ -34,6 +34,7 @@ def create_url(tenant, event_type="Cleaning"):
     return f"/v1/api/calendar/event-types/{tenant.event_types[event_type]}/bookings"
 
 
+@pytest.mark.date_sensitive
 def test_a_missing_field_is_invalid_request(client, tenant):
     response = client.post(create_url(tenant), json={"startTime": z(TEN)}, headers=tenant.headers())
     assert_code(response, 400, "invalid_request")
@@ -46,22 +47,26 @@ def test_a_malformed_json_body_is_invalid_request(client, tenant):
     assert_code(response, 400, "invalid_request", "Invalid JSON body")
 
 
+@pytest.mark.date_sensitive
 def test_an_end_before_the_start_is_invalid_time_range(client, tenant):
     response = book_through_api(client, tenant, TEN, endTime=z(TEN - timedelta(minutes=5)))
     assert_code(response, 400, "invalid_time_range", "endTime must be after startTime")
 
 
+@pytest.mark.date_sensitive
 def test_a_booking_over_24_hours_is_invalid_time_range(client, tenant):
     response = book_through_api(client, tenant, TEN, endTime=z(TEN + timedelta(hours=25)))
     assert_code(response, 400, "invalid_time_range", "A booking may last at most 24 hours")
 
 
+@pytest.mark.date_sensitive
 def test_cancelling_twice_is_booking_not_active(client, tenant):
     booking = make_booking(tenant, TEN, status="cancelled")
     response = client.delete(f"{BOOKINGS}/{booking.id}", headers=tenant.headers())
     assert_code(response, 400, "booking_not_active", "Booking is already cancelled")
 
 
+@pytest.mark.date_sensitive
 def test_updating_a_completed_booking_is_booking_not_active(client, tenant):
     booking = make_booking(tenant, TEN, status="completed")
     response = client.put(
@@ -103,6 +108,7 @@ def test_anything_missing_is_not_found(client, tenant, path, message):
     assert_code(client.delete(path, headers=tenant.headers()), 404, "not_found", message)
 
 
+@pytest.mark.date_sensitive
 def test_an_unknown_event_type_is_not_found(client, tenant):
     url = "/v1/api/calendar/event-types/999999/bookings"
     payload = {

@@ -22,6 +22,7 @@ def sub_account_of(tenant) -> SubAccount:
     return db.session.get(SubAccount, tenant.sub_account_id)
 
 
+@pytest.mark.date_sensitive
 def test_a_profile_takes_provisionings_whole_document(tenant):
     profile = create_profile(
         sub_account_of(tenant),
@@ -73,6 +74,7 @@ def test_another_sub_accounts_rows_are_not_found(tenants, tenant):
         get_profile(mine, their_profile)
 
 
+@pytest.mark.date_sensitive
 def test_blocked_time_with_an_offset_is_that_instant(tenant):
     blocked = add_blocked_time(
         sub_account_of(tenant),

@@ -27,6 +27,8 @@ from app import create_app
 from tests.factories import make_booking, next_monday, ny
 from tests.servers import gunicorn
 
+pytestmark = pytest.mark.date_sensitive  # bookings from next Monday on
+
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 CHECKS = [
     not_a_server_error,

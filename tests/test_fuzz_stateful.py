@@ -38,7 +38,10 @@ from app.extensions import db
 from tests.factories import next_monday
 from tests.live_api import LiveApi, live_api
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.date_sensitive,  # bookings from next Monday on
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "test-artifacts" / "fuzz-stateful.json"

@@ -63,6 +63,7 @@ def module(name: str) -> ModuleType:
     return importlib.import_module(f"{PACKAGE}.{name}")
 
 
+@pytest.mark.date_sensitive
 def test_a_generated_client_runs_the_demo_flow(live: LiveApi, generated: ModuleType) -> None:
     tenant = live.tenant()
     event_type_id = tenant.event_types["Cleaning"]

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
-from app.models import SlotHold
+from app.models import Booking, SlotHold
 from app.services import holds as holds_service
 from app.services import time_claims
 from app.services.availability import BusyTime
@@ -21,7 +21,10 @@ from tests.test_concurrency import post_all
 MONDAY = next_monday()
 TEN = ny(MONDAY, 10)
 
-pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+pytestmark = [
+    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
+    pytest.mark.date_sensitive,  # holds and bookings on next Monday
+]
 
 
 def store_hold(tenant, start, minutes=30, expires_in=timedelta(minutes=2)) -> SlotHold:
@@ -70,12 +73,45 @@ def test_overlapping_holds_cannot_be_stored(tenant):
     db.session.rollback()
 
 
+def stored_rows() -> tuple[list[tuple], list[tuple]]:
+    """Every hold (sub account, start, end) and booking (sub account, start, status) the
+    database keeps, read back afresh."""
+    db.session.expire_all()
+    holds = db.session.execute(select(SlotHold.sub_account_id, SlotHold.start_at, SlotHold.end_at))
+    bookings = db.session.execute(select(Booking.sub_account_id, Booking.start_at, Booking.status))
+    return sorted(tuple(row) for row in holds), sorted(tuple(row) for row in bookings)
+
+
 def test_inactive_bookings_and_other_calendars_may_overlap_a_hold(tenants, tenant):
     other = tenants.create()
-    store_hold(tenant, TEN)
-    make_booking(tenant, TEN, status="cancelled")
+    held_until = ny(MONDAY, 11, 30)
+    store_hold(tenant, TEN, minutes=90)  # 10:00–11:30
+    # Bookings that free their time, stored over the hold …
+    for status in ("cancelled", "completed", "no_show"):
+        make_booking(tenant, TEN, status=status)
+    # … and a hold stored over such a booking.
+    make_booking(tenant, ny(MONDAY, 14), status="cancelled")
+    store_hold(tenant, ny(MONDAY, 14))
+    # Another calendar's active booking and hold over this calendar's hold (10:00–10:40 with
+    # its buffer, and 11:00–11:30: clear of each other).
     make_booking(other, TEN)
     store_hold(other, ny(MONDAY, 11))
+
+    holds, bookings = stored_rows()
+    assert holds == sorted(
+        [
+            (tenant.sub_account_id, TEN, held_until),
+            (tenant.sub_account_id, ny(MONDAY, 14), ny(MONDAY, 14, 30)),
+            (other.sub_account_id, ny(MONDAY, 11), held_until),
+        ]
+    )
+    assert bookings == sorted(
+        [
+            *((tenant.sub_account_id, TEN, s) for s in ("cancelled", "completed", "no_show")),
+            (tenant.sub_account_id, ny(MONDAY, 14), "cancelled"),
+            (other.sub_account_id, TEN, "pending"),
+        ]
+    )
 
 
 def test_a_database_refusal_is_the_same_400_slot_held(client, tenant, monkeypatch):
@@ -102,6 +138,7 @@ def test_twenty_simultaneous_holds_of_one_slot_over_two_servers_make_one(databas
         "DB_STATEMENT_TIMEOUT_MS": "30000",
         "DB_CONNECT_TIMEOUT_S": "30",
         "DB_POOL_TIMEOUT_S": "30",
+        "DB_REQUEST_WAIT_S": "30",  # a web request's waits in all (app.deadlines)
     }
     with (
         gunicorn(database_url, threads=4, env=patient) as first,

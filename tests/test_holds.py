@@ -14,6 +14,8 @@ from app.models import SlotHold
 from app.services.holds import purge_expired_holds
 from tests.factories import book_through_api, hold_through_api, make_booking, next_monday, ny, z
 
+pytestmark = pytest.mark.date_sensitive  # holds on next Monday, in New York time
+
 MONDAY = next_monday()
 TEN = ny(MONDAY, 10)
 AVAILABILITY = "/v1/api/calendar/availability"
@@ -53,7 +55,6 @@ def held(client, tenant, start=TEN, **fields):
     return response.json
 
 
-@pytest.mark.date_sensitive
 def test_a_hold_is_201_with_its_time_expiry_and_token(client, tenant):
     before = datetime.now(UTC)
     hold = held(client, tenant)
@@ -253,7 +254,6 @@ def test_a_hold_over_a_booking_is_refused_with_slot_taken(client, tenant):
     )
 
 
-@pytest.mark.date_sensitive
 def test_a_hold_outside_working_hours_is_refused_with_suggestions(client, tenant):
     response = hold_through_api(client, tenant, ny(MONDAY, 18))
     assert_refused(response, "outside_hours", "Time slot is outside available hours")

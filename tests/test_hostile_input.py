@@ -46,11 +46,13 @@ def post_raw(client, url, tenant, data, content_type="application/json"):
     return client.post(url, data=data, content_type=content_type, headers=tenant.headers())
 
 
+@pytest.mark.date_sensitive
 def test_body_over_one_mebibyte_is_413(client, tenant, create_url):
     big = valid_body(description="x" * (1024 * 1024))
     assert_4xx(post_raw(client, create_url, tenant, json.dumps(big)), 413)
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize(
     "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
 )
@@ -59,12 +61,14 @@ def test_non_json_content_type_is_400(client, tenant, create_url, content_type):
     assert body["message"] == "Request body must be JSON (Content-Type: application/json)"
 
 
+@pytest.mark.date_sensitive
 def test_update_without_json_is_400_not_a_no_op(client, tenant, booking):
     url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings/{booking.id}"
     assert_4xx(client.put(url, data="title=x", content_type="text/plain", headers=tenant.headers()))
     assert_4xx(client.put(url, headers=tenant.headers()))
 
 
+@pytest.mark.date_sensitive
 def test_cancel_with_a_non_json_body_is_400(client, tenant, booking):
     response = client.delete(
         f"/v1/api/calendar/bookings/{booking.id}",
@@ -118,6 +122,7 @@ def test_huge_or_non_finite_numbers_in_metadata_are_400(client, tenant, create_u
     assert "metadata.n" in body["errors"]
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("field", ["title", "description", "idempotencyKey"])
 def test_nul_characters_are_400(client, tenant, create_url, field):
     body = assert_4xx(
@@ -126,6 +131,7 @@ def test_nul_characters_are_400(client, tenant, create_url, field):
     assert field in body["errors"]
 
 
+@pytest.mark.date_sensitive
 def test_nul_in_attendee_and_metadata_is_400(client, tenant, create_url):
     payload = valid_body(attendees=[{"email": "a@example.test", "name": "A\x00"}])
     assert (
@@ -144,6 +150,7 @@ def test_nul_in_attendee_and_metadata_is_400(client, tenant, create_url):
     )
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "x\\udc00y"])
 def test_lone_surrogates_are_400(client, tenant, create_url, escape):
     body = json.dumps(valid_body())[:-1]
@@ -167,6 +174,7 @@ def test_nul_in_a_query_value_is_400(client, tenant):
     )
 
 
+@pytest.mark.date_sensitive
 def test_nested_metadata_is_400(client, tenant, create_url):
     nested = {"level": 0}
     for level in range(1, 60):
@@ -182,6 +190,7 @@ def test_nesting_deeper_than_the_parser_allows_is_400(client, tenant, create_url
     assert assert_4xx(post_raw(client, create_url, tenant, data))["message"] == "Invalid JSON body"
 
 
+@pytest.mark.date_sensitive
 def test_unknown_fields_are_400_naming_them(client, tenant, create_url):
     body = assert_4xx(
         client.post(
@@ -191,6 +200,7 @@ def test_unknown_fields_are_400_naming_them(client, tenant, create_url):
     assert body["errors"] == {"colour": ["Unknown field."], "location": ["Unknown field."]}
 
 
+@pytest.mark.date_sensitive
 def test_unknown_attendee_fields_are_400(client, tenant, create_url):
     payload = valid_body(attendees=[{"email": "a@example.test", "role": "boss"}])
     assert (
@@ -215,6 +225,7 @@ def test_odd_path_ids_are_404(client, tenant, path):
     assert_4xx(client.get(path, headers=tenant.headers()), 404)
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("method", ["put", "delete"])
 def test_id_beyond_the_id_columns_is_404_for_writes(client, tenant, booking, method):
     url = (
@@ -228,6 +239,7 @@ def test_id_beyond_the_id_columns_is_404_for_writes(client, tenant, booking, met
     assert_4xx(response, 404)
 
 
+@pytest.mark.date_sensitive
 def test_event_type_id_beyond_the_id_columns_in_a_query_is_400(client, tenant):
     query = f"startDate={MONDAY}&endDate={MONDAY}&eventTypeId=2147483648"
     assert_4xx(client.get(f"/v1/api/calendar/availability?{query}", headers=tenant.headers()))
@@ -236,6 +248,7 @@ def test_event_type_id_beyond_the_id_columns_in_a_query_is_400(client, tenant):
     )
 
 
+@pytest.mark.date_sensitive
 def test_overflowing_event_type_id_in_a_write_path_is_404(client, tenant):
     url = "/v1/api/calendar/event-types/" + "9" * 30 + "/bookings"
     assert_4xx(client.post(url, json=valid_body(), headers=tenant.headers()), 404)
@@ -258,6 +271,7 @@ def test_empty_list_query_values_are_400(client, tenant, name):
     assert name in body["errors"]
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("name", ["eventTypeId", "duration", "timezone"])
 def test_empty_availability_query_values_are_400(client, tenant, name):
     query = f"startDate={MONDAY}&endDate={MONDAY}&{name}="
@@ -267,6 +281,7 @@ def test_empty_availability_query_values_are_400(client, tenant, name):
     assert name in body["errors"]
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize(
     "value", ["0001-01-01T00:00:00+14:00", "9999-12-31", "1899-12-31", "2200-01-01T00:00:00Z"]
 )

@@ -58,6 +58,7 @@ def create(client, tenant, **fields):
     )
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("name", NOT_ZONES)
 def test_a_booking_timezone_that_is_not_an_iana_zone_is_400(client, open_tenant, name):
     response = create(client, open_tenant, timezone=name)
@@ -67,6 +68,7 @@ def test_a_booking_timezone_that_is_not_an_iana_zone_is_400(client, open_tenant,
     }
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("name", NOT_ZONES)
 def test_an_attendee_timezone_that_is_not_an_iana_zone_is_400(client, open_tenant, name):
     response = create(
@@ -76,6 +78,7 @@ def test_an_attendee_timezone_that_is_not_an_iana_zone_is_400(client, open_tenan
     assert list(response.json["errors"]) == ["attendees[0].timezone"]
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("name", NOT_ZONES)
 def test_an_availability_timezone_that_is_not_an_iana_zone_is_400(client, open_tenant, name):
     monday = next_monday().isoformat()

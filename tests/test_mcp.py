@@ -181,6 +181,7 @@ def test_the_hold_tools_explain_the_hold_flow(connect, tenant):
     assert release.annotations.idempotent_hint is True
 
 
+@pytest.mark.date_sensitive
 def test_an_agent_finds_a_slot_books_moves_and_cancels_it(connect, tenant):
     event_type = tenant.event_types["Cleaning"]
 
@@ -227,6 +228,7 @@ def test_an_agent_finds_a_slot_books_moves_and_cancels_it(connect, tenant):
     assert listed["total"] == 1 and listed["bookings"][0]["status"] == "cancelled"
 
 
+@pytest.mark.date_sensitive
 def test_a_key_without_can_book_is_told_which_permission_it_lacks(connect, tenant):
     async def scenario():
         async with connect(tenant.keys["without-canBook"]) as client:
@@ -244,6 +246,7 @@ def test_a_key_without_can_book_is_told_which_permission_it_lacks(connect, tenan
     assert "'canBook'" in text and "Book appointments" in text
 
 
+@pytest.mark.date_sensitive
 def test_a_taken_slot_names_its_code_and_offers_the_nearest_open_slots(connect, tenant):
     booking = {
         "eventTypeId": tenant.event_types["Cleaning"],
@@ -264,6 +267,7 @@ def test_a_taken_slot_names_its_code_and_offers_the_nearest_open_slots(connect, 
     assert "call create_booking again with one slot's start as startTime" in text
 
 
+@pytest.mark.date_sensitive
 def test_a_time_with_no_open_slot_near_it_says_to_check_availability(connect, live):
     # A calendar without working hours: nothing is ever open, so nothing can be suggested.
     tenant = live.tenant(
@@ -293,6 +297,7 @@ def test_over_http_a_call_without_a_key_says_where_to_send_it(mcp_url):
     assert "x-calendar-api-key" in asyncio.run(scenario())
 
 
+@pytest.mark.date_sensitive
 def test_over_http_each_client_acts_with_its_own_key(mcp_url, live):
     one, other = live.tenant(), live.tenant()
 
@@ -328,6 +333,7 @@ def test_a_rate_limited_call_is_retried_and_then_succeeds(migrated_postgres_data
     assert [page["total"] for page in pages] == [0, 0, 0, 0]
 
 
+@pytest.mark.date_sensitive
 def test_a_create_whose_answer_was_lost_books_once(live, tenant):
     with lossy_proxy(live.port, first_create_lost()) as proxy:
 
@@ -348,6 +354,7 @@ def test_a_create_whose_answer_was_lost_books_once(live, tenant):
     assert listed["total"] == 1 and listed["bookings"][0]["id"] == created["id"]
 
 
+@pytest.mark.date_sensitive
 def test_an_agent_holds_a_slot_collects_details_and_books_it_with_the_token(connect, tenant):
     event_type = tenant.event_types["Cleaning"]
     ten = {
@@ -398,6 +405,7 @@ def test_an_agent_holds_a_slot_collects_details_and_books_it_with_the_token(conn
     assert listed["total"] == 1 and listed["bookings"][0]["id"] == booked["id"]
 
 
+@pytest.mark.date_sensitive
 def test_an_agent_releases_a_hold_it_no_longer_needs(connect, tenant):
     event_type = tenant.event_types["Cleaning"]
     ten = {
@@ -427,6 +435,7 @@ def test_an_agent_releases_a_hold_it_no_longer_needs(connect, tenant):
     assert booked["startTime"] == ten["startTime"]
 
 
+@pytest.mark.date_sensitive
 def test_a_booking_is_moved_into_a_held_slot_with_the_token(connect, tenant):
     event_type = tenant.event_types["Cleaning"]
 

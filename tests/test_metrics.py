@@ -45,6 +45,7 @@ def test_metrics_need_the_configured_bearer_token(make_app):
     assert b"calendar_http_requests_total" in response.data
 
 
+@pytest.mark.date_sensitive
 def test_created_bookings_are_counted_by_event_and_by_status(client, tenant):
     created = value("calendar_booking_events_total", event="booking.created")
     route = "/v1/api/calendar/event-types/<id:event_type_id>/bookings"
@@ -66,6 +67,7 @@ def test_request_latency_is_observed_per_route(client, tenant):
     assert after == before + 1
 
 
+@pytest.mark.date_sensitive
 def test_conflicts_are_counted_by_cause(client, tenant):
     before = value("calendar_booking_conflicts_total", cause="booking")
     assert book_through_api(client, tenant, ny(MONDAY, 13)).status_code == 201
@@ -73,6 +75,7 @@ def test_conflicts_are_counted_by_cause(client, tenant):
     assert value("calendar_booking_conflicts_total", cause="booking") == before + 1
 
 
+@pytest.mark.date_sensitive
 def test_idempotent_replays_are_counted(client, tenant):
     before = value("calendar_idempotent_replays_total")
     for _ in range(3):
@@ -94,6 +97,7 @@ def test_rate_limit_rejections_are_counted_by_bucket(make_app, tenants):
     assert value("calendar_rate_limit_rejections_total", bucket="key") == before + 2
 
 
+@pytest.mark.date_sensitive
 def test_outbox_backlog_counts_undelivered_events(make_app, tenants):
     app = make_app(METRICS_TOKEN=TOKEN)
     with app.app_context():
@@ -126,6 +130,7 @@ def test_redis_up_is_one_when_redis_answers(make_app):
     assert re.search(r"^calendar_redis_up 1\.0$", text, re.M)
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.slow
 def test_metrics_of_every_gunicorn_worker_are_counted_together(postgres_database):
     """Two worker processes share the load; one scrape counts exactly the 201s the client saw."""

@@ -23,6 +23,8 @@ from app.services.notifications.booking_mail import (
 from tests.factories import next_monday, ny, z
 from tests.mail_servers import ics_of, smtp_server
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in local time in the mails
+
 MONDAY = next_monday()
 OWNER = "front-desk@clinic.test"
 

@@ -15,6 +15,8 @@ from app.models.types import utcnow
 from app.services import outbox
 from tests.factories import make_booking, next_monday, ny, z
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
+
 MONDAY = next_monday()
 
 

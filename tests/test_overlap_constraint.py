@@ -18,7 +18,10 @@ MONDAY = next_monday()
 
 
 # The constraint is PostgreSQL's; on SQLite the single-writer lock is the whole guarantee.
-pytestmark = pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+pytestmark = [
+    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
+    pytest.mark.date_sensitive,  # bookings on next Monday
+]
 
 
 def test_overlapping_active_bookings_cannot_be_stored(tenant):

@@ -180,6 +180,7 @@ def test_the_apis_reads_run_without_a_transaction(postgres_app, transaction_mode
     assert transaction_modes and all(autocommit for _, autocommit in transaction_modes)
 
 
+@pytest.mark.date_sensitive
 def test_the_apis_writes_keep_their_transaction_after_a_read_on_the_same_connection(
     postgres_app, transaction_modes
 ):

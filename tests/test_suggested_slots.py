@@ -16,6 +16,8 @@ from tests.factories import (
     z,
 )
 
+pytestmark = pytest.mark.date_sensitive  # working hours on next Monday, in New York time
+
 MONDAY = next_monday()
 TUESDAY = MONDAY + timedelta(days=1)
 TEN = ny(MONDAY, 10)
@@ -113,13 +115,11 @@ def test_a_held_slot_suggests_around_the_hold(client, tenant):
     assert_each_can_be_booked(client, tenant, offered)
 
 
-@pytest.mark.date_sensitive
 def test_outside_hours_suggests_the_nearest_slots_inside_them(client, tenant):
     offered = suggestions(create(client, tenant, ny(MONDAY, 7)), "outside_hours")
     assert offered == [slot(ny(MONDAY, 9) + timedelta(minutes=30 * i)) for i in range(5)]
 
 
-@pytest.mark.date_sensitive
 def test_a_closed_day_suggests_the_next_open_days(client, tenant):
     saturday = MONDAY + timedelta(days=5)
     offered = suggestions(create(client, tenant, ny(saturday, 10)), "outside_hours")
@@ -127,7 +127,6 @@ def test_a_closed_day_suggests_the_next_open_days(client, tenant):
     assert offered == [slot(ny(following_monday, 9) + timedelta(minutes=30 * i)) for i in range(5)]
 
 
-@pytest.mark.date_sensitive
 def test_minimum_notice_suggests_only_slots_after_it(client, tenants):
     minutes_until = (ny(MONDAY, 11, 50) - datetime.now(UTC)) // timedelta(minutes=1)
     tenant = tenants.create(settings={"defaultDuration": 30, "minimumNoticeMinutes": minutes_until})
@@ -136,7 +135,6 @@ def test_minimum_notice_suggests_only_slots_after_it(client, tenants):
     assert_each_can_be_booked(client, tenant, offered)
 
 
-@pytest.mark.date_sensitive
 def test_beyond_the_horizon_suggests_the_last_slots_before_it(client, tenants):
     tenant = tenants.create(settings={"defaultDuration": 30, "bookingHorizonDays": 3})
     horizon = datetime.now(UTC) + timedelta(days=3)

@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -16,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import time_machine
 from sqlalchemy import select
 
 from app.extensions import db
@@ -28,11 +30,30 @@ pytestmark = pytest.mark.slow
 
 ALWAYS = {day: [["00:00", "24:00"]] for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}
 
+# As tests.servers does for gunicorn: on a shifted test clock (--clock) the worker travels by
+# the same offset from the real clock before Celery starts, so the tasks' "now" (a reminder's
+# due time, a finished booking) is the tests'; forked pool processes inherit it.
+CELERY_ON_THE_SHIFTED_CLOCK = """\
+import sys, time
+import time_machine
+time_machine.travel(time.time() + float(sys.argv.pop(1)), tick=True).start()
+from celery.__main__ import main
+sys.exit(main())
+"""
+
+
+def celery_command() -> list[str]:
+    """celery, on this process's clock."""
+    if not time_machine.escape_hatch.is_travelling():
+        return [str(BIN / "celery")]
+    offset = time.time() - time_machine.escape_hatch.time.time()
+    return [sys.executable, "-c", CELERY_ON_THE_SHIFTED_CLOCK, repr(offset)]
+
 
 @contextmanager
 def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
     """``celery -A worker worker`` as the Procfile starts it (in a process group of its own,
-    pool processes included), until it says it is ready."""
+    pool processes included), on the tests' clock, until it says it is ready."""
     process_env = {
         k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")
     }
@@ -40,7 +61,7 @@ def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[sub
     start = log_path.stat().st_size if log_path.exists() else 0
     with open(log_path, "a") as log:
         process = subprocess.Popen(
-            [str(BIN / "celery"), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1"],
+            [*celery_command(), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1"],
             cwd=ROOT,
             env=process_env,
             stdout=log,

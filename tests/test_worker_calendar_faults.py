@@ -25,7 +25,11 @@ from tests.radicale_servers import radicale_server
 from tests.test_calendar_sync import vevent
 from tests.test_worker import celery_worker, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
+    pytest.mark.date_sensitive,  # events on next Monday
+]
 
 MONDAY = next_monday()
 PASSWORD = "correct-horse-battery"

@@ -19,7 +19,10 @@ from tests.servers import MACHINE_REDIS
 from tests.test_calendar_sync import vevent
 from tests.test_worker import celery_worker, wait_for
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.date_sensitive,  # events on next Monday, in Berlin and New York time
+]
 
 MONDAY = next_monday()
 TUESDAY, WEDNESDAY, THURSDAY, FRIDAY = (MONDAY + timedelta(days=n) for n in (1, 2, 3, 4))

@@ -26,6 +26,7 @@ from tests.test_worker_calendar_faults import MONDAY, connection_doc, events_wit
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
+    pytest.mark.date_sensitive,  # events on next Monday
 ]
 
 

@@ -105,6 +105,7 @@ def tokyo_ten_oclock_a_day_after(instant: datetime) -> datetime:
     return datetime.combine(day, wall_time(10), tzinfo=TOKYO).astimezone(UTC)
 
 
+@pytest.mark.date_sensitive
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_emails_follow_a_booking_through_the_worker(database_url, make_app, tenants, tmp_path):
     queue = f"test-{uuid.uuid4().hex}"

@@ -22,6 +22,8 @@ from tests.factories import make_booking, next_monday, ny, utc, z
 from tests.radicale_servers import radicale_server
 from tests.test_calendar_sync import fresh_user
 
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in the booking's zone
+
 MONDAY = next_monday()
 
 

@@ -49,6 +49,7 @@ test: dev-venv
 lint: dev-venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: dev-venv
 	$(BIN)/ruff check --fix .

@@ -1,36 +1,18 @@
-"""Calendar booking service: the application factory."""
+"""Calendar booking service: the application factory, the one place that wires the layers
+together.
+
+Importing this package loads nothing but the standard library: ``create_app`` imports what it
+wires inside itself, so ``import app.scheduling`` (pure rules) or ``import app.client`` (an
+HTTP client) costs only what those need (``tests/test_imports.py`` holds that true).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask
-
-from app import models  # noqa: F401 - every model registered before Alembic looks
-from app.api import register_api
-from app.api.rate_limit import register_rate_limits
-from app.cli import register_commands
-from app.config import Config, load_config
-from app.dashboard import register_dashboard
-from app.database import bound_postgres_waits, engine_options
-from app.deadlines import RequestWaitBudget, request_wait_s
-from app.errors import register_error_handlers
-from app.extensions import db, migrate
-from app.health import register_health
-from app.llms import register_llms
-from app.logs import configure_logging, register_request_ids
-from app.metrics import register_metrics
-from app.request_body import WholeBodyFirst
-from app.security_headers import register_security_headers
-from app.services.calendars.write_back import HANDLER_NAME as WRITE_BACK
-from app.services.calendars.write_back import write_back_delivery
-from app.services.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
-from app.services.notifications.booking_mail import notify_delivery
-from app.services.outbox import register_handler
-from app.services.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
-from app.services.webhooks.deliveries import webhooks_delivery
-from worker.celery_setup import celery_init_app
+if TYPE_CHECKING:
+    from flask import Flask
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -41,6 +23,33 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     The app never creates or migrates tables itself: ``flask db upgrade`` (the Procfile's
     ``release``) does, once, instead of every process racing at start-up.
     """
+    from flask import Flask
+
+    from app import models  # noqa: F401 - every model registered before Alembic looks
+    from app.api import register_api
+    from app.api.rate_limit import register_rate_limits
+    from app.celery_app import celery_init_app
+    from app.cli import register_commands
+    from app.config import Config, load_config
+    from app.dashboard import register_dashboard
+    from app.database import bound_postgres_waits, engine_options
+    from app.deadlines import RequestWaitBudget, request_wait_s
+    from app.errors import register_error_handlers
+    from app.extensions import db, migrate
+    from app.health import register_health
+    from app.llms import register_llms
+    from app.logs import configure_logging, register_request_ids
+    from app.metrics import register_metrics
+    from app.request_body import WholeBodyFirst
+    from app.security_headers import register_security_headers
+    from app.services.calendars.write_back import HANDLER_NAME as WRITE_BACK
+    from app.services.calendars.write_back import write_back_delivery
+    from app.services.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
+    from app.services.notifications.booking_mail import notify_delivery
+    from app.services.outbox import register_handler
+    from app.services.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
+    from app.services.webhooks.deliveries import webhooks_delivery
+
     app = Flask(__name__, instance_relative_config=True)
     app.config.from_object(Config)
     app.config.update(config or {})

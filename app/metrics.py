@@ -1,4 +1,5 @@
-"""Prometheus metrics: what the service did, counted where it happens, exposed at ``/metrics``.
+"""Prometheus metrics exposed at ``/metrics``: the counters of ``app.counters`` (what the
+service did, counted where it happens), the HTTP requests, and gauges read at scrape time.
 
 Counted with ``prometheus_client``. Under gunicorn (``PROMETHEUS_MULTIPROC_DIR``, which
 ``gunicorn.conf.py`` sets) every worker process writes its counts to files in one folder and
@@ -23,8 +24,6 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
-    Counter,
-    Histogram,
     generate_latest,
     multiprocess,
 )
@@ -32,48 +31,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from werkzeug.exceptions import NotFound, Unauthorized
 
+from app.counters import BOOKING_EVENTS, HTTP_LATENCY, HTTP_REQUESTS
 from app.services.events import BookingEvent, subscribe
-
-HTTP_REQUESTS = Counter(
-    "calendar_http_requests_total",
-    "HTTP requests answered, by route and status",
-    ["method", "route", "status"],
-)
-HTTP_LATENCY = Histogram(
-    "calendar_http_request_duration_seconds",
-    "Time from the request reaching the app to its answer, by route",
-    ["method", "route"],
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
-)
-BOOKING_EVENTS = Counter(
-    "calendar_booking_events_total",
-    "Booking changes committed (booking.created, booking.rescheduled, booking.cancelled, …)",
-    ["event"],
-)
-BOOKING_CONFLICTS = Counter(
-    "calendar_booking_conflicts_total",
-    "Creates and moves refused because the time is taken, by what takes it",
-    ["cause"],
-)
-IDEMPOTENT_REPLAYS = Counter(
-    "calendar_idempotent_replays_total",
-    "Creates answered with the booking an earlier request with the same idempotencyKey made",
-)
-RATE_LIMITED = Counter(
-    "calendar_rate_limit_rejections_total",
-    "Requests refused with 429, by the bucket that was full (an API key or an address)",
-    ["bucket"],
-)
-CALENDAR_SYNCS = Counter(
-    "calendar_calendar_syncs_total",
-    "Connected-calendar syncs run by the worker, by outcome",
-    ["outcome"],
-)
-DELIVERIES = Counter(
-    "calendar_deliveries_total",
-    "Outbox deliveries attempted (write-back, notifications, webhooks), by outcome",
-    ["handler", "outcome"],
-)
 
 UNMATCHED_ROUTE = "(unmatched)"
 

@@ -10,8 +10,8 @@ from marshmallow import fields, validate
 
 from app.compiled_dump import CompiledSchema, register_converter
 from app.models import BookingStatus
+from app.models.types import MAX_ID
 from app.scheduling.timezones import format_utc
-from app.services.ids import MAX_ID
 from app.validation import MAX_ATTENDEES, METADATA_OPENAPI, TimezoneField
 
 STATUSES = [s.value for s in BookingStatus]

@@ -12,9 +12,11 @@ count_in_own_folder()  # before the app imports prometheus_client
 
 from app import create_app  # noqa: E402
 from app.extensions import db  # noqa: E402
+from worker.heartbeat import heartbeat_step  # noqa: E402
 
 flask_app = create_app()
 app = flask_app.extensions["celery"]
+app.steps["worker"].add(heartbeat_step(flask_app))  # only worker processes beat
 
 
 @worker_process_init.connect

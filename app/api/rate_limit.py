@@ -31,9 +31,9 @@ from app.api.auth import authentication
 from app.api.memory_counts import NOT_OWNER_MESSAGE, owns_memory_counts
 from app.api.rate_limit_storage import storage_uri
 from app.config import API_PREFIX
+from app.counters import RATE_LIMITED
 from app.deadlines import redis_timeout_s
 from app.errors import envelope
-from app.metrics import RATE_LIMITED
 
 
 def rate_limit_identity() -> str:

@@ -19,12 +19,12 @@ from app.api import examples
 from app.api.auth import authorize
 from app.errors import handle_http_exception
 from app.models import Permission
+from app.models.types import MAX_ID
 from app.representations import SlotSchema
 from app.services.errors import ErrorCode
 from app.validation import InstantField, describe_errors
 
 # Ids are PostgreSQL ``integer`` columns: larger values cannot name anything.
-MAX_ID = 2**31 - 1
 
 
 class ErrorSchema(ma.Schema):

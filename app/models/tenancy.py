@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from flask_login import UserMixin
 from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, String, Table
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -38,8 +37,10 @@ user_sub_account_access = Table(
 )
 
 
-class User(UserMixin, db.Model):
-    """A person who signs in to the dashboard (Flask-Login's user)."""
+class User(db.Model):
+    """A person who signs in to the dashboard. It answers what Flask-Login asks of a user
+    (``is_authenticated``, ``is_active``, ``is_anonymous``, ``get_id``) without the model
+    importing the web layer's library."""
 
     __tablename__ = "users"
     __table_args__ = (
@@ -59,9 +60,15 @@ class User(UserMixin, db.Model):
     agency: Mapped[Agency] = relationship(back_populates="users")
     granted_sub_accounts: Mapped[list[SubAccount]] = relationship(secondary=user_sub_account_access)
 
+    is_authenticated = True
+    is_anonymous = False
+
     @property
     def is_active(self) -> bool:  # Flask-Login: a deactivated user cannot sign in
         return self.active
+
+    def get_id(self) -> str:
+        return str(self.id)
 
 
 class DashboardSession(db.Model):

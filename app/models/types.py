@@ -8,6 +8,10 @@ from typing import Any
 from sqlalchemy import DateTime
 from sqlalchemy.types import TypeDecorator
 
+# Id columns are PostgreSQL ``integer``: the largest id a row can have, and so the largest a
+# request may name (the API documents and checks it, lookups refuse larger ones as not found).
+MAX_ID = 2**31 - 1
+
 
 class UTCDateTime(TypeDecorator[datetime]):
     """An instant, stored in UTC and always handed back timezone-aware.

@@ -20,8 +20,8 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from app.counters import IDEMPOTENT_REPLAYS
 from app.extensions import db
-from app.metrics import IDEMPOTENT_REPLAYS
 from app.models import (
     ACTIVE_STATUSES,
     Attendee,

@@ -7,7 +7,7 @@ check first, so a huge id in a URL is a 404 like any other unknown id.
 
 from __future__ import annotations
 
-MAX_ID = 2**31 - 1
+from app.models.types import MAX_ID
 
 
 def is_storable_id(value: int) -> bool:

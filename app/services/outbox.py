@@ -28,8 +28,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from app.counters import DELIVERIES
 from app.extensions import db
-from app.metrics import DELIVERIES
 from app.models import DeliveryStatus, OutboxDelivery, OutboxEvent
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from datetime import datetime, time, timedelta
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
+from app.counters import BOOKING_CONFLICTS
 from app.extensions import db
-from app.metrics import BOOKING_CONFLICTS
 from app.models import AvailabilityProfile, EventType, SlotHold, SubAccount
 from app.scheduling.intervals import Interval
 from app.scheduling.slots import (

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from celery import shared_task
 
+from app.counters import CALENDAR_SYNCS
 from app.extensions import db
-from app.metrics import CALENDAR_SYNCS
 from app.models.types import utcnow
 from app.services.calendars.sync import active_connection_ids, sync_connection
 from app.services.outbox import retry_delay

@@ -7,8 +7,8 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.api import examples
-from app.api.smorest import MAX_ID
 from app.compiled_dump import CompiledSchema
+from app.models.types import MAX_ID
 from app.representations import SlotSchema
 from app.services.availability import AvailabilityQuery
 from app.validation import InstantField, TimezoneField

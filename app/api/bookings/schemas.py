@@ -6,8 +6,8 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
-from app.api.smorest import MAX_ID
 from app.compiled_dump import CompiledSchema
+from app.models.types import MAX_ID
 from app.representations import STATUSES, BookingSchema
 from app.services.booking_queries import BookingListQuery
 from app.validation import InstantField, Text

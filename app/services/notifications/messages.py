@@ -1,7 +1,8 @@
 """One booking email to one recipient: subject, a plain-text and an HTML part (Jinja templates
-``email/booking.txt`` and ``.html``), times in the recipient's timezone, and the booking as an
-iCalendar invitation (``REQUEST``, or ``CANCEL`` once cancelled) so mail clients add, move or
-remove it. No I/O: sending is ``mailer``'s.
+``templates/booking.txt`` and ``.html`` beside this module, rendered by an environment of its
+own: mail is the service's, not a page of the web's), times in the recipient's timezone, and
+the booking as an iCalendar invitation (``REQUEST``, or ``CANCEL`` once cancelled) so mail
+clients add, move or remove it. No I/O: sending is ``mailer``'s.
 """
 
 from __future__ import annotations
@@ -12,14 +13,21 @@ from datetime import datetime
 from email.headerregistry import Address, HeaderRegistry
 from email.message import EmailMessage
 from email.utils import format_datetime
+from pathlib import Path
 
-from flask import render_template
+from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.models import Booking, BookingStatus
 from app.scheduling.timezones import zone
 from app.services.ical import Organizer, booking_calendar
 
 REMINDER = "booking.reminder"
+
+# HTML parts are escaped, plain-text parts are not (as Flask would render them).
+_TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).resolve().parent / "templates"),
+    autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
+)
 
 _LABELS = {
     "booking.created": "Booked",
@@ -97,8 +105,9 @@ def compose(
     message["Reply-To"] = letterhead.organizer.email
     message["Date"] = format_datetime(now)
     message["Message-ID"] = message_id(dedupe_key, letterhead.sender)
-    message.set_content(render_template("email/booking.txt", **context))
-    message.add_alternative(render_template("email/booking.html", **context), subtype="html")
+    message.set_content(_TEMPLATES.get_template("booking.txt").render(**context))
+    html = _TEMPLATES.get_template("booking.html").render(**context)
+    message.add_alternative(html, subtype="html")
     method = "CANCEL" if cancelled else "REQUEST"
     ics = booking_calendar(booking, now=now, method=method, organizer=letterhead.organizer)
     message.add_attachment(

@@ -1,5 +1,5 @@
 """Operator commands: ``flask provision FILE``, ``flask demo``, ``flask connections …`` and
-``flask secrets reencrypt`` (``app.cli_messages``: ``flask webhooks …`` and ``flask outbox``)."""
+``flask secrets reencrypt`` (``app.cli.messages``: ``flask webhooks …`` and ``flask outbox``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
 
-from app.cli_messages import outbox_command, service_failure, webhooks_group
+from app.cli.messages import outbox_command, service_failure, webhooks_group
 from app.extensions import db
 from app.models.types import utcnow
 from app.services.calendars.sync import probe_connection, sync_all_connections, sync_connection

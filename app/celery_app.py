@@ -1,5 +1,10 @@
 """The Celery app, bound to a Flask app: every task runs in an app context and one transaction.
 
+It lives in the app package because every process needs it: ``create_app`` binds it so the web
+process can publish, and the worker (``worker.celery``) runs its tasks. The tasks themselves
+(``worker.tasks``) are named here only as strings, loaded by the worker process alone, so
+nothing here imports the ``worker`` package.
+
 Broker: ``CELERY_BROKER_URL``, else ``REDIS_URL``, else the embedded default, kombu's
 SQLAlchemy transport on a SQLite file beside the database (no server to run; the worker is
 still a real ``celery worker`` process). Results are not kept: tasks report through the
@@ -22,7 +27,6 @@ from app.deadlines import redis_timeout_s
 from app.extensions import db
 from app.services.events import BookingEvent, subscribe
 from app.services.webhooks.deliveries import set_dispatcher
-from worker.heartbeat import heartbeat_step
 
 TASK_MODULES = [
     "worker.tasks.bookings",
@@ -162,7 +166,6 @@ def celery_init_app(flask_app: Flask) -> Celery:
 
     celery_app = Celery(flask_app.name, task_cls=FlaskTask)
     celery_app.config_from_object(celery_settings(flask_app))
-    celery_app.steps["worker"].add(heartbeat_step(flask_app))
     celery_app.set_default()
     flask_app.extensions["celery"] = celery_app
     subscribe(dispatch_to_worker)

@@ -42,13 +42,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.metrics import register_metrics
     from app.request_body import WholeBodyFirst
     from app.security_headers import register_security_headers
-    from app.services.calendars.write_back import HANDLER_NAME as WRITE_BACK
-    from app.services.calendars.write_back import write_back_delivery
-    from app.services.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
-    from app.services.notifications.booking_mail import notify_delivery
-    from app.services.outbox import register_handler
-    from app.services.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
-    from app.services.webhooks.deliveries import webhooks_delivery
+    from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
+    from app.services.integrations.calendars.write_back import write_back_delivery
+    from app.services.integrations.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
+    from app.services.integrations.notifications.booking_mail import notify_delivery
+    from app.services.integrations.outbox import register_handler
+    from app.services.integrations.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
+    from app.services.integrations.webhooks.deliveries import webhooks_delivery
 
     app = Flask(__name__, instance_relative_config=True)
     app.config.from_object(Config)

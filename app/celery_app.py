@@ -25,8 +25,8 @@ from sqlalchemy.exc import OperationalError
 from app.config import beside_database
 from app.deadlines import redis_timeout_s
 from app.extensions import db
-from app.services.events import BookingEvent, subscribe
-from app.services.webhooks.deliveries import set_dispatcher
+from app.services.integrations.events import BookingEvent, subscribe
+from app.services.integrations.webhooks.deliveries import set_dispatcher
 
 TASK_MODULES = [
     "worker.tasks.bookings",

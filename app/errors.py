@@ -16,7 +16,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from app.representations import SlotSchema
-from app.services.errors import ErrorCode, ServiceError, TimeUnavailable
+from app.services.common.errors import ErrorCode, ServiceError, TimeUnavailable
 from app.validation import describe_errors, flatten_errors
 
 # Short, stable messages instead of werkzeug's HTML-minded descriptions.

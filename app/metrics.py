@@ -32,7 +32,7 @@ from prometheus_client.registry import Collector
 from werkzeug.exceptions import NotFound, Unauthorized
 
 from app.counters import BOOKING_EVENTS, HTTP_LATENCY, HTTP_REQUESTS
-from app.services.events import BookingEvent, subscribe
+from app.services.integrations.events import BookingEvent, subscribe
 
 UNMATCHED_ROUTE = "(unmatched)"
 
@@ -61,7 +61,7 @@ class DeploymentGauges(Collector):
         from app.deadlines import redis_timeout_s
         from app.models.types import utcnow
         from app.services.health import check_redis, workers_seen
-        from app.services.outbox import backlog
+        from app.services.integrations.outbox import backlog
 
         with self.app.app_context():
             now = utcnow()

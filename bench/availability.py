@@ -77,7 +77,7 @@ from app.scheduling.intervals import Interval, merge
 from app.scheduling.slots import SlotRules, open_slots, slots_by_day
 from app.scheduling.timezones import local_to_utc, zone
 from app.scheduling.working_hours import WeeklySchedule, working_ranges
-from app.services.provisioning import provision
+from app.services.accounts.provisioning import provision
 
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN = Path(sys.executable).with_name("gunicorn")

@@ -90,7 +90,7 @@ from app import create_app
 from app.extensions import db
 from app.models import ACTIVE_STATUSES, Booking, Permission, SlotHold
 from app.models.types import utcnow
-from app.services.provisioning import WEEKDAYS, provision
+from app.services.accounts.provisioning import WEEKDAYS, provision
 from bench.availability import (
     API_KEY_HEADER,
     Timing,

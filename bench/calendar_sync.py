@@ -96,15 +96,20 @@ import caldav
 from caldav.elements import dav
 from sqlalchemy import delete, func, select
 
-import app.services.calendars.sync as sync_module
+import app.services.integrations.calendars.sync as sync_module
 from app import create_app
 from app.extensions import db
 from app.models import BlockedTime, CalendarConnection, Permission
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
-from app.services.calendars.busy_time import CalendarObject, busy_periods
-from app.services.calendars.caldav_calendar import CTAG, SYNC_TOKEN
-from app.services.calendars.sync import LOOK_BACK, READ_AHEAD, SyncResult, sync_connection
+from app.services.integrations.calendars.busy_time import CalendarObject, busy_periods
+from app.services.integrations.calendars.caldav_calendar import CTAG, SYNC_TOKEN
+from app.services.integrations.calendars.sync import (
+    LOOK_BACK,
+    READ_AHEAD,
+    SyncResult,
+    sync_connection,
+)
 from bench.availability import postgres_database, postgres_version
 from bench.booking_writes import migrate_and_provision
 from tests.radicale_servers import OwnRadicale, radicale_server
@@ -715,7 +720,7 @@ def report_backend(label: str, runs: Runs) -> None:
 
 def main() -> None:
     started = time.monotonic()
-    logging.getLogger("app.services.calendars.sync").setLevel(logging.WARNING)
+    logging.getLogger("app.services.integrations.calendars.sync").setLevel(logging.WARNING)
     pg_version = postgres_version()
     print("Calendar sync benchmark: one CalDAV calendar of 2,000 events, synced in full and again")
     print(

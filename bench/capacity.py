@@ -114,8 +114,8 @@ from app.models import (
     WebhookDeliveryStatus,
 )
 from app.models.types import utcnow
-from app.services.outbox import registered_handlers
-from app.services.provisioning import WEEKDAYS
+from app.services.accounts.provisioning import WEEKDAYS
+from app.services.integrations.outbox import registered_handlers
 from bench.availability import (
     GUNICORN,
     ROOT,

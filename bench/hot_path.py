@@ -589,8 +589,8 @@ class Sequential:
 
     def busy_rows(self) -> None:
         """The one statement availability reads the window's busy time with
-        (``app.services.availability.load_busy``: a range-overlap query per table, bookings,
-        blocked times and holds, as one ``UNION ALL``; no holds here)."""
+        (``app.services.availability.open_time.load_busy``: a range-overlap query per table,
+        bookings, blocked times and holds, as one ``UNION ALL``; no holds here)."""
         window = (self.setup.sub_account_id, *self.setup.window.window)
         rows = self.pg.execute(
             "SELECT 0, occupied_start, occupied_end, expires_at FROM slot_holds"

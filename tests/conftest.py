@@ -33,7 +33,7 @@ from sqlalchemy import text
 
 from app import create_app
 from app.extensions import db
-from app.services import passwords
+from app.services.accounts import passwords
 from tests.dashboard import owner_email, sign_in
 from tests.factories import NEW_YORK, Tenant, TenantFactory
 from tests.live_api import LiveApi, live_api

@@ -7,7 +7,7 @@ import re
 
 from app.extensions import db
 from app.models import Role, SubAccount, User
-from app.services.passwords import hash_password
+from app.services.accounts.passwords import hash_password
 
 PASSWORD = "s3cret-pass"  # tests.factories' agency owners
 

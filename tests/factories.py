@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 from app.extensions import db
 from app.models import Attendee, BlockedTime, Booking, EventType, Permission
-from app.services.provisioning import provision
+from app.services.accounts.provisioning import provision
 
 ALL_PERMISSIONS = [p.value for p in Permission]
 _counter = itertools.count(1)

@@ -9,8 +9,8 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
-from app.services.api_keys import require_permission
-from app.services.errors import PermissionDenied
+from app.services.accounts.api_keys import require_permission
+from app.services.common.errors import PermissionDenied
 
 BOOKINGS = "/v1/api/calendar/bookings"
 

@@ -7,8 +7,8 @@ from sqlalchemy import text
 
 from app.extensions import db
 from app.models.types import utcnow
-from app.services import events
-from app.services.events import BookingEvent, BookingEventKind
+from app.services.integrations import events
+from app.services.integrations.events import BookingEvent, BookingEventKind
 from tests.factories import book_through_api, make_booking, next_monday, ny, z
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday

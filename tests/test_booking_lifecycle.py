@@ -10,8 +10,8 @@ import pytest
 from app.extensions import db
 from app.models import Booking
 from app.models.types import utcnow
-from app.services.booking_lifecycle import complete_finished_bookings
-from app.services.events import subscribe, unsubscribe
+from app.services.bookings.lifecycle import complete_finished_bookings
+from app.services.integrations.events import subscribe, unsubscribe
 from tests.factories import make_booking
 
 AUTO = {"defaultDuration": 30, "bookingHorizonDays": 60, "autoCompleteBookings": True}

@@ -23,15 +23,15 @@ from app.extensions import db
 from app.models import BlockedTime, CalendarConnection, CalendarSettings
 from app.models.types import utcnow
 from app.scheduling.intervals import Interval
-from app.services.calendars import (
+from app.services.common.encryption import encrypt_secret
+from app.services.integrations.calendars import (
     caldav_calendar,
     probe_connection,
     sync_all_connections,
     sync_connection,
 )
-from app.services.calendars.busy_time import CalendarObject, busy_periods
-from app.services.calendars.errors import MalformedCalendarData, TooManyBusyPeriods
-from app.services.secrets import encrypt_secret
+from app.services.integrations.calendars.busy_time import CalendarObject, busy_periods
+from app.services.integrations.calendars.errors import MalformedCalendarData, TooManyBusyPeriods
 from tests.factories import NEW_YORK, make_booking, next_monday, ny, z
 from tests.radicale_servers import radicale_server
 

@@ -14,7 +14,7 @@ from app.compiled_dump import CompiledSchema
 from app.extensions import db
 from app.models import SubAccount
 from app.representations import BookingSchema, UTCTimestamp
-from app.services.booking_queries import BookingListQuery, get_booking, list_bookings, show_booking
+from app.services.bookings.queries import BookingListQuery, get_booking, list_bookings, show_booking
 from tests.factories import make_booking, next_monday, ny
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday

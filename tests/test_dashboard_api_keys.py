@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from app.dashboard import local_time
 from app.extensions import db
 from app.models import ApiKey, CalendarSettings, SubAccount, User
-from app.services.api_keys import issue_api_key
+from app.services.accounts.api_keys import issue_api_key
 from tests.dashboard import agency_user, owner_email, sign_in
 from tests.factories import NEW_YORK
 

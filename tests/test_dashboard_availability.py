@@ -23,7 +23,7 @@ from app.models import (
 )
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
-from app.services.availability import AvailabilityQuery, check_availability
+from app.services.availability.open_time import AvailabilityQuery, check_availability
 from tests.dashboard import csrf_token, owner_email, sign_in
 from tests.factories import NEW_YORK, next_monday, ny
 

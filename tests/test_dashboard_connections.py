@@ -19,8 +19,8 @@ from sqlalchemy import func, select
 from app.config import load_config
 from app.extensions import db
 from app.models import BlockedTime, CalendarConnection
-from app.services import connections
-from app.services.secrets import decrypt_secret
+from app.services.common.encryption import decrypt_secret
+from app.services.integrations.calendars import connections
 from tests.dashboard import csrf_token, owner_email, sign_in
 from tests.radicale_servers import radicale_server
 from tests.servers import free_port

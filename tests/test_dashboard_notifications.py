@@ -21,10 +21,10 @@ from app.models import (
     WebhookSubscription,
 )
 from app.models.types import utcnow
-from app.services import outbox
-from app.services.notifications import booking_mail
-from app.services.webhooks import deliveries
-from app.services.webhooks.subscriptions import add_subscription
+from app.services.integrations import outbox
+from app.services.integrations.notifications import booking_mail
+from app.services.integrations.webhooks import deliveries
+from app.services.integrations.webhooks.subscriptions import add_subscription
 from tests.dashboard import owner_email, sign_in
 from tests.factories import next_monday, ny, z
 from tests.webhook_receivers import webhook_receiver

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Agency, ApiKey
-from app.services.demo import DEMO_EMAIL
+from app.services.accounts.demo import DEMO_EMAIL
 from tests.dashboard import sign_in
 
 

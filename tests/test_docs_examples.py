@@ -34,7 +34,7 @@ import time_machine
 
 from app import create_app
 from app.extensions import db
-from app.services.demo import ensure_demo
+from app.services.accounts.demo import ensure_demo
 from tests.servers import gunicorn, migrate_and_run_demo
 
 ROOT = Path(__file__).resolve().parent.parent

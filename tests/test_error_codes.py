@@ -12,7 +12,7 @@ import pytest
 
 from app import create_app
 from app.extensions import db
-from app.services.errors import ErrorCode
+from app.services.common.errors import ErrorCode
 from tests.factories import book_through_api, make_booking, next_monday, ny, z
 from tests.test_errors import add_probe_routes
 

@@ -9,10 +9,14 @@ import pytest
 
 from app.extensions import db
 from app.models import AvailabilityProfile, EventType, SubAccount
-from app.services.availability_profiles import ProfileNotFound, create_profile, get_profile
-from app.services.blocked_times import add_blocked_time
-from app.services.errors import EventTypeNotFound, InvalidRequest
-from app.services.event_types import create_event_type, get_event_type, update_event_type
+from app.services.availability.blocked_times import add_blocked_time
+from app.services.availability.event_types import (
+    create_event_type,
+    get_event_type,
+    update_event_type,
+)
+from app.services.availability.profiles import ProfileNotFound, create_profile, get_profile
+from app.services.common.errors import EventTypeNotFound, InvalidRequest
 from tests.factories import next_monday, ny
 
 MONDAY = next_monday()

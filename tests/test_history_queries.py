@@ -23,8 +23,8 @@ from app.extensions import db
 from app.models import BlockedTime, SubAccount
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput
-from app.services.availability import load_busy
-from app.services.booking_queries import BookingListQuery, list_bookings
+from app.services.availability.open_time import load_busy
+from app.services.bookings.queries import BookingListQuery, list_bookings
 from tests.factories import Tenant, make_booking, utc
 
 # A window far from today (and from the inserted history), whatever today is.

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import SlotHold
-from app.services.holds import purge_expired_holds
+from app.services.bookings.holds import purge_expired_holds
 from tests.factories import book_through_api, hold_through_api, make_booking, next_monday, ny, z
 
 pytestmark = pytest.mark.date_sensitive  # holds on next Monday, in New York time

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from app.models.types import utcnow
-from app.services.provisioning import ProvisioningInvalid
+from app.services.accounts.provisioning import ProvisioningInvalid
 from tests.factories import next_monday, ny, z
 
 NEW_YORK = "America/New_York"

@@ -14,7 +14,7 @@ import pytest
 from flask import Flask
 
 from app import create_app
-from app.services.errors import ErrorCode
+from app.services.common.errors import ErrorCode
 from tests.test_docs_examples import examples, fenced_blocks, normalized
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from app import MIGRATIONS_DIR, create_app
 from app.extensions import db
-from app.services.demo import DEMO_EMAIL, ensure_demo
+from app.services.accounts.demo import DEMO_EMAIL, ensure_demo
 from tests.servers import BIN, ROOT
 
 HEAD = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()

@@ -14,8 +14,8 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import MailMessage, OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
-from app.services import outbox
-from app.services.notifications.booking_mail import (
+from app.services.integrations import outbox
+from app.services.integrations.notifications.booking_mail import (
     HANDLER_NAME,
     notify_delivery,
     send_due_reminders,

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from app.extensions import db
-from app.services.demo import ensure_demo
+from app.services.accounts.demo import ensure_demo
 from tests.live_api import LiveApi, live_api
 
 BOOKINGS = "/calendar/event-types/{event_type_id}/bookings"

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
-from app.services import outbox
+from app.services.integrations import outbox
 from tests.factories import make_booking, next_monday, ny, z
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday

@@ -1,5 +1,5 @@
 """Every spelling of a private address refused, for webhooks and CalDAV connections alike (one
-rule, ``app.services.webhooks.targets.is_public``): an IPv4 address written inside IPv6
+rule, ``app.services.integrations.webhooks.targets.is_public``): an IPv4 address written inside IPv6
 (IPv4-mapped, -compatible, -translated, NAT64 ``64:ff9b::/96`` and ``64:ff9b:1::/48``, 6to4,
 Teredo) is judged as the address it hides, when a URL is saved and again at connect time, and
 the refusal names the setting that allows private targets.
@@ -17,9 +17,9 @@ import pytest
 
 from app.extensions import db
 from app.models import CalendarConnection, SubAccount
-from app.services.connections import connect_calendar
-from app.services.errors import InvalidRequest
-from app.services.webhooks.targets import (
+from app.services.common.errors import InvalidRequest
+from app.services.integrations.calendars.connections import connect_calendar
+from app.services.integrations.webhooks.targets import (
     UnsafeWebhookUrl,
     embedded_ipv4,
     is_public,

@@ -20,8 +20,8 @@ from app.models import (
     User,
     WeeklyHours,
 )
-from app.services.passwords import verify_password
-from app.services.secrets import decrypt_secret
+from app.services.accounts.passwords import verify_password
+from app.services.common.encryption import decrypt_secret
 
 ISSUE_EXAMPLE = {
     "agencies": [

@@ -10,8 +10,8 @@ import pytest
 
 from app.extensions import db
 from app.models import CalendarConnection, WebhookSubscription
-from app.services.calendars.access import connection_access
-from app.services.secrets import decrypt_secret, encrypt_secret, secret_keys
+from app.services.common.encryption import decrypt_secret, encrypt_secret, secret_keys
+from app.services.integrations.calendars.access import connection_access
 from tests.dashboard import owner_email, sign_in
 from tests.factories import TenantFactory
 

@@ -3,7 +3,12 @@ still read them, and re-encrypting moves them to the current key."""
 
 import pytest
 
-from app.services.secrets import SecretUnreadable, decrypt_secret, encrypt_secret, reencrypted
+from app.services.common.encryption import (
+    SecretUnreadable,
+    decrypt_secret,
+    encrypt_secret,
+    reencrypted,
+)
 
 
 def test_round_trip():

@@ -15,15 +15,15 @@ from standardwebhooks import Webhook
 from app.extensions import db
 from app.models import OutboxEvent, WebhookAttempt, WebhookDelivery, WebhookSubscription
 from app.models.types import utcnow
-from app.services import outbox
-from app.services.webhooks import deliveries
-from app.services.webhooks.deliveries import (
+from app.services.integrations import outbox
+from app.services.integrations.webhooks import deliveries
+from app.services.integrations.webhooks.deliveries import (
     HANDLER_NAME,
     due_deliveries,
     resend,
     send_delivery,
 )
-from app.services.webhooks.targets import UnsafeWebhookUrl, is_public, resolve_target
+from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, is_public, resolve_target
 from tests.factories import next_monday, ny, z
 from tests.test_private_addresses import disguised, resolving
 from tests.webhook_receivers import webhook_receiver

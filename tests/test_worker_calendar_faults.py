@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 from app.extensions import db
 from app.models import BlockedTime, CalendarConnection, OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
-from app.services.secrets import encrypt_secret
+from app.services.common.encryption import encrypt_secret
 from tests.factories import next_monday, ny, z
 from tests.radicale_servers import radicale_server
 from tests.test_calendar_sync import vevent

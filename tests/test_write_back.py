@@ -14,10 +14,10 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import Booking, CalendarConnection, OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
-from app.services import outbox
-from app.services.calendars import sync_connection
-from app.services.calendars.write_back import HANDLER_NAME
-from app.services.ical import booking_calendar
+from app.services.integrations import outbox
+from app.services.integrations.calendars import sync_connection
+from app.services.integrations.calendars.write_back import HANDLER_NAME
+from app.services.integrations.ical import booking_calendar
 from tests.factories import make_booking, next_monday, ny, utc, z
 from tests.radicale_servers import radicale_server
 from tests.test_calendar_sync import fresh_user

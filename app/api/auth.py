@@ -15,8 +15,8 @@ from app.database import reads_only
 from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
 from app.models.types import utcnow
-from app.services.api_keys import authenticate_api_key, record_key_use, require_permission
-from app.services.errors import AuthenticationFailed
+from app.services.accounts.api_keys import authenticate_api_key, record_key_use, require_permission
+from app.services.common.errors import AuthenticationFailed
 
 API_KEY_HEADER = "x-calendar-api-key"
 # The agent API's reads: none writes more than one row (a key's lastUsedAt) in one statement.

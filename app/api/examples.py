@@ -18,10 +18,15 @@ from app.errors import HTTP_MESSAGES
 from app.models import Permission
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc, local_to_utc, zone
-from app.services.api_keys import EXPIRED_KEY, INVALID_KEY, NO_SUB_ACCOUNT, permission_missing
-from app.services.bookings import ALREADY_CANCELLED
-from app.services.errors import ErrorCode
-from app.services.time_claims import CONFLICT_BOOKING
+from app.services.accounts.api_keys import (
+    EXPIRED_KEY,
+    INVALID_KEY,
+    NO_SUB_ACCOUNT,
+    permission_missing,
+)
+from app.services.bookings.time_claims import CONFLICT_BOOKING
+from app.services.bookings.writes import ALREADY_CANCELLED
+from app.services.common.errors import ErrorCode
 from app.validation import InstantField, describe_errors
 
 DEMO_ZONE = zone("America/New_York")

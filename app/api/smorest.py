@@ -21,7 +21,7 @@ from app.errors import handle_http_exception
 from app.models import Permission
 from app.models.types import MAX_ID
 from app.representations import SlotSchema
-from app.services.errors import ErrorCode
+from app.services.common.errors import ErrorCode
 from app.validation import InstantField, describe_errors
 
 # Ids are PostgreSQL ``integer`` columns: larger values cannot name anything.

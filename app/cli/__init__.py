@@ -13,19 +13,23 @@ from flask.cli import AppGroup
 from app.cli.messages import outbox_command, service_failure, webhooks_group
 from app.extensions import db
 from app.models.types import utcnow
-from app.services.calendars.sync import probe_connection, sync_all_connections, sync_connection
-from app.services.connections import (
+from app.services.accounts.demo import ensure_demo
+from app.services.accounts.provisioning import ProvisioningInvalid, provision
+from app.services.common.encryption import secret_keys
+from app.services.common.errors import ServiceError
+from app.services.common.reencryption import reencrypt_stored_secrets
+from app.services.integrations.calendars.connections import (
     add_connection,
     describe,
     get_connection,
     list_connections,
     remove_connection,
 )
-from app.services.demo import ensure_demo
-from app.services.errors import ServiceError
-from app.services.provisioning import ProvisioningInvalid, provision
-from app.services.secret_rotation import reencrypt_stored_secrets
-from app.services.secrets import secret_keys
+from app.services.integrations.calendars.sync import (
+    probe_connection,
+    sync_all_connections,
+    sync_connection,
+)
 
 
 @click.command("provision")

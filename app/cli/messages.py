@@ -13,9 +13,9 @@ from app.extensions import db
 from app.models import MailMessage, MailStatus
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc
-from app.services.errors import ServiceError
-from app.services.webhooks.deliveries import hand_over, resend, subscription_deliveries
-from app.services.webhooks.subscriptions import (
+from app.services.common.errors import ServiceError
+from app.services.integrations.webhooks.deliveries import hand_over, resend, subscription_deliveries
+from app.services.integrations.webhooks.subscriptions import (
     EVENT_NAMES,
     add_subscription,
     describe_subscription,

@@ -1,8 +1,8 @@
 """Calendar API keys, for agency owners only (the spec: "a key is created in the dashboard by
 an agency owner"): make one with a name, an optional expiry and some of the four permissions,
 see its plain key once, list the sub account's keys, deactivate, reactivate and delete them.
-The rules are ``app.services.api_keys``'s; the API reads a key's state on every request, so a
-change here holds from the next call."""
+The rules are ``app.services.accounts.api_keys``'s; the API reads a key's state on every
+request, so a change here holds from the next call."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import SubAccount
 from app.models.types import utcnow
-from app.services.accounts import open_sub_account
-from app.services.api_keys import (
+from app.services.accounts.api_keys import (
     PERMISSION_LABELS,
     create_api_key,
     deactivate_key,
@@ -31,7 +30,8 @@ from app.services.api_keys import (
     list_keys,
     reactivate_key,
 )
-from app.services.errors import InvalidRequest
+from app.services.accounts.users import open_sub_account
+from app.services.common.errors import InvalidRequest
 
 
 class NewApiKeyForm(FlaskForm):

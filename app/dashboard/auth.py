@@ -23,14 +23,14 @@ from app.dashboard.throttle import count_failed_sign_in, sign_in_allowed
 from app.extensions import db
 from app.models import User
 from app.models.types import utcnow
-from app.services.accounts import (
+from app.services.accounts.users import (
     authenticate,
     change_password,
     end_session,
     open_session,
     session_user,
 )
-from app.services.errors import ServiceError
+from app.services.common.errors import ServiceError
 
 auth = Blueprint("auth", __name__)
 

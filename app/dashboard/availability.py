@@ -26,16 +26,16 @@ from app.dashboard.views import dashboard
 from app.models import SubAccount
 from app.models.types import utcnow
 from app.scheduling.timezones import zone
-from app.services.accounts import open_sub_account
-from app.services.availability_preview import preview_open_slots
-from app.services.availability_profiles import create_profile, list_profiles, profile_users
-from app.services.blocked_times import (
+from app.services.accounts.users import open_sub_account
+from app.services.availability.blocked_times import (
     add_blocked_time,
     get_blocked_time,
     remove_blocked_time,
     upcoming_blocked_times,
 )
-from app.services.event_types import list_event_types
+from app.services.availability.event_types import list_event_types
+from app.services.availability.preview import preview_open_slots
+from app.services.availability.profiles import create_profile, list_profiles, profile_users
 
 Page = str | Response | tuple[str, int]
 

@@ -1,7 +1,7 @@
 """One availability profile's page: its name and timezone, weekly hours (several ranges a day,
 added and removed one at a time), date overrides (a date closed, or open for its own ranges),
 making it the default, and deleting it once no event type uses it, through
-``app.services.availability_profiles``."""
+``app.services.availability.profiles``."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
 from app.models import AvailabilityProfile, SubAccount
 from app.scheduling.timezones import zone
-from app.services.accounts import open_sub_account
-from app.services.availability_profiles import (
+from app.services.accounts.users import open_sub_account
+from app.services.availability.profiles import (
     add_date_hours,
     add_weekly_hours,
     close_date,

@@ -16,13 +16,13 @@ from app.extensions import db
 from app.models import BookingStatus, OutboxEvent
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
-from app.services.accounts import open_sub_account
-from app.services.booking_lifecycle import confirm_booking, record_outcome
-from app.services.booking_queries import BookingListQuery, get_booking, list_bookings
-from app.services.bookings import cancel_booking
-from app.services.errors import InvalidRequest
-from app.services.event_types import list_event_types
-from app.services.ids import is_storable_id
+from app.services.accounts.users import open_sub_account
+from app.services.availability.event_types import list_event_types
+from app.services.bookings.lifecycle import confirm_booking, record_outcome
+from app.services.bookings.queries import BookingListQuery, get_booking, list_bookings
+from app.services.bookings.writes import cancel_booking
+from app.services.common.errors import InvalidRequest
+from app.services.common.ids import is_storable_id
 
 PAGE_SIZE = 25
 

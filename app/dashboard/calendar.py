@@ -18,9 +18,9 @@ from werkzeug.wrappers import Response
 from app.dashboard.views import dashboard
 from app.models.types import utcnow
 from app.scheduling.timezones import local_to_utc, zone
-from app.services.accounts import open_sub_account
-from app.services.calendar_view import calendar_entries
-from app.services.errors import InvalidRequest
+from app.services.accounts.users import open_sub_account
+from app.services.bookings.calendar_view import calendar_entries
+from app.services.common.errors import InvalidRequest
 
 
 def _wall_clock(instant: datetime, tz_name: str) -> str:

@@ -12,7 +12,7 @@ from flask_wtf import FlaskForm
 
 from app.dashboard.forms import FORM_EXPIRED, show_errors
 from app.extensions import db
-from app.services.errors import InvalidRequest
+from app.services.common.errors import InvalidRequest
 
 
 class Refused(Exception):

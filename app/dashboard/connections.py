@@ -1,6 +1,6 @@
 """Calendar connections: the sub account's CalDAV calendars with their sync and write-back
 health, and adding, testing (listing the account's calendars to choose from), changing,
-syncing now and removing them through ``app.services.connections``.
+syncing now and removing them through ``app.services.integrations.calendars.connections``.
 
 "Sync now" runs the worker's sync service in the request, bounded by ``CALDAV_TIMEOUT_SECONDS``
 per answer, so the page can say at once how it went (the periodic sync goes on as before). A
@@ -21,9 +21,9 @@ from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import CalendarConnection, SubAccount
 from app.models.types import utcnow
-from app.services.accounts import open_sub_account
-from app.services.calendars.sync import SyncResult
-from app.services.connections import (
+from app.services.accounts.users import open_sub_account
+from app.services.common.errors import InvalidRequest, ServiceError
+from app.services.integrations.calendars.connections import (
     CalendarChoice,
     connect_calendar,
     disconnect_calendar,
@@ -33,7 +33,7 @@ from app.services.connections import (
     sync_now,
     update_connection,
 )
-from app.services.errors import InvalidRequest, ServiceError
+from app.services.integrations.calendars.sync import SyncResult
 
 FIELDS = {"writeBack": "write_back"}
 

@@ -1,5 +1,5 @@
 """Contacts: the people who booked, searched by name or email, each with their bookings, and
-corrected or deleted (the record only; bookings stay) through ``app.services.contacts``."""
+corrected or deleted (the record only; bookings stay) through ``app.services.bookings.contacts``."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from app.dashboard.forms import FORM_EXPIRED, ActionForm, show_errors
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import Contact, SubAccount
-from app.services.accounts import open_sub_account
-from app.services.contacts import (
+from app.services.accounts.users import open_sub_account
+from app.services.bookings.contacts import (
     contact_bookings,
     delete_contact,
     get_contact,
     list_contacts,
     update_contact,
 )
-from app.services.errors import InvalidRequest
+from app.services.common.errors import InvalidRequest
 
 PAGE_SIZE = 25
 FIELDS = {"firstName": "first_name", "lastName": "last_name"}

@@ -1,6 +1,6 @@
 """The event type form. It only turns text into numbers and a profile id; what a value may be
-(ranges, lengths, unique names, the sub account's profiles) is ``app.services.event_types``'s
-to say, next to the field."""
+(ranges, lengths, unique names, the sub account's profiles) is
+``app.services.availability.event_types``'s to say, next to the field."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Event types: the list (offered and deactivated, each with the ``eventTypeId`` agents book
 it by), a new one, editing one, and deactivating or reactivating it, through
-``app.services.event_types``."""
+``app.services.availability.event_types``."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from app.dashboard.event_type_forms import FIELDS, EventTypeForm
 from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
 from app.models import EventType, SubAccount
-from app.services.accounts import open_sub_account
-from app.services.availability_profiles import list_profiles
-from app.services.event_types import (
+from app.services.accounts.users import open_sub_account
+from app.services.availability.event_types import (
     create_event_type,
     get_event_type,
     list_event_types,
     set_event_type_offered,
     update_event_type,
 )
+from app.services.availability.profiles import list_profiles
 
 Page = str | Response | tuple[str, int]
 

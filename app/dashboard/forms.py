@@ -19,7 +19,7 @@ from wtforms.validators import DataRequired, Length, NumberRange, Optional
 from wtforms.widgets import CheckboxInput, ListWidget
 
 from app.models import BookingStatus
-from app.services.errors import ServiceError
+from app.services.common.errors import ServiceError
 
 
 class SignInForm(FlaskForm):

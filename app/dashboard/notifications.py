@@ -2,7 +2,7 @@
 default, kept mail is only readable here and through ``flask outbox``), and the sub account's
 webhook subscriptions with each one's delivery log. Adding, removing, enabling and re-sending
 are the services the ``flask webhooks`` commands call, under the same rules (a webhook URL must
-be safe to POST to: ``app.services.webhooks.targets``)."""
+be safe to POST to: ``app.services.integrations.webhooks.targets``)."""
 
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import SubAccount
 from app.models.types import utcnow
-from app.services.accounts import open_sub_account
-from app.services.errors import InvalidRequest
-from app.services.notifications.mail_log import get_mail, list_mail
-from app.services.webhooks.deliveries import (
+from app.services.accounts.users import open_sub_account
+from app.services.common.errors import InvalidRequest
+from app.services.integrations.notifications.mail_log import get_mail, list_mail
+from app.services.integrations.webhooks.deliveries import (
     delivery_log,
     get_subscription_delivery,
     hand_over,
     resend,
 )
-from app.services.webhooks.subscriptions import (
+from app.services.integrations.webhooks.subscriptions import (
     EVENT_NAMES,
     add_subscription,
     enable_subscription,

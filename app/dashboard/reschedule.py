@@ -19,11 +19,11 @@ from app.extensions import db
 from app.models import ACTIVE_STATUSES
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput, InvalidInstant, read_instant, zone
-from app.services.accounts import open_sub_account
-from app.services.availability import AvailabilityQuery, check_availability
-from app.services.booking_queries import get_booking
-from app.services.bookings import BookingChanges, update_booking
-from app.services.errors import InvalidRequest
+from app.services.accounts.users import open_sub_account
+from app.services.availability.open_time import AvailabilityQuery, check_availability
+from app.services.bookings.queries import get_booking
+from app.services.bookings.writes import BookingChanges, update_booking
+from app.services.common.errors import InvalidRequest
 
 DAYS_SHOWN = 7
 

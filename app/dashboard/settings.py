@@ -16,13 +16,13 @@ from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import SubAccount
 from app.scheduling.timezones import timezone_names
-from app.services.accounts import open_sub_account
-from app.services.calendar_settings import (
+from app.services.accounts.users import open_sub_account
+from app.services.availability.settings import (
     SettingsChange,
     settings_document,
     update_calendar_settings,
 )
-from app.services.errors import InvalidRequest
+from app.services.common.errors import InvalidRequest
 
 # Service document field → form field.
 FIELDS = {

@@ -18,9 +18,7 @@ from app.extensions import db
 from app.links import public_link
 from app.models.types import utcnow
 from app.scheduling.timezones import timezone_names
-from app.services.accounts import visible_sub_accounts
-from app.services.errors import InvalidRequest
-from app.services.team import (
+from app.services.accounts.team import (
     accept_invitation,
     agency_users,
     get_agency_user,
@@ -32,6 +30,8 @@ from app.services.team import (
     set_grants,
     set_user_active,
 )
+from app.services.accounts.users import visible_sub_accounts
+from app.services.common.errors import InvalidRequest
 
 
 class NewSubAccountForm(FlaskForm):

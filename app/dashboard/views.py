@@ -10,9 +10,9 @@ from app.dashboard.areas import areas_for
 from app.dashboard.auth import page_forms
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
-from app.services.accounts import open_sub_account, visible_sub_accounts
-from app.services.booking_queries import BookingListQuery, list_bookings
-from app.services.errors import NotFound
+from app.services.accounts.users import open_sub_account, visible_sub_accounts
+from app.services.bookings.queries import BookingListQuery, list_bookings
+from app.services.common.errors import NotFound
 
 dashboard = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 

@@ -30,7 +30,7 @@ from app.client import (
     SlotUnavailable,
 )
 from app.client.client import API_KEY_HEADER
-from app.services.api_keys import PERMISSION_LABELS
+from app.services.accounts.api_keys import PERMISSION_LABELS
 
 INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).

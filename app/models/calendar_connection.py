@@ -14,7 +14,7 @@ from app.models.types import UTCDateTime, utcnow
 class CalendarConnection(db.Model):
     """A CalDAV calendar whose busy time blocks the sub account's calendar
     (``app.services.calendar_sync``). The password is stored encrypted
-    (``app.services.secrets``) and never shown.
+    (``app.services.common.encryption``) and never shown.
 
     Three groups of columns:
 

@@ -29,8 +29,8 @@ class OutboxEvent(db.Model):
     )
     booking_id: Mapped[int] = mapped_column(ForeignKey("bookings.id", ondelete="CASCADE"))
     changed: Mapped[list[str]] = mapped_column(JSON, default=list)
-    # The booking as the event left it (``app.services.events.booking_snapshot``): messages
-    # about the event tell of that state, however late they go out.
+    # The booking as the event left it (``app.services.integrations.events.booking_snapshot``):
+    # messages about the event tell of that state, however late they go out.
     snapshot: Mapped[dict | None] = mapped_column(JSON)
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -14,7 +14,7 @@ from app.models.types import UTCDateTime, utcnow
 
 class WebhookSubscription(db.Model):
     """Where to POST which events. The signing secret is stored encrypted
-    (``app.services.secrets``) and shown once, when created. ``failing_since``: the first
+    (``app.services.common.encryption``) and shown once, when created. ``failing_since``: the first
     failed attempt since the last success (None: healthy); a subscription failing for long
     enough is disabled (``disabled_at``, ``disabled_reason``)."""
 

@@ -27,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.extensions import db
 from app.models import WorkerHeartbeat
-from app.services.outbox import backlog
+from app.services.integrations.outbox import backlog
 
 # A worker records a heartbeat every HEARTBEAT_INTERVAL; one not seen for WORKER_SILENCE is
 # taken for gone (three missed beats).

@@ -7,7 +7,7 @@ PostgreSQL keeps holds and bookings apart behind the per-calendar advisory lock,
 for bookings: an exclusion constraint between the holds of a sub account, and two triggers (a
 constraint cannot span two tables) that refuse a hold over an active booking and an active
 booking over a hold with the same SQLSTATE as an exclusion constraint (23P01). Each trigger
-first takes the calendar's write lock (the application's, ``app.services.locking``), and its
+first takes the calendar's write lock (the application's, ``app.services.common.locking``), and its
 check runs in a fresh snapshot after it, so two writers that bypass the application still
 cannot both pass. The application deletes expired holds under a write's time before it
 writes, so the triggers compare rows only, never clocks. SQLite: the single-writer lock is
@@ -23,7 +23,7 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-# app.services.locking.CALENDAR_WRITE_LOCK
+# app.services.common.locking.CALENDAR_WRITE_LOCK
 CALENDAR_WRITE_LOCK = 0x0CA1
 
 

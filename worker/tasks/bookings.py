@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from app.models.types import utcnow
-from app.services.booking_lifecycle import complete_finished_bookings
+from app.services.bookings.lifecycle import complete_finished_bookings
 
 
 @shared_task(name="bookings.complete_finished")

@@ -10,8 +10,8 @@ from celery import shared_task
 from app.counters import CALENDAR_SYNCS
 from app.extensions import db
 from app.models.types import utcnow
-from app.services.calendars.sync import active_connection_ids, sync_connection
-from app.services.outbox import retry_delay
+from app.services.integrations.calendars.sync import active_connection_ids, sync_connection
+from app.services.integrations.outbox import retry_delay
 
 # A failing connection is tried again after 1, 2, 4 … minutes (with jitter), then waits for
 # the next periodic run.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from app.models.types import utcnow
-from app.services.holds import purge_expired_holds
+from app.services.bookings.holds import purge_expired_holds
 
 
 @shared_task(name="holds.purge_expired")

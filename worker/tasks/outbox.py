@@ -8,7 +8,7 @@ from flask import current_app
 
 from app.config import configured_duration
 from app.models.types import utcnow
-from app.services.outbox import (
+from app.services.integrations.outbox import (
     RETRY_BASE,
     SWEEP_GRACE,
     handle_event,

@@ -7,7 +7,7 @@ from celery import shared_task
 
 from app.extensions import db
 from app.models.types import utcnow
-from app.services.webhooks.deliveries import due_deliveries, hand_over, send_delivery
+from app.services.integrations.webhooks.deliveries import due_deliveries, hand_over, send_delivery
 
 
 @shared_task(name="webhooks.send")

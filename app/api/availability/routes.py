@@ -10,7 +10,11 @@ from app.api.availability.schemas import AvailabilityArgsSchema, AvailabilityDay
 from app.api.smorest import Blueprint
 from app.models import Permission
 from app.models.types import utcnow
-from app.services.availability import AvailabilityDay, AvailabilityQuery, check_availability
+from app.services.availability.open_time import (
+    AvailabilityDay,
+    AvailabilityQuery,
+    check_availability,
+)
 
 blp = Blueprint(
     "availability",

@@ -10,7 +10,7 @@ from app.api import examples
 from app.compiled_dump import CompiledSchema
 from app.models.types import MAX_ID
 from app.representations import SlotSchema
-from app.services.availability import AvailabilityQuery
+from app.services.availability.open_time import AvailabilityQuery
 from app.validation import InstantField, TimezoneField
 
 

@@ -14,13 +14,13 @@ from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Booking, Permission
 from app.models.types import utcnow
-from app.services.booking_queries import (
+from app.services.bookings.queries import (
     BookingListQuery,
     ShownBooking,
     list_bookings,
     show_booking,
 )
-from app.services.bookings import cancel_booking
+from app.services.bookings.writes import cancel_booking
 
 blp = Blueprint(
     "bookings", __name__, url_prefix="/calendar/bookings", description="Bookings of the calendar"

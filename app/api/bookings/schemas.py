@@ -9,7 +9,7 @@ from marshmallow import Schema, fields, post_load, validate
 from app.compiled_dump import CompiledSchema
 from app.models.types import MAX_ID
 from app.representations import STATUSES, BookingSchema
-from app.services.booking_queries import BookingListQuery
+from app.services.bookings.queries import BookingListQuery
 from app.validation import InstantField, Text
 
 MAX_LIMIT = 100

@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from app.compiled_dump import CompiledSchema
 from app.representations import ID_RANGE, STATUSES, UTCTimestamp
-from app.services.bookings import AttendeeInput, BookingChanges, NewBooking
+from app.services.bookings.writes import AttendeeInput, BookingChanges, NewBooking
 from app.validation import (
     MAX_ATTENDEES,
     METADATA_KEY_MAX,

@@ -18,7 +18,7 @@ from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Booking, Permission
 from app.models.types import utcnow
-from app.services.bookings import BookingChanges, NewBooking, create_booking, update_booking
+from app.services.bookings.writes import BookingChanges, NewBooking, create_booking, update_booking
 
 # What an agent (or a generated client, or a stateful fuzzer) can do next with a booking it made.
 BOOKING_LINKS = {

@@ -11,7 +11,7 @@ from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Permission
 from app.models.types import utcnow
-from app.services.holds import NewHold, PlacedHold, ReleasedHold, place_hold, release_hold
+from app.services.bookings.holds import NewHold, PlacedHold, ReleasedHold, place_hold, release_hold
 
 blp = Blueprint(
     "holds",

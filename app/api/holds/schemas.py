@@ -7,7 +7,7 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.representations import ID_RANGE, UTCTimestamp
-from app.services.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
+from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
 from app.validation import InstantField, TimezoneField
 
 

@@ -1,0 +1,5 @@
+"""Agencies and their people: dashboard users, their sign-in and sessions (``users``),
+passwords (``passwords``), the owner's team and invitations (``team``), API keys
+(``api_keys``), and provisioning a whole agency from one document (``provisioning``) or the
+demo workspace (``demo``). Calls ``common``; provisioning also creates what ``integrations``
+owns (calendar connections, webhook subscriptions) through their own functions."""

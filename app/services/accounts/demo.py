@@ -1,0 +1,86 @@
+"""The demo workspace behind ``flask demo``: provisioned once, then reused."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import EventType, Permission, SubAccount, User
+from app.models.types import utcnow
+from app.services.accounts.api_keys import issue_api_key
+from app.services.accounts.passwords import hash_password
+from app.services.accounts.provisioning import provision
+
+DEMO_EMAIL = "demo-owner@example.com"
+
+_WORKDAY = [["09:00", "17:00"]]
+DEMO_DOCUMENT = {
+    "agencies": [
+        {
+            "name": "Demo Agency",
+            "owner": {"email": DEMO_EMAIL, "password": "replaced-on-every-run"},
+            "subAccounts": [
+                {
+                    "name": "Demo Dental",
+                    "timezone": "America/New_York",
+                    "settings": {"defaultDuration": 30, "bookingHorizonDays": 60},
+                    "availabilityProfiles": [
+                        {
+                            "name": "Office hours",
+                            "default": True,
+                            "weeklyHours": {
+                                d: _WORKDAY for d in ("mon", "tue", "wed", "thu", "fri")
+                            },
+                        }
+                    ],
+                    "eventTypes": [
+                        {"name": "Consultation", "duration": 30, "bufferAfter": 10},
+                        {"name": "Cleaning", "duration": 60, "slotInterval": 30},
+                    ],
+                }
+            ],
+        }
+    ]
+}
+
+
+@dataclass(frozen=True)
+class DemoAccess:
+    email: str
+    password: str
+    api_key: str
+    sub_account_id: int
+    event_type_ids: dict[str, int]
+
+
+def ensure_demo() -> DemoAccess:
+    """Provision the demo agency if missing; give its owner a fresh password and a fresh
+    full-permission API key (plain values are never stored, so they cannot be shown again)."""
+    owner = db.session.scalar(select(User).where(User.email == DEMO_EMAIL))
+    if owner is None:
+        provision(DEMO_DOCUMENT)
+        owner = db.session.scalar(select(User).where(User.email == DEMO_EMAIL))
+    sub_account = db.session.scalars(
+        select(SubAccount).where(SubAccount.agency_id == owner.agency_id).order_by(SubAccount.id)
+    ).first()
+    password = secrets.token_urlsafe(12)
+    owner.password_hash = hash_password(password)
+    _, plain_key = issue_api_key(
+        agency=owner.agency,
+        sub_account=sub_account,
+        name=f"demo {utcnow():%Y-%m-%d %H:%M:%S}",
+        permissions=[p.value for p in Permission],
+    )
+    event_types = db.session.scalars(
+        select(EventType).where(EventType.sub_account_id == sub_account.id).order_by(EventType.id)
+    )
+    return DemoAccess(
+        email=DEMO_EMAIL,
+        password=password,
+        api_key=plain_key,
+        sub_account_id=sub_account.id,
+        event_type_ids={et.name: et.id for et in event_types},
+    )

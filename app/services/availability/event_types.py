@@ -1,0 +1,106 @@
+"""Event types, the services agents book (``eventTypeId``): created, edited, deactivated and
+reactivated by people in the dashboard, under the rules provisioning applies
+(``provisioning.EventTypeDoc``).
+
+Deactivating keeps the row: bookings made with it live on, but it is no longer offered
+(availability and new bookings answer 404, see ``availability.find_event_type``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import fields
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import AvailabilityProfile, EventType, SubAccount
+from app.services.accounts.provisioning import EventTypeDoc
+from app.services.availability.profiles import ProfileNotFound, get_profile
+from app.services.common.errors import EventTypeNotFound, InvalidRequest
+from app.services.common.lookups import find_owned, load_document, load_named, refuse_taken_name
+
+
+class EventTypeFields(EventTypeDoc):
+    """The provisioning document's event type with its profile named by id, not by name: a
+    person picks among the sub account's profiles, and an id still names the profile after a
+    rename. Empty: the sub account's default profile."""
+
+    availabilityProfileId = fields.Integer(load_default=None, allow_none=True, strict=True)
+
+    class Meta:
+        exclude = ("availabilityProfile",)
+
+
+def list_event_types(sub_account: SubAccount) -> list[EventType]:
+    """All of the sub account's event types: the offered ones first, each group by name."""
+    return list(
+        db.session.scalars(
+            select(EventType)
+            .where(EventType.sub_account_id == sub_account.id)
+            .order_by(EventType.active.desc(), EventType.name, EventType.id)
+        )
+    )
+
+
+def get_event_type(sub_account: SubAccount, event_type_id: int) -> EventType:
+    """The sub account's event type, offered or not; anyone else's is not found."""
+    return find_owned(EventType, sub_account, event_type_id, EventTypeNotFound)
+
+
+def create_event_type(sub_account: SubAccount, document: dict[str, Any]) -> EventType:
+    """A new, offered event type from ``EventTypeFields``; its name not yet taken."""
+    _, doc = load_named(sub_account.id, EventTypeFields(), document, EventType)
+    event_type = EventType(sub_account_id=sub_account.id, active=True)
+    _apply(sub_account, event_type, doc)
+    db.session.add(event_type)
+    db.session.flush()
+    return event_type
+
+
+def update_event_type(
+    sub_account: SubAccount, event_type_id: int, document: dict[str, Any]
+) -> EventType:
+    """Every field replaced by ``document``'s. Bookings already made keep their time and the
+    buffers they were made with (``Booking.occupied_*``)."""
+    event_type = get_event_type(sub_account, event_type_id)
+    doc = load_document(EventTypeFields(), document)
+    refuse_taken_name(EventType, sub_account, doc["name"], except_id=event_type.id)
+    _apply(sub_account, event_type, doc)
+    db.session.flush()
+    return event_type
+
+
+def set_event_type_offered(sub_account: SubAccount, event_type_id: int, offered: bool) -> EventType:
+    """Deactivate (``offered=False``) or reactivate the event type."""
+    event_type = get_event_type(sub_account, event_type_id)
+    event_type.active = offered
+    db.session.flush()
+    return event_type
+
+
+def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) -> None:
+    profile = _profile(sub_account, doc["availabilityProfileId"])
+    event_type.name = doc["name"]
+    event_type.duration = doc["duration"]
+    event_type.buffer_before = doc["bufferBefore"]
+    event_type.buffer_after = doc["bufferAfter"]
+    event_type.slot_interval = doc["slotInterval"]
+    event_type.location = doc["location"]
+    event_type.availability_profile = profile
+    event_type.minimum_notice_minutes = doc["minimumNoticeMinutes"]
+    event_type.booking_horizon_days = doc["bookingHorizonDays"]
+
+
+def _profile(sub_account: SubAccount, profile_id: int | None) -> AvailabilityProfile | None:
+    """The chosen profile; one that is not the sub account's is refused by field (it was
+    typed into a form, not named by the URL)."""
+    if profile_id is None:
+        return None
+    try:
+        return get_profile(sub_account, profile_id)
+    except ProfileNotFound:
+        message = "Unknown availability profile."
+        raise InvalidRequest(
+            f"availabilityProfileId: {message}", errors={"availabilityProfileId": [message]}
+        ) from None

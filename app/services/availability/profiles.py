@@ -1,0 +1,273 @@
+"""Availability profiles as people edit them in the dashboard: a profile's name and timezone,
+its weekly hours one range at a time, its date overrides (a date closed, or open for its own
+ranges), which profile is the default, and deleting one no event type uses.
+
+The rules are provisioning's: ``ProfileDoc`` for a profile, ``WEEKDAYS`` and ``HoursRange`` for
+an open range, ``DateOverrideDoc`` for a date. A sub account with profiles has exactly one
+default: the first profile becomes it, and deleting the default hands it on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, post_load, validate
+from sqlalchemy import delete, select
+
+from app.extensions import db
+from app.models import AvailabilityProfile, DateOverride, EventType, SubAccount, WeeklyHours
+from app.services.accounts.provisioning import (
+    WEEKDAYS,
+    DateOverrideDoc,
+    HoursRange,
+    ProfileDoc,
+    build_profile,
+    clock_minutes,
+)
+from app.services.common.errors import InvalidRequest, NotFound
+from app.services.common.ids import is_storable_id
+from app.services.common.lookups import find_owned, load_document, load_named, refuse_taken_name
+
+
+class ProfileNotFound(NotFound):
+    message = "Availability profile not found"
+
+
+class HoursNotFound(NotFound):
+    message = "Opening hours not found"
+
+
+class DateOverrideNotFound(NotFound):
+    message = "Date override not found"
+
+
+class Clock(fields.String):
+    """One end of an open range, ``HH:MM`` as provisioning reads it (``clock_minutes``)."""
+
+    default_error_messages = {"clock": "Use HH:MM, from 00:00 to 24:00."}
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if clock_minutes(text) is None:
+            raise self.make_error("clock")
+        return text
+
+
+class OpenRangeDoc(Schema):
+    """``{"start": "09:00", "end": "12:00"}``: each end checked on its own, then the pair as
+    provisioning's ``HoursRange``, so both agree on what a range is. Loads to ``hours``:
+    minutes after local midnight."""
+
+    start = Clock(required=True)
+    end = Clock(required=True)
+
+    @post_load
+    def to_minutes(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        try:
+            hours = HoursRange().deserialize([data.pop("start"), data.pop("end")])
+        except ValidationError:
+            raise ValidationError("Must be after the start.", "end") from None
+        return {**data, "hours": hours}
+
+
+class WeeklyRangeDoc(OpenRangeDoc):
+    """One more open range on a weekday (``"mon"`` … ``"sun"``)."""
+
+    weekday = fields.String(required=True, validate=validate.OneOf(WEEKDAYS))
+
+
+class ClosedDateDoc(DateOverrideDoc):
+    """``{"date": "2026-12-24"}``: the date closed all day."""
+
+    class Meta:
+        exclude = ("hours",)
+
+
+class OpenDateDoc(ClosedDateDoc, OpenRangeDoc):
+    """``{"date", "start", "end"}``: one more of the date's own open ranges."""
+
+
+def list_profiles(sub_account: SubAccount) -> list[AvailabilityProfile]:
+    """The default first, then by name."""
+    return list(
+        db.session.scalars(
+            select(AvailabilityProfile)
+            .where(AvailabilityProfile.sub_account_id == sub_account.id)
+            .order_by(
+                AvailabilityProfile.is_default.desc(),
+                AvailabilityProfile.name,
+                AvailabilityProfile.id,
+            )
+        )
+    )
+
+
+def get_profile(sub_account: SubAccount, profile_id: int) -> AvailabilityProfile:
+    return find_owned(AvailabilityProfile, sub_account, profile_id, ProfileNotFound)
+
+
+def profile_users(profile: AvailabilityProfile) -> list[EventType]:
+    """The event types, offered or deactivated, that take their hours from ``profile``."""
+    return list(
+        db.session.scalars(
+            select(EventType)
+            .where(EventType.availability_profile_id == profile.id)
+            .order_by(EventType.name, EventType.id)
+        )
+    )
+
+
+def create_profile(sub_account: SubAccount, document: dict[str, Any]) -> AvailabilityProfile:
+    """A profile from a ``ProfileDoc``; the sub account's first becomes the default, and one
+    marked ``default`` takes that over."""
+    _, doc = load_named(sub_account.id, ProfileDoc(), document, AvailabilityProfile)
+    is_first = not list_profiles(sub_account)
+    if doc["default"]:
+        _clear_default(sub_account)
+    profile = build_profile(sub_account, doc, doc["default"] or is_first)
+    db.session.flush()
+    return profile
+
+
+def update_profile(
+    sub_account: SubAccount, profile_id: int, document: dict[str, Any]
+) -> AvailabilityProfile:
+    """Rename the profile and set its timezone (empty: the sub account's). Its hours stay the
+    same wall-clock times in the new timezone."""
+    profile = get_profile(sub_account, profile_id)
+    doc = load_document(ProfileDoc(only=("name", "timezone")), document)
+    refuse_taken_name(AvailabilityProfile, sub_account, doc["name"], except_id=profile.id)
+    profile.name = doc["name"]
+    profile.timezone = doc["timezone"] or sub_account.settings.timezone
+    db.session.flush()
+    return profile
+
+
+def make_default(sub_account: SubAccount, profile_id: int) -> AvailabilityProfile:
+    """The profile event types without one of their own take their hours from."""
+    profile = get_profile(sub_account, profile_id)
+    _clear_default(sub_account)
+    profile.is_default = True
+    db.session.flush()
+    return profile
+
+
+def delete_profile(sub_account: SubAccount, profile_id: int) -> None:
+    """Delete a profile no event type uses (deleting one in use would silently move those event
+    types to the default's hours). Deleting the default makes the oldest remaining one it."""
+    profile = get_profile(sub_account, profile_id)
+    users = profile_users(profile)
+    if users:
+        names = ", ".join(event_type.name for event_type in users)
+        raise InvalidRequest(
+            f"'{profile.name}' is used by {names}: give them another profile first."
+        )
+    was_default = profile.is_default
+    db.session.delete(profile)
+    db.session.flush()
+    if was_default:
+        heir = db.session.scalar(
+            select(AvailabilityProfile)
+            .where(AvailabilityProfile.sub_account_id == sub_account.id)
+            .order_by(AvailabilityProfile.id)
+            .limit(1)
+        )
+        if heir is not None:
+            heir.is_default = True
+            db.session.flush()
+
+
+def add_weekly_hours(
+    sub_account: SubAccount, profile_id: int, document: dict[str, Any]
+) -> WeeklyHours:
+    """One more open range on a weekday (``WeeklyRangeDoc``); a day may have several."""
+    profile = get_profile(sub_account, profile_id)
+    doc = load_document(WeeklyRangeDoc(), document)
+    start, end = doc["hours"]
+    hours = WeeklyHours(
+        profile_id=profile.id,
+        weekday=WEEKDAYS.index(doc["weekday"]),
+        start_minute=start,
+        end_minute=end,
+    )
+    db.session.add(hours)
+    db.session.flush()
+    return hours
+
+
+def get_weekly_hours(sub_account: SubAccount, profile_id: int, hours_id: int) -> WeeklyHours:
+    """A range of the profile's weekly hours; another profile's is not found."""
+    return _child(WeeklyHours, get_profile(sub_account, profile_id), hours_id, HoursNotFound)
+
+
+def remove_weekly_hours(sub_account: SubAccount, profile_id: int, hours_id: int) -> None:
+    db.session.delete(get_weekly_hours(sub_account, profile_id, hours_id))
+    db.session.flush()
+
+
+def close_date(sub_account: SubAccount, profile_id: int, document: dict[str, Any]) -> DateOverride:
+    """The date closed all day (``ClosedDateDoc``), replacing any ranges it had."""
+    profile = get_profile(sub_account, profile_id)
+    doc = load_document(ClosedDateDoc(), document)
+    _clear_date(profile, doc["date"])
+    override = DateOverride(profile_id=profile.id, date=doc["date"])
+    db.session.add(override)
+    db.session.flush()
+    return override
+
+
+def add_date_hours(
+    sub_account: SubAccount, profile_id: int, document: dict[str, Any]
+) -> DateOverride:
+    """One more open range of the date's own (``OpenDateDoc``); a closed date opens for it."""
+    profile = get_profile(sub_account, profile_id)
+    doc = load_document(OpenDateDoc(), document)
+    db.session.execute(
+        delete(DateOverride).where(
+            DateOverride.profile_id == profile.id,
+            DateOverride.date == doc["date"],
+            DateOverride.start_minute.is_(None),
+        )
+    )
+    start, end = doc["hours"]
+    override = DateOverride(
+        profile_id=profile.id, date=doc["date"], start_minute=start, end_minute=end
+    )
+    db.session.add(override)
+    db.session.flush()
+    return override
+
+
+def get_date_override(sub_account: SubAccount, profile_id: int, override_id: int) -> DateOverride:
+    """A row of the profile's date overrides; another profile's is not found."""
+    profile = get_profile(sub_account, profile_id)
+    return _child(DateOverride, profile, override_id, DateOverrideNotFound)
+
+
+def remove_date_override(sub_account: SubAccount, profile_id: int, override_id: int) -> None:
+    """Remove one row of a date's override; once none is left the weekly hours apply again."""
+    db.session.delete(get_date_override(sub_account, profile_id, override_id))
+    db.session.flush()
+
+
+def _clear_default(sub_account: SubAccount) -> None:
+    for profile in list_profiles(sub_account):
+        profile.is_default = False
+
+
+def _clear_date(profile: AvailabilityProfile, day: Any) -> None:
+    db.session.execute(
+        delete(DateOverride).where(DateOverride.profile_id == profile.id, DateOverride.date == day)
+    )
+
+
+def _child(model: Any, profile: AvailabilityProfile, row_id: int, not_found: type[NotFound]) -> Any:
+    """A row of ``profile``'s hours or overrides; another profile's is not found."""
+    row = None
+    if is_storable_id(row_id):
+        row = db.session.scalar(
+            select(model).where(model.id == row_id, model.profile_id == profile.id)
+        )
+    if row is None:
+        raise not_found()
+    return row

@@ -1,0 +1,98 @@
+"""Changing a sub account's calendar settings (and its name) after provisioning.
+
+The rules are provisioning's: ``SettingsDoc`` for the calendar's defaults and ``SubAccountDoc``
+for the name and the timezone, so a value the dashboard accepts is one a provisioning document
+could have set, and the other way round. Fields absent from the document stay as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from marshmallow import ValidationError
+from sqlalchemy import func, select
+
+from app.extensions import db
+from app.models import AvailabilityProfile, SubAccount
+from app.services.accounts.provisioning import SettingsDoc, SubAccountDoc
+from app.services.common.errors import InvalidRequest
+from app.validation import describe_errors, flatten_errors
+
+# Document field → CalendarSettings column.
+_COLUMNS = {
+    "timezone": "timezone",
+    "defaultDuration": "default_duration",
+    "minimumNoticeMinutes": "minimum_notice_minutes",
+    "bookingHorizonDays": "booking_horizon_days",
+    "defaultLocation": "default_location",
+    "notifyOnBooking": "notify_on_booking",
+    "notificationEmail": "notification_email",
+    "reminderMinutesBefore": "reminder_minutes_before",
+    "autoCompleteBookings": "auto_complete_bookings",
+}
+
+
+class CalendarSettingsDoc(SettingsDoc):
+    """``SettingsDoc`` plus the sub account's ``name`` and ``timezone`` as ``SubAccountDoc``
+    reads them (the same field objects, so the rules cannot drift apart)."""
+
+    name = SubAccountDoc._declared_fields["name"]
+    timezone = SubAccountDoc._declared_fields["timezone"]
+
+
+@dataclass(frozen=True)
+class SettingsChange:
+    """What an update changed: document field names, and for a new timezone the old one and
+    how many availability profiles still keep it (they have a timezone of their own, which a
+    change of the calendar's does not move)."""
+
+    changed: list[str]
+    timezone: str
+    previous_timezone: str | None = None
+    profiles_in_previous_timezone: int = 0
+
+    @property
+    def timezone_changed(self) -> bool:
+        return self.previous_timezone is not None
+
+
+def settings_document(sub_account: SubAccount) -> dict[str, Any]:
+    """The settings as a document (the form's starting values)."""
+    settings = sub_account.settings
+    return {
+        "name": sub_account.name,
+        **{field: getattr(settings, column) for field, column in _COLUMNS.items()},
+    }
+
+
+def update_calendar_settings(sub_account: SubAccount, document: dict[str, Any]) -> SettingsChange:
+    """Apply ``document`` (any of ``name`` and the ``SettingsDoc`` fields, camelCase) to the sub
+    account; every problem is named by field and nothing changes. Flushes, never commits."""
+    try:
+        doc = CalendarSettingsDoc().load(document, partial=True)
+    except ValidationError as err:
+        errors = flatten_errors(err.messages)
+        raise InvalidRequest(describe_errors(errors), errors=errors) from None
+    settings = sub_account.settings
+    changed = []
+    if "name" in doc and doc["name"] != sub_account.name:
+        sub_account.name = doc["name"]
+        changed.append("name")
+    previous_timezone = settings.timezone
+    for field, column in _COLUMNS.items():
+        if field in doc and doc[field] != getattr(settings, column):
+            setattr(settings, column, doc[field])
+            changed.append(field)
+    db.session.flush()
+    if "timezone" not in changed:
+        return SettingsChange(changed, settings.timezone)
+    kept = db.session.scalar(
+        select(func.count())
+        .select_from(AvailabilityProfile)
+        .where(
+            AvailabilityProfile.sub_account_id == sub_account.id,
+            AvailabilityProfile.timezone == previous_timezone,
+        )
+    )
+    return SettingsChange(changed, settings.timezone, previous_timezone, kept or 0)

@@ -1,0 +1,78 @@
+"""What the dashboard's calendar shows for a window: every booking (in any status) and the
+time the calendar is blocked, by hand or by a connected calendar's busy time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import BlockedTime, BlockedTimeSource, Booking, CalendarConnection, SubAccount
+from app.services.common.errors import InvalidRequest
+
+# A month view shows six weeks; a little more lets a view start on either weekday.
+MAX_WINDOW = timedelta(days=62)
+
+
+@dataclass(frozen=True)
+class BookingEntry:
+    booking_id: int
+    title: str
+    status: str
+    start: datetime
+    end: datetime
+
+
+@dataclass(frozen=True)
+class BlockedEntry:
+    """Blocked time: ``external`` when a connected calendar is busy then, named by ``label``."""
+
+    label: str
+    external: bool
+    start: datetime
+    end: datetime
+
+
+def calendar_entries(
+    sub_account: SubAccount, start: datetime, end: datetime
+) -> tuple[list[BookingEntry], list[BlockedEntry]]:
+    """Bookings and blocked time overlapping ``[start, end)``, by start."""
+    if not start < end <= start + MAX_WINDOW:
+        raise InvalidRequest("The calendar shows at most 62 days, from a start before the end.")
+    bookings = db.session.scalars(
+        select(Booking)
+        .where(
+            Booking.sub_account_id == sub_account.id,
+            Booking.start_at < end,
+            Booking.end_at > start,
+        )
+        .order_by(Booking.start_at, Booking.id)
+    )
+    blocked = db.session.execute(
+        select(BlockedTime, CalendarConnection.name)
+        .outerjoin(CalendarConnection, BlockedTime.calendar_connection_id == CalendarConnection.id)
+        .where(
+            BlockedTime.sub_account_id == sub_account.id,
+            BlockedTime.start_at < end,
+            BlockedTime.end_at > start,
+        )
+        .order_by(BlockedTime.start_at, BlockedTime.id)
+    )
+    return (
+        [BookingEntry(b.id, b.title, b.status, b.start_at, b.end_at) for b in bookings],
+        [
+            BlockedEntry(
+                label=f"Busy in {connection}"
+                if row.source == BlockedTimeSource.EXTERNAL
+                else f"Blocked: {row.reason}"
+                if row.reason
+                else "Blocked",
+                external=row.source == BlockedTimeSource.EXTERNAL,
+                start=row.start_at,
+                end=row.end_at,
+            )
+            for row, connection in blocked
+        ],
+    )

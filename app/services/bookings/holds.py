@@ -1,0 +1,143 @@
+"""Slot holds: an agent holds a slot for a minute or two while it collects a name and an
+email, then books it with the hold's token.
+
+A hold is claimed like a booking (``time_claims.plan_claim``, then ``TimeClaim.claim`` under
+the calendar's write lock), so it is refused, with suggestions, wherever a booking would be.
+Until it expires its occupied interval is busy for every other write and hidden from
+availability (``availability.load_busy``); a create or move that sends its ``holdToken`` does
+not count it and consumes it. Expiry needs no job: reads compare ``expires_at`` with now.
+The periodic purge (``purge_expired_holds``) only keeps the table small.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+
+from app.extensions import db
+from app.models import EventType, SlotHold, SubAccount
+from app.scheduling.timezones import InstantInput
+from app.services.availability.open_time import find_event_type
+from app.services.bookings.time_claims import flush_claimed, plan_claim, requested_slot
+from app.services.common.errors import HoldNotFound
+from app.services.common.locking import lock_calendar
+from app.services.common.tokens import token_digest
+
+DEFAULT_TTL_SECONDS = 120
+MAX_TTL_SECONDS = 600
+TOKEN_PREFIX = "hold_"
+
+
+@dataclass(frozen=True)
+class NewHold:
+    start_time: InstantInput
+    end_time: InstantInput
+    timezone: str | None = None
+    ttl_seconds: int = DEFAULT_TTL_SECONDS
+
+
+@dataclass(frozen=True)
+class PlacedHold:
+    """A new hold and its token: the token is shown once, only its digest is stored."""
+
+    hold: SlotHold
+    token: str
+
+
+@dataclass(frozen=True)
+class ReleasedHold:
+    id: int
+    released_at: datetime
+
+
+def _expiry(now: datetime, ttl_seconds: int) -> datetime:
+    """``now`` + the TTL, rounded up to a whole second: the expiry the API shows (second
+    precision) is the one that applies."""
+    expires = now + timedelta(seconds=ttl_seconds)
+    if expires.microsecond:
+        expires = expires.replace(microsecond=0) + timedelta(seconds=1)
+    return expires
+
+
+def place_hold(
+    sub_account: SubAccount,
+    event_type_id: int,
+    new: NewHold,
+    *,
+    now: datetime,
+    api_key_id: int | None = None,
+) -> PlacedHold:
+    """Hold ``new``'s time on the event type for ``new.ttl_seconds``. As a create does, it
+    reads the event type and its working hours before the calendar's lock."""
+    event_type = find_event_type(sub_account, event_type_id)
+    timezone = new.timezone or sub_account.settings.timezone
+    slot = requested_slot(new.start_time, new.end_time, timezone)
+    plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+    lock_calendar(sub_account.id)
+    occupied = plan.claim()
+    token = TOKEN_PREFIX + secrets.token_urlsafe(24)
+    hold = SlotHold(
+        sub_account_id=sub_account.id,
+        event_type_id=event_type.id,
+        start_at=slot.start,
+        end_at=slot.end,
+        occupied_start=occupied.start,
+        occupied_end=occupied.end,
+        expires_at=_expiry(now, new.ttl_seconds),
+        token_digest=token_digest(token),
+        timezone=timezone,
+        api_key_id=api_key_id,
+        created_at=now,
+    )
+    db.session.add(hold)
+    flush_claimed()
+    return PlacedHold(hold, token)
+
+
+def release_hold(
+    sub_account: SubAccount, event_type_id: int, hold_id: int, *, now: datetime
+) -> ReleasedHold:
+    """Free a live hold's time now. An expired, consumed or released hold is a 404: there is
+    nothing left to release."""
+    lock_calendar(sub_account.id)
+    released = db.session.execute(
+        delete(SlotHold)
+        .where(
+            SlotHold.id == hold_id,
+            SlotHold.sub_account_id == sub_account.id,
+            SlotHold.event_type_id == event_type_id,
+            SlotHold.expires_at > now,
+        )
+        .returning(SlotHold.id)
+    ).scalar()
+    if released is None:
+        raise HoldNotFound()
+    return ReleasedHold(released, now)
+
+
+def find_hold_to_consume(
+    sub_account: SubAccount, event_type: EventType, token: str | None, now: datetime
+) -> int | None:
+    """The id of the live hold of this event type that ``token`` names, if any. A token that
+    names nothing live (expired, consumed, another event type's, mistyped) holds nothing: the
+    write then meets the time rule like any other, so an expired hold's still-free time can
+    be booked without a new hold."""
+    if not token:
+        return None
+    return db.session.scalar(
+        select(SlotHold.id).where(
+            SlotHold.token_digest == token_digest(token),
+            SlotHold.sub_account_id == sub_account.id,
+            SlotHold.event_type_id == event_type.id,
+            SlotHold.expires_at > now,
+        )
+    )
+
+
+def purge_expired_holds(now: datetime) -> int:
+    """Delete every hold expired before ``now``; returns how many. Tidiness only: expired
+    holds count for nothing whether or not they are deleted."""
+    return db.session.execute(delete(SlotHold).where(SlotHold.expires_at <= now)).rowcount

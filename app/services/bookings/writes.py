@@ -1,0 +1,383 @@
+"""Booking writes: create, update/reschedule and cancel.
+
+Each function is one use case in the caller's transaction: it takes the calendar's write lock
+first (``locking.lock_calendar``), checks, writes, flushes and emits its domain event; the
+caller commits. The time rule is the availability engine's (``app.scheduling.slots``), fed by
+the same loaders as ``GET /availability``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from app.counters import IDEMPOTENT_REPLAYS
+from app.extensions import db
+from app.models import (
+    ACTIVE_STATUSES,
+    Attendee,
+    Booking,
+    BookingStatus,
+    Contact,
+    SubAccount,
+)
+from app.scheduling.intervals import Interval
+from app.scheduling.timezones import InstantInput, zone
+from app.services.availability.open_time import find_event_type, load_event_type
+from app.services.bookings.holds import find_hold_to_consume
+from app.services.bookings.queries import get_booking
+from app.services.bookings.time_claims import (
+    TimeClaim,
+    claim_time,
+    flush_claimed,
+    plan_claim,
+    requested_slot,
+)
+from app.services.common.errors import BookingNotFound, ErrorCode, EventTypeNotFound, InvalidRequest
+from app.services.common.instants import resolve_instant
+from app.services.common.locking import lock_calendar
+from app.services.integrations.events import BookingEvent, BookingEventKind, emit
+
+ALREADY_CANCELLED = "Booking is already cancelled"
+
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+NAME_MAX = TITLE_MAX = 255
+
+IDEMPOTENCY_MISMATCH = "idempotencyKey has already been used with a different request"
+
+
+@dataclass(frozen=True)
+class AttendeeInput:
+    email: str
+    name: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    phone: str | None = None
+    timezone: str | None = None
+
+    @property
+    def normalized_email(self) -> str:
+        return self.email.strip().lower()
+
+    def display_name(self) -> str:
+        """``name``, else first and last name joined, else the part of the email before @
+        (cut to the 255 characters a name may have)."""
+        if self.name:
+            return self.name
+        joined = " ".join(p for p in (self.first_name, self.last_name) if p)
+        return (joined or self.normalized_email.split("@", 1)[0])[:NAME_MAX]
+
+
+@dataclass(frozen=True)
+class NewBooking:
+    start_time: InstantInput
+    end_time: InstantInput
+    attendees: Sequence[AttendeeInput]
+    timezone: str | None = None
+    title: str | None = None
+    description: str | None = None
+    idempotency_key: str | None = None
+    hold_token: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    body: Mapping[str, Any] = field(default_factory=dict)  # as received, for the fingerprint
+
+
+@dataclass(frozen=True)
+class BookingChanges:
+    """An update: only the fields in ``sent`` change."""
+
+    sent: frozenset[str]
+    start_time: InstantInput | None = None
+    end_time: InstantInput | None = None
+    attendees: Sequence[AttendeeInput] = ()
+    timezone: str | None = None
+    title: str | None = None
+    description: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    hold_token: str | None = None
+
+
+def _as_json(value: Any) -> str:
+    """Canonical JSON: key order and whitespace do not matter, values and their types do."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def request_fingerprint(event_type_id: int, body: Mapping[str, Any]) -> str:
+    """SHA-256 of the event type id and the body as canonical JSON."""
+    return hashlib.sha256(
+        _as_json({"eventTypeId": event_type_id, "body": body}).encode()
+    ).hexdigest()
+
+
+def _upsert_contacts(
+    sub_account_id: int, attendees: Sequence[AttendeeInput], now: datetime
+) -> None:
+    """Every attendee becomes (or updates) a contact, in one ``INSERT … ON CONFLICT``: the
+    name always follows the latest booking, first and last name and phone only when sent.
+    A contact whose values do not change is not written (its ``updated_at`` stays)."""
+    insert = (
+        postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else (sqlite_insert)
+    )
+    stmt = insert(Contact).values(
+        [
+            {
+                "sub_account_id": sub_account_id,
+                "email": attendee.normalized_email,
+                "name": attendee.display_name(),
+                "first_name": attendee.first_name,
+                "last_name": attendee.last_name,
+                "phone": attendee.phone,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for attendee in attendees
+        ]
+    )
+    sent = stmt.excluded
+    kept_unless_sent = {
+        column: func.coalesce(getattr(sent, column), getattr(Contact, column))
+        for column in ("first_name", "last_name", "phone")
+    }
+    changes = {"name": sent.name, **kept_unless_sent}
+    db.session.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[Contact.sub_account_id, Contact.email],
+            set_={**changes, "updated_at": sent.updated_at},
+            where=or_(
+                *(getattr(Contact, column).is_distinct_from(new) for column, new in changes.items())
+            ),
+        )
+    )
+
+
+def _attendee_row(attendee: AttendeeInput, booking_timezone: str) -> Attendee:
+    return Attendee(
+        email=attendee.normalized_email,
+        name=attendee.display_name(),
+        first_name=attendee.first_name,
+        last_name=attendee.last_name,
+        phone=attendee.phone,
+        timezone=attendee.timezone or booking_timezone,
+    )
+
+
+def _idempotent_replay(
+    sub_account_id: int, key: str, fingerprint: str, now: datetime
+) -> Booking | None:
+    """The booking an earlier request with ``key`` created, if the key is still remembered.
+
+    A key older than the window is forgotten: it is released so it can name a new booking.
+    """
+    earlier = db.session.scalar(
+        select(Booking).where(
+            Booking.sub_account_id == sub_account_id, Booking.idempotency_key == key
+        )
+    )
+    if earlier is None:
+        return None
+    if earlier.created_at <= now - IDEMPOTENCY_WINDOW:
+        earlier.idempotency_key = None
+        db.session.flush()
+        return None
+    if earlier.request_fingerprint != fingerprint:
+        raise InvalidRequest(IDEMPOTENCY_MISMATCH, code=ErrorCode.IDEMPOTENCY_MISMATCH)
+    return earlier
+
+
+def create_booking(
+    sub_account: SubAccount,
+    event_type_id: int,
+    new: NewBooking,
+    *,
+    now: datetime,
+    api_key_id: int | None = None,
+) -> tuple[Booking, bool]:
+    """Book ``new`` on the event type. Returns the booking and whether it is an idempotent
+    replay of an earlier request (then nothing was written).
+
+    The event type, its working hours and the hold the token names are read before the
+    calendar's lock (they are configuration, or the caller's own); the lock guards the
+    idempotency check, busy time and the inserts. Refusals keep their order: a remembered
+    idempotency key first, then the event type, then the time."""
+    event_type = load_event_type(sub_account, event_type_id)
+    timezone = new.timezone or sub_account.settings.timezone
+    plan: TimeClaim | None = None
+    refusal: InvalidRequest | None = None
+    hold_id: int | None = None
+    if event_type is not None and event_type.active:
+        try:
+            slot = requested_slot(new.start_time, new.end_time, timezone)
+            plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+        except InvalidRequest as err:
+            refusal = err
+        hold_id = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
+
+    lock_calendar(sub_account.id)
+    fingerprint = request_fingerprint(event_type_id, new.body)
+    if new.idempotency_key is not None:
+        # Before anything else: a replay answers with the booking as it is now, even if its
+        # event type has been deactivated since.
+        earlier = _idempotent_replay(sub_account.id, new.idempotency_key, fingerprint, now)
+        if earlier is not None:
+            IDEMPOTENT_REPLAYS.inc()
+            return earlier, True
+    if event_type is None or not event_type.active:
+        raise EventTypeNotFound()
+    if plan is None:
+        raise refusal or InvalidRequest()
+    slot = plan.slot
+    occupied = plan.claim(consumed_hold_id=hold_id)
+    first = new.attendees[0]
+    booking = Booking(
+        uid=secrets.token_urlsafe(16),
+        sub_account_id=sub_account.id,
+        event_type_id=event_type.id,
+        status=BookingStatus.PENDING,
+        title=new.title or f"{event_type.name} with {first.display_name()}"[:TITLE_MAX],
+        description=new.description,
+        location=event_type.location or sub_account.settings.default_location,
+        timezone=timezone,
+        meta=dict(new.metadata),
+        start_at=slot.start,
+        end_at=slot.end,
+        occupied_start=occupied.start,
+        occupied_end=occupied.end,
+        idempotency_key=new.idempotency_key,
+        request_fingerprint=fingerprint,
+        api_key_id=api_key_id,
+        created_at=now,
+        updated_at=now,
+    )
+    booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
+    db.session.add(booking)
+    flush_claimed()
+    _upsert_contacts(sub_account.id, new.attendees, now)
+    db.session.flush()
+    emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
+    return booking, False
+
+
+def update_booking(
+    sub_account: SubAccount,
+    event_type_id: int,
+    booking_id: int,
+    changes: BookingChanges,
+    *,
+    now: datetime,
+) -> Booking:
+    """Change the sent fields of a pending or confirmed booking; a new time must pass the
+    time rule (the booking's own current time does not count as busy)."""
+    event_type = find_event_type(sub_account, event_type_id, offered_only=False)
+    lock_calendar(sub_account.id)
+    booking = get_booking(sub_account, booking_id)
+    if booking.event_type_id != event_type.id:
+        raise BookingNotFound()
+    if booking.status not in ACTIVE_STATUSES:
+        raise InvalidRequest(
+            f"A {booking.status} booking cannot be updated", code=ErrorCode.BOOKING_NOT_ACTIVE
+        )
+
+    changed: list[str] = []
+    if "timezone" in changes.sent and changes.timezone != booking.timezone:
+        booking.timezone = changes.timezone
+        changed.append("timezone")
+    tz = zone(booking.timezone)
+    start, end = booking.start_at, booking.end_at
+    if "startTime" in changes.sent:
+        start = resolve_instant("startTime", changes.start_time, tz)
+        if "endTime" not in changes.sent:
+            end = start + (booking.end_at - booking.start_at)  # keep the length
+    if "endTime" in changes.sent:
+        end = resolve_instant("endTime", changes.end_time, tz)
+    rescheduled = (start, end) != (booking.start_at, booking.end_at)
+    if rescheduled:
+        hold_id = find_hold_to_consume(sub_account, event_type, changes.hold_token, now)
+        occupied = claim_time(
+            sub_account,
+            event_type,
+            Interval(start, end),
+            timezone=booking.timezone,
+            now=now,
+            exclude_booking_id=booking.id,
+            consumed_hold_id=hold_id,
+        )
+        booking.start_at, booking.end_at = start, end
+        booking.occupied_start, booking.occupied_end = occupied
+        changed += ["startTime", "endTime"]
+    for name, attr in (("title", "title"), ("description", "description")):
+        value = getattr(changes, name)
+        if name in changes.sent and value != getattr(booking, attr):
+            setattr(booking, attr, value)
+            changed.append(name)
+    # Compared as JSON: in Python 1 == True == 1.0, but to a client they are different values.
+    if "metadata" in changes.sent and _as_json(changes.metadata) != _as_json(booking.meta):
+        booking.meta = dict(changes.metadata)
+        changed.append("metadata")
+    flush_claimed()  # a new time meets PostgreSQL's exclusion constraint here
+    if "attendees" in changes.sent:
+        if _replace_attendees(booking, changes.attendees, now):
+            changed.append("attendees")
+        _upsert_contacts(sub_account.id, changes.attendees, now)
+    if changed:
+        booking.updated_at = now
+        if set(changed) - {"metadata"}:  # metadata is not in the calendar's copy
+            booking.sequence += 1
+        db.session.flush()
+        kind = BookingEventKind.RESCHEDULED if rescheduled else BookingEventKind.UPDATED
+        emit(db.session, BookingEvent(kind, booking.id, sub_account.id, now, tuple(changed)))
+    return booking
+
+
+def _replace_attendees(booking: Booking, attendees: Sequence[AttendeeInput], now: datetime) -> bool:
+    """Make the attendee list ``attendees``: rows whose email stays keep their id."""
+    by_email = {a.email: a for a in booking.attendees}
+    before = [
+        (a.id, a.email, a.name, a.first_name, a.last_name, a.phone, a.timezone)
+        for a in booking.attendees
+    ]
+    kept: list[Attendee] = []
+    for attendee in attendees:
+        row = by_email.pop(attendee.normalized_email, None)
+        fresh = _attendee_row(attendee, booking.timezone)
+        if row is None:
+            kept.append(fresh)
+            continue
+        for attr in ("name", "first_name", "last_name", "phone", "timezone"):
+            if getattr(row, attr) != getattr(fresh, attr):
+                setattr(row, attr, getattr(fresh, attr))
+                row.updated_at = now
+        kept.append(row)
+    booking.attendees = kept
+    after = [(a.id, a.email, a.name, a.first_name, a.last_name, a.phone, a.timezone) for a in kept]
+    return before != after
+
+
+def cancel_booking(
+    sub_account: SubAccount, booking_id: int, reason: str | None, *, now: datetime
+) -> Booking:
+    """Cancel a pending or confirmed booking; its time is free from the commit on."""
+    lock_calendar(sub_account.id)
+    booking = get_booking(sub_account, booking_id)
+    if booking.status == BookingStatus.CANCELLED:
+        raise InvalidRequest(ALREADY_CANCELLED, code=ErrorCode.BOOKING_NOT_ACTIVE)
+    if booking.status not in ACTIVE_STATUSES:
+        raise InvalidRequest(
+            f"A {booking.status} booking cannot be cancelled", code=ErrorCode.BOOKING_NOT_ACTIVE
+        )
+    booking.status = BookingStatus.CANCELLED
+    booking.cancelled_at = now
+    booking.cancellation_reason = reason
+    booking.updated_at = now
+    booking.sequence += 1
+    db.session.flush()
+    emit(db.session, BookingEvent(BookingEventKind.CANCELLED, booking.id, sub_account.id, now))
+    return booking

@@ -1,0 +1,141 @@
+"""Busy periods in iCalendar data: the events of calendar object resources expanded into
+their occurrences inside a window, as UTC intervals. No I/O.
+
+Parsing is ``icalendar``'s, expansion ``recurring-ical-events``' (RRULE, RDATE, EXDATE and
+RECURRENCE-ID overrides). The rules on top:
+
+- an occurrence with ``TRANSP:TRANSPARENT`` or ``STATUS:CANCELLED`` is not busy (an override
+  decides for its own occurrence: a cancelled instance of a busy series frees that instance);
+- a date-time with a TZID or in UTC is that instant; a floating date-time (no zone) is wall
+  time in the sub account's timezone;
+- an all-day event (``VALUE=DATE``) blocks its dates in the sub account's timezone: from the
+  first instant of its first day to the first instant of the day after its last (DTEND is
+  exclusive; no DTEND and no DURATION means one day);
+- a zero-length event (DTEND = DTSTART, or a date-time DTSTART alone) blocks nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+import icalendar
+import recurring_ical_events
+
+from app.scheduling.intervals import Interval
+from app.scheduling.timezones import local_to_utc
+from app.services.integrations.calendars.errors import MalformedCalendarData, TooManyBusyPeriods
+
+# A window of a few months holds hundreds of events, not tens of thousands; past this the
+# calendar has a runaway rule (FREQ=MINUTELY) and storing it would only slow every lookup.
+MAX_BUSY_PERIODS = 20_000
+
+# All-day and floating times are placed in the sub account's timezone only after expansion, so
+# the expansion looks a day further on both sides (no offset is a day or more).
+_MARGIN = timedelta(days=1)
+_FIRST_SLICE = timedelta(days=7)
+
+
+@dataclass(frozen=True, order=True)
+class BusyPeriod:
+    start: datetime
+    end: datetime
+    uid: str
+
+
+@dataclass(frozen=True)
+class CalendarObject:
+    """One calendar object resource as the server sent it: all components of one UID."""
+
+    href: str
+    data: str
+
+
+def busy_periods(
+    objects: Iterable[CalendarObject],
+    window: Interval,
+    tz: ZoneInfo,
+    *,
+    limit: int = MAX_BUSY_PERIODS,
+) -> list[BusyPeriod]:
+    """Every busy occurrence overlapping ``window``, from all ``objects``.
+
+    Raises ``MalformedCalendarData`` naming the resource when one cannot be read, and
+    ``TooManyBusyPeriods`` past ``limit``: one unreadable event fails the whole read, so a
+    calendar is never taken as free because part of it could not be understood.
+    """
+    periods: list[BusyPeriod] = []
+    for obj in objects:
+        try:
+            periods.extend(_object_periods(obj.data, window, tz, limit - len(periods)))
+        except TooManyBusyPeriods:
+            raise TooManyBusyPeriods(
+                f"more than {limit} busy periods between {window.start:%Y-%m-%d} and"
+                f" {window.end:%Y-%m-%d} (a runaway recurrence rule?); last read: {obj.href}"
+            ) from None
+        except Exception as err:  # icalendar and recurring-ical-events raise many kinds
+            raise MalformedCalendarData(
+                f"cannot read the event at {obj.href}: {type(err).__name__}: {_short(err)}"
+            ) from err
+    return periods
+
+
+def _object_periods(data: str, window: Interval, tz: ZoneInfo, room: int) -> list[BusyPeriod]:
+    """The object's busy periods. A recurring object is expanded slice by slice (7 days, then
+    doubling) so that a runaway rule is caught after computing about ``room`` occurrences, not
+    all of them; any other (most of a calendar) in one go."""
+    calendar = icalendar.Calendar.from_ical(data)
+    query = recurring_ical_events.of(calendar)
+    periods: list[BusyPeriod] = []
+    seen: set[tuple[datetime, datetime]] = set()  # an occurrence across a slice edge is in both
+    start, last = window.start - _MARGIN, window.end + _MARGIN
+    span = _FIRST_SLICE if _recurs(calendar) else last - start
+    while start < last:
+        stop = min(start + span, last)
+        for occurrence in query.between(start, stop):
+            if not _is_busy(occurrence):
+                continue
+            begin = _instant(occurrence.start, tz)
+            end = _instant(occurrence.end, tz, ceil=True)
+            if not (begin < end and begin < window.end and end > window.start):
+                continue
+            if (begin, end) in seen:
+                continue
+            if len(periods) >= room:
+                raise TooManyBusyPeriods("")
+            seen.add((begin, end))
+            periods.append(BusyPeriod(begin, end, str(occurrence.get("UID", ""))))
+        start, span = stop, span * 2
+    return periods
+
+
+def _recurs(calendar: icalendar.Calendar) -> bool:
+    return any("RRULE" in event or "RDATE" in event for event in calendar.walk("VEVENT"))
+
+
+def _is_busy(component: icalendar.cal.Component) -> bool:
+    if str(component.get("TRANSP", "OPAQUE")).upper() == "TRANSPARENT":
+        return False
+    return str(component.get("STATUS", "")).upper() != "CANCELLED"
+
+
+def _instant(value: date | datetime, tz: ZoneInfo, *, ceil: bool = False) -> datetime:
+    """A DTSTART/DTEND value as a UTC instant: all-day dates and floating times in ``tz``."""
+    if not isinstance(value, datetime):
+        if not isinstance(value, date):
+            raise ValueError(f"expected a date or date-time, got {type(value).__name__}")
+        return local_to_utc(value, time(0), tz)
+    if value.tzinfo is None:
+        instant = local_to_utc(value.date(), value.time(), tz)
+    else:
+        instant = value.astimezone(UTC)
+    if instant.microsecond:  # iCalendar has whole seconds; busy time never shrinks
+        instant = instant.replace(microsecond=0) + (timedelta(seconds=1) if ceil else timedelta())
+    return instant
+
+
+def _short(err: Exception, limit: int = 200) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,359 @@
+"""Calendar connections: operators manage them with ``flask connections …`` (add, list, remove),
+dashboard users with the functions below the operator's, which keep to a sub account and check
+where a typed URL leads. Syncing is ``app.services.integrations.calendars.sync``. Passwords
+are stored encrypted and never shown. The connection's document (``CalendarConnectionDoc``)
+lives here, and provisioning creates connections through ``create_connection``.
+
+Where a connection may point (users' functions only): the CalDAV URL, and a calendar given as
+a URL, must resolve to public addresses, as webhook URLs must (``webhooks.targets``: no
+loopback, private, link-local — the cloud metadata service — or otherwise reserved address,
+nor an IPv6 address hiding one) unless ``CALDAV_ALLOW_PRIVATE`` is on (tests and their Radicale
+on 127.0.0.1, a private deployment), which the refusal names. The check runs when a URL is
+saved and again before each test and "sync now"; the periodic sync trusts what was saved. A
+stored password is only ever sent to the server it was entered for: pointing a connection at
+another server needs the password again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from flask import current_app
+from marshmallow import Schema, ValidationError, fields, validate
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app.extensions import db
+from app.models import CalendarConnection, SubAccount
+from app.scheduling.timezones import format_utc
+from app.services.common.encryption import encrypt_secret
+from app.services.common.errors import InvalidRequest, NotFound
+from app.services.common.ids import is_storable_id
+from app.services.common.lookups import load_named
+from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
+from app.services.integrations.calendars.caldav_calendar import account_calendars
+from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.calendars.sync import SyncResult, sync_connection
+from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
+from app.validation import Text, describe_errors, flatten_errors
+
+log = logging.getLogger(__name__)
+
+MAX_LISTED_CALENDARS = 100
+
+
+class ConnectionNotFound(NotFound):
+    message = "Calendar connection not found"
+
+
+class ConnectionTestFailed(InvalidRequest):
+    """The server could not be reached, refused the credentials, or did not answer as a
+    CalDAV server does; the message says which, never with the password."""
+
+
+@dataclass(frozen=True)
+class CalendarChoice:
+    """A calendar of the connection's account: its display name (None: unnamed) and URL."""
+
+    name: str | None
+    url: str
+
+
+def _http_url(value: str) -> None:
+    """An absolute http(s) URL with a host; credentials belong in username and password."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ValidationError("Not a valid URL.") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValidationError("Must be an http:// or https:// URL.")
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError("Must not contain credentials; use username and password.")
+
+
+def _calendar_reference(value: str) -> None:
+    """A calendar's URL (absolute, or a path on the server) or its display name."""
+    if "://" in value:
+        _http_url(value)
+
+
+class CalendarConnectionDoc(Schema):
+    name = Text(required=True, validate=validate.Length(min=1, max=255))
+    url = Text(required=True, validate=[validate.Length(max=1000), _http_url])
+    username = Text(required=True, validate=validate.Length(min=1, max=255))
+    password = Text(required=True, validate=validate.Length(min=1, max=1024))
+    calendar = Text(
+        load_default=None,
+        allow_none=True,
+        validate=[validate.Length(min=1, max=1000), _calendar_reference],
+    )
+    writeBack = fields.Boolean(load_default=True)
+
+
+def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
+    """A CalDAV connection; its password is stored encrypted
+    (``app.services.common.encryption``)."""
+    connection = CalendarConnection(
+        sub_account_id=sub_account.id,
+        name=doc["name"],
+        provider="caldav",
+        url=doc["url"],
+        calendar=doc["calendar"],
+        username=doc["username"],
+        encrypted_secret=encrypt_secret(doc["password"], current_app.config["SECRET_KEY"]),
+        write_back=doc["writeBack"],
+        active=True,
+    )
+    db.session.add(connection)
+    return connection
+
+
+def _stamp(value: Any) -> str | None:
+    return None if value is None else format_utc(value)
+
+
+def describe(connection: CalendarConnection) -> dict[str, Any]:
+    """What an operator may see of a connection: everything but the password."""
+    return {
+        "id": connection.id,
+        "subAccountId": connection.sub_account_id,
+        "name": connection.name,
+        "url": connection.url,
+        "username": connection.username,
+        "calendar": connection.calendar,
+        "writeBack": connection.write_back,
+        "active": connection.active,
+        "lastAttemptAt": _stamp(connection.last_attempt_at),
+        "lastSuccessAt": _stamp(connection.last_success_at),
+        "lastError": connection.last_error,
+        "lastErrorAt": _stamp(connection.last_error_at),
+        "busyCount": connection.busy_count,
+        "consecutiveFailures": connection.consecutive_failures,
+        "lastWriteAt": _stamp(connection.last_write_at),
+        "lastWriteError": connection.last_write_error,
+        "lastWriteErrorAt": _stamp(connection.last_write_error_at),
+    }
+
+
+def list_connections(sub_account_id: int | None = None) -> list[CalendarConnection]:
+    stmt = select(CalendarConnection).order_by(CalendarConnection.id)
+    if sub_account_id is not None:
+        stmt = stmt.where(CalendarConnection.sub_account_id == sub_account_id)
+    return list(db.session.scalars(stmt))
+
+
+def get_connection(connection_id: int) -> CalendarConnection:
+    connection = db.session.get(CalendarConnection, connection_id)
+    if connection is None:
+        raise ConnectionNotFound()
+    return connection
+
+
+def add_connection(sub_account_id: int, document: dict[str, Any]) -> CalendarConnection:
+    """A connection from the provisioning document's fields (``name``, ``url``, ``username``,
+    ``password``, ``calendar``, ``writeBack``); every problem named by field.
+
+    For operators (``flask connections add``, provisioning): the URL may be any address, private
+    ones included, whatever ``CALDAV_ALLOW_PRIVATE`` says. Operators run the service and reach
+    its network anyway; the check keeps dashboard users, who do not, from pointing the server at
+    what only it can reach. Dashboard users add through ``connect_calendar``."""
+    sub_account, doc = load_named(
+        sub_account_id, CalendarConnectionDoc(), document, CalendarConnection
+    )
+    connection = create_connection(sub_account, doc)
+    db.session.flush()
+    return connection
+
+
+def remove_connection(connection_id: int) -> None:
+    """Delete the connection and the busy time it brought (its external blocked times)."""
+    db.session.delete(get_connection(connection_id))
+    db.session.flush()
+
+
+# Dashboard users: a sub account's connections, with where their URLs lead checked.
+
+
+class ConnectionChangesDoc(CalendarConnectionDoc):
+    """Changes to a connection: any of ``CalendarConnectionDoc``'s fields, and ``active``."""
+
+    active = fields.Boolean()
+
+
+def caldav_allow_private() -> bool:
+    return bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
+
+
+def find_connection(sub_account: SubAccount, connection_id: int) -> CalendarConnection:
+    """The sub account's connection ``connection_id``; another sub account's is not found."""
+    connection = (
+        db.session.get(CalendarConnection, connection_id) if is_storable_id(connection_id) else None
+    )
+    if connection is None or connection.sub_account_id != sub_account.id:
+        raise ConnectionNotFound()
+    return connection
+
+
+def connect_calendar(sub_account: SubAccount, document: dict[str, Any]) -> CalendarConnection:
+    """``add_connection`` for a dashboard user: the same document and rules, and the URL (and a
+    calendar given as a URL) must lead to a permitted address. Flushes, never commits."""
+    errors = flatten_errors(CalendarConnectionDoc().validate(document))
+    if "url" not in errors:
+        calendar = None if "calendar" in errors else document.get("calendar")
+        errors.update(_target_errors(document["url"], calendar))
+    if errors:
+        raise _invalid(errors)
+    return add_connection(sub_account.id, document)
+
+
+def update_connection(
+    sub_account: SubAccount, connection_id: int, document: dict[str, Any]
+) -> CalendarConnection:
+    """Apply ``document`` (any of ``name``, ``url``, ``username``, ``password``, ``calendar``,
+    ``writeBack``, ``active``; a field left out stays as it is) to the connection.
+
+    A new URL, username, password or calendar makes the next sync read the calendar afresh. A
+    URL or calendar on a server the stored password was not entered for needs ``password``.
+    Flushes, never commits."""
+    connection = find_connection(sub_account, connection_id)
+    try:
+        doc = ConnectionChangesDoc().load(document, partial=True)
+    except ValidationError as err:
+        raise _invalid(flatten_errors(err.messages)) from None
+    name = doc.get("name", connection.name)
+    url = doc.get("url", connection.url)
+    username = doc.get("username", connection.username)
+    calendar = doc.get("calendar", connection.calendar)
+    errors: dict[str, list[str]] = {}
+    if name != connection.name and _name_taken(sub_account, name):
+        errors["name"] = [f"Duplicate name '{name}'."]
+    if (url, calendar) != (connection.url, connection.calendar):
+        errors.update(_target_errors(url, calendar))
+        before = _password_destinations(connection.url, connection.calendar)
+        if "password" not in doc and not _password_destinations(url, calendar) <= before:
+            errors["password"] = [
+                "Enter the password again: the stored one is only sent to the server it was "
+                "entered for."
+            ]
+    if errors:
+        raise _invalid(errors)
+    old = (connection.url, connection.username, connection.calendar)
+    reconnect = "password" in doc or (url, username, calendar) != old
+    connection.name, connection.url, connection.username = name, url, username
+    connection.calendar = calendar
+    connection.write_back = doc.get("writeBack", connection.write_back)
+    connection.active = doc.get("active", connection.active)
+    if "password" in doc:
+        connection.encrypted_secret = encrypt_secret(
+            doc["password"], current_app.config["SECRET_KEY"]
+        )
+    if reconnect:
+        connection.forget_sync_state()
+    try:
+        db.session.flush()
+    except IntegrityError:  # the name was taken meanwhile
+        raise _invalid({"name": [f"Duplicate name '{connection.name}'."]}) from None
+    return connection
+
+
+def list_calendars(
+    sub_account: SubAccount, connection_id: int, *, timeout: float | None = None
+) -> list[CalendarChoice]:
+    """Connect with the connection's stored credentials and list its account's calendars, so
+    the user can choose one; raises ``ConnectionTestFailed`` saying why not. Stores nothing.
+    Waits at most ``timeout`` (default ``CALDAV_TIMEOUT_SECONDS``) for each answer."""
+    connection = find_connection(sub_account, connection_id)
+    _require_permitted(connection)
+    access, problem = connection_access(connection, caldav_timeout(timeout))
+    if problem is not None:
+        raise ConnectionTestFailed(problem.message)
+    try:
+        found = account_calendars(access, MAX_LISTED_CALENDARS)
+        return [CalendarChoice(name, url) for name, url in found]
+    except CalendarSyncError as err:
+        raise ConnectionTestFailed(redacted(err.message, access)) from None
+    except Exception as err:  # the library failing in a way not foreseen
+        log.exception("calendar connection %s: unexpected error listing calendars", connection.id)
+        raise ConnectionTestFailed(f"unexpected error: {type(err).__name__}") from None
+
+
+def sync_now(
+    sub_account: SubAccount, connection_id: int, *, now: datetime, timeout: float | None = None
+) -> SyncResult:
+    """Sync the connection now, as the worker's ``calendars.sync`` task does (the same service,
+    so the same rules and the same recorded outcome), once its URL is checked again. A failure
+    is recorded and returned, not raised. Flushes, never commits."""
+    connection = find_connection(sub_account, connection_id)
+    _require_permitted(connection)
+    return sync_connection(connection.id, now=now, timeout=timeout)
+
+
+def disconnect_calendar(sub_account: SubAccount, connection_id: int) -> None:
+    """``remove_connection`` within the sub account: the connection and its busy time go."""
+    remove_connection(find_connection(sub_account, connection_id).id)
+
+
+def _invalid(errors: dict[str, list[str]]) -> InvalidRequest:
+    return InvalidRequest(describe_errors(errors), errors=errors)
+
+
+def _name_taken(sub_account: SubAccount, name: str) -> bool:
+    return (
+        db.session.scalar(
+            select(CalendarConnection.id).where(
+                CalendarConnection.sub_account_id == sub_account.id,
+                CalendarConnection.name == name,
+            )
+        )
+        is not None
+    )
+
+
+def _calendar_url(url: str, calendar: str | None) -> str | None:
+    """Where a calendar reference leads, if it is a URL (absolute, or a path on the server);
+    as ``caldav_calendar`` resolves it. A display name leads nowhere of its own."""
+    if calendar and (calendar.startswith("/") or "://" in calendar):
+        return urljoin(url, calendar)
+    return None
+
+
+def _target_errors(url: str, calendar: str | None) -> dict[str, list[str]]:
+    """Why ``url`` or the calendar's URL may not be connected to (resolved now), by field."""
+    errors = {}
+    allow_private = caldav_allow_private()
+    for field, target in (("url", url), ("calendar", _calendar_url(url, calendar))):
+        if target is None:
+            continue
+        try:
+            resolve_target(
+                target,
+                require_https=False,
+                allow_private=allow_private,
+                setting="CALDAV_ALLOW_PRIVATE",
+            )
+        except UnsafeWebhookUrl as err:
+            errors[field] = [f"{err.message[:1].upper()}{err.message[1:]}."]
+    return errors
+
+
+def _require_permitted(connection: CalendarConnection) -> None:
+    errors = _target_errors(connection.url, connection.calendar)
+    if errors:
+        raise _invalid(errors)
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname, parts.port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _password_destinations(url: str, calendar: str | None) -> set[tuple]:
+    """The servers a sync sends the password to: the URL's, and a calendar URL's."""
+    calendar_url = _calendar_url(url, calendar)
+    return {_origin(url)} | ({_origin(calendar_url)} if calendar_url else set())

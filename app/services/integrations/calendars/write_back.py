@@ -1,0 +1,187 @@
+"""Outbound write-back: a booking made through the service appears in the connected calendars
+whose connection has ``write_back`` on, and follows the booking's changes.
+
+The outbox handler (``write_back_delivery``) does not replay the event it is given: it writes the
+booking *as it is now*: cancelled → its event is deleted, anything else → its event is stored
+(``app.services.integrations.ical``: UID = the booking's uid, SEQUENCE = its ``sequence``).
+So deliveries that come late, twice or out of order still leave the calendar with the latest
+version, and a repeated write is a PUT of the same data to the same place. Should the booking
+change while its event is being written, it is written again (a slower delivery of an older
+event must not have the last word).
+
+Like the inbound sync, no transaction is open while a server is waited for: the booking and
+connections are read in a short session of their own, the servers are written, then the outcome
+is recorded on each connection (``last_write_at``, ``last_write_error``). A failure raises
+``DeliveryFailed``, so the outbox offers the event again later with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.extensions import db
+from app.models import Booking, BookingStatus, CalendarConnection, SubAccount
+from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
+from app.services.integrations.calendars.caldav_calendar import (
+    CalendarAccess,
+    delete_event,
+    put_event,
+)
+from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.events import BookingEventKind
+from app.services.integrations.ical import booking_calendar
+from app.services.integrations.outbox import Delivery, DeliveryFailed
+
+log = logging.getLogger(__name__)
+
+HANDLER_NAME = "calendar_write_back"
+# Events that change nothing a calendar shows.
+_NOT_SHOWN = {str(BookingEventKind.COMPLETED), str(BookingEventKind.NO_SHOW)}
+_MAX_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class _Target:
+    connection_id: int
+    name: str
+    access: CalendarAccess
+    access_error: CalendarSyncError | None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    booking_id: int
+    sub_account_id: int
+    uid: str
+    sequence: int
+    status: str
+    data: bytes | None  # the VCALENDAR to store; None: delete
+    targets: list[_Target]
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    connection_id: int
+    name: str
+    action: str  # "stored" or "deleted"
+    error: str | None = None
+
+
+def write_back_delivery(delivery: Delivery, now: datetime) -> None:
+    """Outbox handler: bring the booking's event in the connected calendars up to date."""
+    if delivery.kind in _NOT_SHOWN:
+        return
+    outcomes = write_back_booking(delivery.booking_id, now=now)
+    failed = [o for o in outcomes if o.error]
+    if failed:
+        raise DeliveryFailed("; ".join(f"{o.name}: {o.error}" for o in failed))
+
+
+def write_back_booking(
+    booking_id: int, *, now: datetime, timeout: float | None = None
+) -> list[WriteOutcome]:
+    """Store (or, once cancelled, delete) the booking's event in every active write-back
+    connection of its sub account; record each outcome on its connection (flushed, not
+    committed). Never raises for a server's sake: failures are in the outcomes."""
+    outcomes: list[WriteOutcome] = []
+    plan = None
+    for _ in range(_MAX_ROUNDS):
+        with Session(db.engine) as read_session:
+            plan = _plan(read_session, booking_id, now, caldav_timeout(timeout))
+        if plan is None or not plan.targets:
+            return []
+        outcomes = [_write(plan, target) for target in plan.targets]
+        if _sequence_now(booking_id) == plan.sequence:
+            break
+    _record(plan, outcomes, now)
+    return outcomes
+
+
+def _plan(session: Session, booking_id: int, now: datetime, timeout: float) -> _Plan | None:
+    booking = session.get(Booking, booking_id)
+    if booking is None:
+        return None
+    connections = session.scalars(
+        select(CalendarConnection)
+        .join(SubAccount, SubAccount.id == CalendarConnection.sub_account_id)
+        .where(
+            CalendarConnection.sub_account_id == booking.sub_account_id,
+            CalendarConnection.active.is_(True),
+            CalendarConnection.write_back.is_(True),
+            SubAccount.active.is_(True),
+        )
+        .order_by(CalendarConnection.id)
+    ).all()
+    targets = [
+        _Target(connection.id, connection.name, *connection_access(connection, timeout))
+        for connection in connections
+    ]
+    cancelled = booking.status == BookingStatus.CANCELLED
+    return _Plan(
+        booking_id=booking.id,
+        sub_account_id=booking.sub_account_id,
+        uid=booking.uid,
+        sequence=booking.sequence,
+        status=booking.status,
+        data=None if cancelled else booking_calendar(booking, now=now),
+        targets=targets,
+    )
+
+
+def _write(plan: _Plan, target: _Target) -> WriteOutcome:
+    action = "deleted" if plan.data is None else "stored"
+    log.info(
+        "calendar connection %s: writing booking %s (%s, sequence %s)",
+        target.connection_id,
+        plan.booking_id,
+        "delete" if plan.data is None else "store",
+        plan.sequence,
+    )
+    try:
+        if target.access_error is not None:
+            raise target.access_error
+        if plan.data is None:
+            delete_event(target.access, plan.uid)
+        else:
+            put_event(target.access, plan.uid, plan.data)
+    except CalendarSyncError as err:
+        message = redacted(err.message, target.access)
+        log.warning(
+            "calendar connection %s: write-back of booking %s failed: %s",
+            target.connection_id,
+            plan.booking_id,
+            message,
+        )
+        return WriteOutcome(target.connection_id, target.name, action, message)
+    except Exception as err:  # a bug, or a library failing in a way not foreseen
+        log.exception("calendar connection %s: unexpected write-back error", target.connection_id)
+        message = f"unexpected error: {type(err).__name__}"
+        return WriteOutcome(target.connection_id, target.name, action, message)
+    return WriteOutcome(target.connection_id, target.name, action)
+
+
+def _sequence_now(booking_id: int) -> int | None:
+    with Session(db.engine) as read_session:
+        return read_session.scalar(select(Booking.sequence).where(Booking.id == booking_id))
+
+
+def _record(plan: _Plan, outcomes: list[WriteOutcome], now: datetime) -> None:
+    """Each connection's write-back outcome, as plain UPDATEs: the transaction's first
+    statement is a write (SQLite takes its write lock up front instead of upgrading a read)."""
+    for outcome in outcomes:
+        if outcome.error is None:
+            values = {"last_write_at": now}
+        else:
+            values = {"last_write_error": outcome.error, "last_write_error_at": now}
+        db.session.execute(
+            update(CalendarConnection)
+            .where(CalendarConnection.id == outcome.connection_id)
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
+    db.session.flush()

@@ -1,0 +1,248 @@
+"""Who hears about a booking, and when: the outbox handler for booking events, and the reminders.
+
+- **Booking events** (``booking.created``, ``rescheduled``, ``confirmed``, ``cancelled``): with
+  the sub account's ``notifyOnBooking`` on, each attendee and the sub account's
+  ``notificationEmail`` get one message. Other events (an edit of the title, completion, no-show)
+  send nothing.
+- **Reminders**: with ``reminderMinutesBefore`` set, each attendee of a pending or confirmed
+  booking gets one message that many minutes before its start. They are keyed on the booking's
+  start, so a reschedule before the reminder went out gives one reminder, at the new time, and a
+  cancelled booking gets none.
+
+Every message is recorded (``mail_messages``) under a key that says what it is about, and a
+message whose key is recorded is never sent again: a retried delivery sends only what it had
+not sent. A message is recorded right after the SMTP server took it, in a transaction of its
+own; a crash between the two sends it once more (same Message-ID), the documented
+at-least-once. With no SMTP server configured, a message is kept (``status = kept``) instead
+of sent, for ``flask outbox`` and the dashboard to show.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.message import EmailMessage
+
+from flask import current_app
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.extensions import db
+from app.models import (
+    ACTIVE_STATUSES,
+    Booking,
+    CalendarSettings,
+    MailMessage,
+    MailStatus,
+    SubAccount,
+)
+from app.scheduling.timezones import format_utc
+from app.services.integrations.events import booking_from_snapshot
+from app.services.integrations.ical import Organizer
+from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
+from app.services.integrations.notifications.messages import (
+    REMINDER,
+    Letterhead,
+    Recipient,
+    address,
+    compose,
+    ics_part,
+)
+from app.services.integrations.outbox import Delivery, DeliveryFailed
+
+log = logging.getLogger(__name__)
+
+HANDLER_NAME = "notifications"
+NOTIFIED_KINDS = frozenset(
+    {"booking.created", "booking.rescheduled", "booking.confirmed", "booking.cancelled"}
+)
+DEFAULT_SENDER = "Calendar Booking <bookings@localhost>"
+
+
+@dataclass(frozen=True)
+class _Letter:
+    dedupe_key: str
+    kind: str
+    recipient: str
+    message: EmailMessage
+    sub_account_id: int
+    booking_id: int
+    event_id: int | None
+
+
+def notify_delivery(delivery: Delivery, now: datetime) -> None:
+    """Outbox handler: tell the attendees and the calendar's owner about a booking event."""
+    if delivery.kind not in NOTIFIED_KINDS:
+        return
+    with Session(db.engine) as session:
+        current = session.get(Booking, delivery.booking_id)
+        if current is None:
+            return
+        # The booking as this event left it: a message that goes out late (a retry, a backlog)
+        # tells of that moment, not of a later change that has its own message.
+        if delivery.snapshot:
+            booking = booking_from_snapshot(delivery.snapshot, delivery.sub_account_id)
+        else:
+            booking = current
+        settings = session.get(CalendarSettings, booking.sub_account_id)
+        if not settings.notify_on_booking:
+            return
+        recipients = [_attendee(a) for a in booking.attendees]
+        if settings.notification_email:
+            recipients.append(
+                Recipient(settings.notification_email, None, booking.timezone, is_owner=True)
+            )
+        letters = _unsent_letters(
+            session,
+            booking,
+            delivery.kind,
+            recipients,
+            _letterhead(session, booking.sub_account_id, settings),
+            now,
+            key=lambda email: f"event:{delivery.event_id}:{email}",
+            event_id=delivery.event_id,
+        )
+    failures = _send_all(letters, now)
+    if failures:
+        raise DeliveryFailed("; ".join(failures))
+
+
+def send_due_reminders(now: datetime) -> int:
+    """Send every reminder that is due and not sent yet; returns how many were sent or kept.
+    A failed one is tried again at the next run (it is not recorded)."""
+    with Session(db.engine) as session:
+        longest = session.scalar(select(func.max(CalendarSettings.reminder_minutes_before)))
+        if not longest:
+            return 0
+        rows = session.execute(
+            select(Booking, CalendarSettings)
+            .join(CalendarSettings, CalendarSettings.sub_account_id == Booking.sub_account_id)
+            .join(SubAccount, SubAccount.id == Booking.sub_account_id)
+            .where(
+                CalendarSettings.reminder_minutes_before.is_not(None),
+                SubAccount.active.is_(True),
+                Booking.status.in_(ACTIVE_STATUSES),
+                Booking.start_at > now,
+                Booking.start_at <= now + timedelta(minutes=longest),
+            )
+            .order_by(Booking.start_at, Booking.id)
+        ).all()
+        due = [
+            (booking, settings)
+            for booking, settings in rows
+            if booking.start_at - timedelta(minutes=settings.reminder_minutes_before) <= now
+        ]
+        letters: list[_Letter] = []
+        for booking, settings in due:
+            start = format_utc(booking.start_at)
+            letters += _unsent_letters(
+                session,
+                booking,
+                REMINDER,
+                [_attendee(a) for a in booking.attendees],
+                _letterhead(session, booking.sub_account_id, settings),
+                now,
+                key=lambda email, b=booking, start=start: f"reminder:{b.id}:{start}:{email}",
+                event_id=None,
+            )
+    failures = _send_all(letters, now)
+    for failure in failures:
+        log.warning("reminder not sent: %s", failure)
+    return len(letters) - len(failures)
+
+
+def _attendee(attendee) -> Recipient:
+    return Recipient(attendee.email, attendee.name, attendee.timezone)
+
+
+def _letterhead(session: Session, sub_account_id: int, settings: CalendarSettings) -> Letterhead:
+    sender = current_app.config.get("MAIL_FROM") or DEFAULT_SENDER
+    name = session.get(SubAccount, sub_account_id).name
+    organizer_email = settings.notification_email or address(sender).addr_spec
+    return Letterhead(
+        sender=sender, sub_account_name=name, organizer=Organizer(organizer_email, name)
+    )
+
+
+def _unsent_letters(
+    session: Session,
+    booking: Booking,
+    kind: str,
+    recipients: list[Recipient],
+    letterhead: Letterhead,
+    now: datetime,
+    *,
+    key: Callable[[str], str],
+    event_id: int | None,
+) -> list[_Letter]:
+    """The messages about ``booking`` for those of ``recipients`` whose message (its key made by
+    ``key`` from their address) is not recorded as sent."""
+    keys = {r.email: key(r.email) for r in recipients}
+    sent = (
+        set(
+            session.scalars(
+                select(MailMessage.dedupe_key).where(
+                    MailMessage.dedupe_key.in_(list(keys.values()))
+                )
+            )
+        )
+        if keys
+        else set()
+    )
+    return [
+        _Letter(
+            keys[r.email],
+            kind,
+            r.email,
+            compose(booking, kind, r, letterhead, now=now, dedupe_key=keys[r.email]),
+            booking.sub_account_id,
+            booking.id,
+            event_id,
+        )
+        for r in recipients
+        if keys[r.email] not in sent
+    ]
+
+
+def _send_all(letters: list[_Letter], now: datetime) -> list[str]:
+    """Send (or keep) each letter and record it; returns what failed, as messages."""
+    settings = smtp_settings(current_app.config.get("SMTP_URL"))
+    failures = []
+    for letter in letters:
+        try:
+            status = send_mail(letter.message, settings)
+        except MailNotSent as err:
+            log.warning("mail to %s not sent: %s", letter.recipient, err)
+            failures.append(f"{letter.recipient}: {err}")
+            continue
+        _record(letter, status, now)
+    return failures
+
+
+def _record(letter: _Letter, status: MailStatus, now: datetime) -> None:
+    message = letter.message
+    ics = ics_part(message)
+    row = MailMessage(
+        dedupe_key=letter.dedupe_key,
+        sub_account_id=letter.sub_account_id,
+        booking_id=letter.booking_id,
+        event_id=letter.event_id,
+        kind=letter.kind,
+        recipient=letter.recipient,
+        subject=str(message["Subject"]),
+        message_id=str(message["Message-ID"]),
+        text_body=message.get_body(("plain",)).get_content(),
+        html_body=message.get_body(("html",)).get_content(),
+        ics=ics.decode() if ics else None,
+        status=status,
+        created_at=now,
+    )
+    with Session(db.engine) as session:
+        session.add(row)
+        try:
+            session.commit()
+        except IntegrityError:  # a concurrent delivery recorded it first
+            session.rollback()

@@ -1,0 +1,149 @@
+"""One booking email to one recipient: subject, a plain-text and an HTML part (Jinja templates
+``templates/booking.txt`` and ``.html`` beside this module, rendered by an environment of its
+own: mail is the service's, not a page of the web's), times in the recipient's timezone, and
+the booking as an iCalendar invitation (``REQUEST``, or ``CANCEL`` once cancelled) so mail
+clients add, move or remove it. No I/O: sending is ``mailer``'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from email.headerregistry import Address, HeaderRegistry
+from email.message import EmailMessage
+from email.utils import format_datetime
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from app.models import Booking, BookingStatus
+from app.scheduling.timezones import zone
+from app.services.integrations.ical import Organizer, booking_calendar
+
+REMINDER = "booking.reminder"
+
+# HTML parts are escaped, plain-text parts are not (as Flask would render them).
+_TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).resolve().parent / "templates"),
+    autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
+)
+
+_LABELS = {
+    "booking.created": "Booked",
+    "booking.rescheduled": "Moved",
+    "booking.confirmed": "Confirmed",
+    "booking.cancelled": "Cancelled",
+    REMINDER: "Reminder",
+}
+_HEADLINES = {  # (to an attendee, to the calendar's owner)
+    "booking.created": ("Your booking is made.", "A new booking was made."),
+    "booking.rescheduled": ("Your booking has moved.", "A booking was moved."),
+    "booking.confirmed": ("Your booking is confirmed.", "A booking was confirmed."),
+    "booking.cancelled": ("Your booking is cancelled.", "A booking was cancelled."),
+    REMINDER: ("A reminder of your booking.", "A reminder of a booking."),
+}
+
+
+@dataclass(frozen=True)
+class Recipient:
+    email: str
+    name: str | None
+    timezone: str  # the attendee's, else the booking's
+    is_owner: bool = False  # the sub account's notification address
+
+
+@dataclass(frozen=True)
+class Letterhead:
+    """Who the mail is from: the service's sender address, and the sub account it speaks for
+    (whose notification address organizes the invitation and receives replies)."""
+
+    sender: str  # MAIL_FROM, "Name <address>" or an address
+    sub_account_name: str
+    organizer: Organizer
+
+
+def message_id(dedupe_key: str, sender: str) -> str:
+    """The same Message-ID for every attempt at one message: a resend after a crash is the
+    same message to the receiving server and mail client."""
+    domain = address(sender).domain or "localhost"
+    return f"<{hashlib.sha256(dedupe_key.encode()).hexdigest()[:40]}@{domain}>"
+
+
+def compose(
+    booking: Booking,
+    kind: str,
+    recipient: Recipient,
+    letterhead: Letterhead,
+    *,
+    now: datetime,
+    dedupe_key: str,
+) -> EmailMessage:
+    """The email telling ``recipient`` about ``kind`` (an event name, or ``REMINDER``)."""
+    cancelled = booking.status == BookingStatus.CANCELLED
+    when = describe_time(booking.start_at, booking.end_at, recipient.timezone)
+    subject = f"{_LABELS[kind]}: {booking.title} — {when}"
+    context = {
+        "subject": subject,
+        "headline": _HEADLINES[kind][1 if recipient.is_owner else 0],
+        "title": booking.title,
+        "when": when,
+        "location": booking.location,
+        "description": booking.description,
+        "attendees": ", ".join(a.name or a.email for a in booking.attendees),
+        "reason": booking.cancellation_reason if cancelled else None,
+        "uid": booking.uid,
+        "has_ics": True,
+        "ics_name": "invite.ics",
+        "ics_hint": "removes it from your calendar" if cancelled else "adds it to your calendar",
+        "sender_name": letterhead.sub_account_name,
+    }
+    message = EmailMessage()
+    message["Subject"] = subject
+    message["From"] = _from_header(letterhead)
+    message["To"] = str(Address(display_name=recipient.name or "", addr_spec=recipient.email))
+    message["Reply-To"] = letterhead.organizer.email
+    message["Date"] = format_datetime(now)
+    message["Message-ID"] = message_id(dedupe_key, letterhead.sender)
+    message.set_content(_TEMPLATES.get_template("booking.txt").render(**context))
+    html = _TEMPLATES.get_template("booking.html").render(**context)
+    message.add_alternative(html, subtype="html")
+    method = "CANCEL" if cancelled else "REQUEST"
+    ics = booking_calendar(booking, now=now, method=method, organizer=letterhead.organizer)
+    message.add_attachment(
+        ics,
+        maintype="text",
+        subtype="calendar",
+        filename="invite.ics",
+        params={"method": method},
+    )
+    return message
+
+
+def describe_time(start: datetime, end: datetime, timezone: str) -> str:
+    """``Monday 7 December 2026, 10:00–10:30 (America/New_York)``, in ``timezone``."""
+    tz = zone(timezone)
+    local_start, local_end = start.astimezone(tz), end.astimezone(tz)
+    first = f"{local_start:%A} {local_start.day} {local_start:%B %Y}, {local_start:%H:%M}"
+    if local_end.date() == local_start.date():
+        return f"{first}–{local_end:%H:%M} ({timezone})"
+    last = f"{local_end:%A} {local_end.day} {local_end:%B %Y}, {local_end:%H:%M}"
+    return f"{first} – {last} ({timezone})"
+
+
+def address(text: str) -> Address:
+    """The address in ``text`` (``Name <user@host>`` or ``user@host``)."""
+    return HeaderRegistry()("From", text).addresses[0]
+
+
+def _from_header(letterhead: Letterhead) -> str:
+    sender = address(letterhead.sender)
+    return str(Address(display_name=letterhead.sub_account_name, addr_spec=sender.addr_spec))
+
+
+def ics_part(message: EmailMessage) -> bytes | None:
+    """The invitation attached to ``message`` (to keep with the message)."""
+    for part in message.iter_attachments():
+        if part.get_content_type() == "text/calendar":
+            return part.get_payload(decode=True)
+    return None

@@ -1,0 +1,393 @@
+"""Delivering booking events to webhook subscriptions, at least once.
+
+The ``webhooks`` outbox handler turns an event into one ``webhook_deliveries`` row per active
+subscription that wants it (unique per event and subscription, so a repeated handler run adds
+none) and hands each to the worker. ``send_delivery`` makes one attempt: a JSON POST signed
+per Standard Webhooks (``webhook-id`` = ``evt_<outbox event id>``, the same for every attempt
+and every resend, so receivers de-duplicate on it), recorded in ``webhook_attempts`` (status,
+time, the first bytes of the answer, or the error).
+
+- **Retries**: a failed attempt (no answer within the timeout, a refused connection, any status
+  but 2xx; redirects are not followed) is tried again after 30 s, 1, 2, 4 … minutes (at most an
+  hour apart, ±20 % jitter), until 24 hours after the event; then the delivery is ``failed``.
+- **Disabling**: a subscription whose attempts have all failed for ``WEBHOOK_DISABLE_AFTER_HOURS``
+  (72 by default) is disabled; its pending deliveries are then failed. ``enable`` turns it back
+  on; ``resend`` sends a delivery again.
+- **Nothing lost**: each planned attempt is handed to Celery with its time (``eta``); the sweep
+  (``due_deliveries``) hands over again any attempt overdue by more than the lease
+  (``WEBHOOK_LEASE_SECONDS``, 5 minutes): a worker that died mid-attempt, a lost message. The
+  attempt in flight then sends once more; the receiver de-duplicates by ``webhook-id``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from standardwebhooks import Webhook
+
+from app.config import configured_duration
+from app.extensions import db
+from app.models import (
+    Booking,
+    OutboxEvent,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookDeliveryStatus,
+    WebhookSubscription,
+)
+from app.representations import BookingSchema
+from app.scheduling.timezones import format_utc
+from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
+from app.services.common.errors import NotFound
+from app.services.common.ids import is_storable_id
+from app.services.integrations.outbox import Delivery, retry_delay
+from app.services.integrations.webhooks.http import Answer, post
+from app.services.integrations.webhooks.subscriptions import allow_private, require_https
+from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
+
+log = logging.getLogger(__name__)
+
+HANDLER_NAME = "webhooks"
+GIVE_UP_AFTER = timedelta(hours=24)
+RETRY_BASE = timedelta(seconds=30)
+LEASE = timedelta(minutes=5)
+DISABLE_AFTER = timedelta(hours=72)
+DEFAULT_TIMEOUT = timedelta(seconds=5)
+_EARLY = timedelta(seconds=5)  # clocks of worker machines differ a little
+
+# Who hands a planned attempt to the worker: (delivery id, when). The Celery app registers
+# one; without it (a script, a test) attempts wait for the sweep.
+Dispatcher = Callable[[int, datetime], None]
+_dispatchers: list[Dispatcher] = []
+
+
+class DeliveryNotFound(NotFound):
+    message = "Webhook delivery not found"
+
+
+def set_dispatcher(dispatcher: Dispatcher | None) -> None:
+    _dispatchers[:] = [dispatcher] if dispatcher else []
+
+
+def hand_over(delivery_id: int, when: datetime) -> None:
+    """Give the worker a committed delivery's attempt planned for ``when``."""
+    for dispatcher in _dispatchers:
+        try:
+            dispatcher(delivery_id, when)
+        except Exception:  # the broker away: the sweep hands it over later
+            log.exception("webhook delivery %s could not be handed to the worker", delivery_id)
+
+
+def webhooks_delivery(delivery: Delivery, now: datetime) -> None:
+    """Outbox handler: one delivery per active subscription that wants the event."""
+    with Session(db.engine) as session:
+        wanted = [
+            s.id
+            for s in session.scalars(
+                select(WebhookSubscription).where(
+                    WebhookSubscription.sub_account_id == delivery.sub_account_id,
+                    WebhookSubscription.active.is_(True),
+                )
+            )
+            if s.wants(delivery.kind)
+        ]
+        created = []
+        for subscription_id in wanted:
+            row = WebhookDelivery(
+                subscription_id=subscription_id,
+                event_id=delivery.event_id,
+                status=WebhookDeliveryStatus.PENDING,
+                attempts=0,
+                next_attempt_at=now,
+                created_at=now,
+            )
+            session.add(row)
+            try:
+                session.commit()
+            except IntegrityError:  # made by an earlier run of this handler
+                session.rollback()
+                continue
+            created.append(row.id)
+    for delivery_id in created:
+        hand_over(delivery_id, now)
+
+
+@dataclass(frozen=True)
+class _Message:
+    delivery_id: int
+    subscription_id: int
+    url: str
+    secret: str | None
+    msg_id: str
+    body: bytes
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class SendOutcome:
+    status: str
+    retry_at: datetime | None = None  # the next attempt, to hand over once committed
+
+
+def send_delivery(delivery_id: int, now: datetime) -> SendOutcome:
+    """Make the delivery's next attempt, if it is pending, and record it (flushed; the caller
+    commits, then hands ``retry_at`` over)."""
+    with Session(db.engine) as session:
+        found = _message(session, delivery_id, now)
+    if isinstance(found, str):
+        return SendOutcome(found)
+    message = found
+    timeout = configured_duration(current_app.config, "WEBHOOK_TIMEOUT_SECONDS", DEFAULT_TIMEOUT)
+    answer = _attempt(message, now, timeout.total_seconds())
+    return _record(message, answer, now)
+
+
+def _message(session: Session, delivery_id: int, now: datetime) -> _Message | str:
+    delivery = session.get(WebhookDelivery, delivery_id)
+    if delivery is None:
+        return "missing"
+    if delivery.status != WebhookDeliveryStatus.PENDING:
+        return delivery.status
+    if delivery.next_attempt_at is not None and delivery.next_attempt_at > now + _EARLY:
+        return "not due"  # a stale or repeated message; the planned attempt comes later
+    subscription = delivery.subscription
+    event = session.get(OutboxEvent, delivery.event_id)
+    if event.snapshot is not None:
+        shown = event.snapshot["booking"]  # the booking as the event left it
+    else:
+        shown = BookingSchema().dump(session.get(Booking, event.booking_id))
+    try:
+        secret = decrypt_secret(subscription.encrypted_secret, secret_keys(current_app.config))
+    except SecretUnreadable:
+        secret = None
+    payload = {
+        "type": event.kind,
+        "timestamp": format_utc(event.occurred_at),
+        "eventId": f"evt_{event.id}",
+        "data": {"booking": shown},
+    }
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return _Message(
+        delivery_id=delivery.id,
+        subscription_id=subscription.id,
+        url=subscription.url,
+        secret=secret,
+        msg_id=f"evt_{event.id}",
+        body=body,
+        created_at=delivery.created_at,
+    )
+
+
+def signed_headers(secret: str, msg_id: str, body: bytes, now: datetime) -> dict[str, str]:
+    """Standard Webhooks headers for ``body`` (signature over ``id.timestamp.body``)."""
+    signature = Webhook(secret).sign(msg_id, now, body.decode())
+    return {
+        "content-type": "application/json",
+        "user-agent": "calendar-booking-webhooks/1",
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": signature,
+    }
+
+
+def _attempt(message: _Message, now: datetime, timeout: float) -> Answer:
+    if message.secret is None:
+        return Answer(None, 0, error="the secret cannot be decrypted with this SECRET_KEY")
+    try:
+        target = resolve_target(
+            message.url, require_https=require_https(), allow_private=allow_private()
+        )
+    except UnsafeWebhookUrl as err:
+        return Answer(None, 0, error=f"refused: {err.message}")
+    headers = signed_headers(message.secret, message.msg_id, message.body, now)
+    return post(target, message.body, headers, timeout)
+
+
+def _record(message: _Message, answer: Answer, now: datetime) -> SendOutcome:
+    """The attempt, and what follows from it, in one transaction (a write first)."""
+    db.session.add(
+        WebhookAttempt(
+            delivery_id=message.delivery_id,
+            attempted_at=now,
+            status_code=answer.status,
+            duration_ms=answer.duration_ms,
+            response_excerpt=answer.excerpt,
+            error=answer.error,
+        )
+    )
+    db.session.flush()
+    delivery = db.session.get(WebhookDelivery, message.delivery_id)
+    subscription = db.session.get(WebhookSubscription, message.subscription_id)
+    delivery.attempts += 1
+    delivery.last_status_code = answer.status
+    delivery.last_error = answer.error or (None if answer.ok else f"HTTP {answer.status}")
+    if answer.ok:
+        delivery.status = WebhookDeliveryStatus.SUCCEEDED
+        delivery.finished_at = now
+        delivery.next_attempt_at = None
+        subscription.failing_since = None
+        db.session.flush()
+        return SendOutcome(delivery.status)
+    subscription.failing_since = subscription.failing_since or now
+    wait = retry_delay(
+        delivery.attempts,
+        configured_duration(current_app.config, "WEBHOOK_RETRY_BASE_SECONDS", RETRY_BASE),
+    )
+    if now + wait > delivery.created_at + GIVE_UP_AFTER:
+        delivery.status = WebhookDeliveryStatus.FAILED
+        delivery.finished_at = now
+        delivery.next_attempt_at = None
+    else:
+        delivery.next_attempt_at = now + wait
+    disable_after = configured_duration(
+        current_app.config, "WEBHOOK_DISABLE_AFTER_HOURS", DISABLE_AFTER, "hours"
+    )
+    if subscription.active and now - subscription.failing_since >= disable_after:
+        _disable(
+            subscription,
+            now,
+            f"every attempt failed since {format_utc(subscription.failing_since)}",
+        )
+    db.session.flush()
+    return SendOutcome(delivery.status, delivery.next_attempt_at)
+
+
+def _disable(subscription: WebhookSubscription, now: datetime, reason: str) -> None:
+    log.warning("webhook subscription %s disabled: %s", subscription.id, reason)
+    subscription.active = False
+    subscription.disabled_at = now
+    subscription.disabled_reason = reason
+    db.session.execute(
+        update(WebhookDelivery)
+        .where(
+            WebhookDelivery.subscription_id == subscription.id,
+            WebhookDelivery.status == WebhookDeliveryStatus.PENDING,
+        )
+        .values(
+            status=WebhookDeliveryStatus.FAILED,
+            finished_at=now,
+            next_attempt_at=None,
+            last_error="subscription disabled",
+        )
+        .execution_options(synchronize_session="fetch")
+    )
+
+
+def due_deliveries(now: datetime, limit: int = 500) -> list[int]:
+    """Pending deliveries whose attempt is overdue by more than the lease (a worker died, a
+    message was lost). Claims them: their next attempt is set to now, so the next sweep leaves
+    them alone for another lease."""
+    lease = configured_duration(current_app.config, "WEBHOOK_LEASE_SECONDS", LEASE)
+    ids = list(
+        db.session.scalars(
+            select(WebhookDelivery.id)
+            .where(
+                WebhookDelivery.status == WebhookDeliveryStatus.PENDING,
+                WebhookDelivery.next_attempt_at <= now - lease,
+            )
+            .order_by(WebhookDelivery.next_attempt_at)
+            .limit(limit)
+        )
+    )
+    if ids:
+        db.session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id.in_(ids))
+            .values(next_attempt_at=now)
+            .execution_options(synchronize_session=False)
+        )
+    return ids
+
+
+def resend(delivery_id: int, now: datetime) -> WebhookDelivery:
+    """Send a delivery again (the same ``webhook-id``), whatever became of it. The caller
+    commits, then hands it over (``hand_over``)."""
+    delivery = db.session.get(WebhookDelivery, delivery_id)
+    if delivery is None:
+        raise DeliveryNotFound()
+    delivery.status = WebhookDeliveryStatus.PENDING
+    delivery.created_at = now  # a new 24 hours of retries
+    delivery.finished_at = None
+    delivery.next_attempt_at = now
+    db.session.flush()
+    return delivery
+
+
+def describe_delivery(delivery: WebhookDelivery, attempts: list[WebhookAttempt]) -> dict:
+    return {
+        "id": delivery.id,
+        "subscriptionId": delivery.subscription_id,
+        "webhookId": f"evt_{delivery.event_id}",
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "nextAttemptAt": _stamp(delivery.next_attempt_at),
+        "lastStatusCode": delivery.last_status_code,
+        "lastError": delivery.last_error,
+        "createdAt": _stamp(delivery.created_at),
+        "finishedAt": _stamp(delivery.finished_at),
+        "attemptLog": [
+            {
+                "at": _stamp(a.attempted_at),
+                "statusCode": a.status_code,
+                "durationMs": a.duration_ms,
+                "response": a.response_excerpt,
+                "error": a.error,
+            }
+            for a in attempts
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """A delivery with the event it carries and each of its attempts, oldest first."""
+
+    delivery: WebhookDelivery
+    event_kind: str
+    attempts: list[WebhookAttempt]
+
+
+def delivery_log(subscription_id: int, limit: int = 50) -> list[DeliveryRecord]:
+    """The subscription's latest deliveries, newest first."""
+    rows = db.session.execute(
+        select(WebhookDelivery, OutboxEvent.kind)
+        .join(OutboxEvent, OutboxEvent.id == WebhookDelivery.event_id)
+        .where(WebhookDelivery.subscription_id == subscription_id)
+        .order_by(WebhookDelivery.id.desc())
+        .limit(limit)
+    ).all()
+    attempts: dict[int, list[WebhookAttempt]] = {d.id: [] for d, _ in rows}
+    if rows:
+        for attempt in db.session.scalars(
+            select(WebhookAttempt)
+            .where(WebhookAttempt.delivery_id.in_(list(attempts)))
+            .order_by(WebhookAttempt.id)
+        ):
+            attempts[attempt.delivery_id].append(attempt)
+    return [DeliveryRecord(d, kind, attempts[d.id]) for d, kind in rows]
+
+
+def subscription_deliveries(subscription_id: int, limit: int = 50) -> list[dict]:
+    return [describe_delivery(r.delivery, r.attempts) for r in delivery_log(subscription_id, limit)]
+
+
+def get_subscription_delivery(subscription_id: int, delivery_id: int) -> WebhookDelivery:
+    """The delivery, if it belongs to the subscription (which the caller has scoped)."""
+    delivery = None
+    if is_storable_id(delivery_id):
+        delivery = db.session.get(WebhookDelivery, delivery_id)
+    if delivery is None or delivery.subscription_id != subscription_id:
+        raise DeliveryNotFound()
+    return delivery
+
+
+def _stamp(value: datetime | None) -> str | None:
+    return None if value is None else format_utc(value)

@@ -1,0 +1,177 @@
+"""Where the service may send a request of its own: checked when a URL is saved and again just
+before each connection, after DNS resolution, so a name that later resolves somewhere private
+is refused too. The one home of this rule: webhooks use it, and so do CalDAV connections
+(``app.services.integrations.calendars.connections``) and any other outgoing request, each
+naming its own setting.
+
+Refused: a scheme other than https (http too, outside production), credentials in the URL,
+and any address that is not public: loopback, private (RFC 1918, unique-local), link-local
+(which holds the cloud metadata service, 169.254.169.254), shared, reserved, multicast and
+unspecified. The setting the caller names (``WEBHOOK_ALLOW_PRIVATE=1``, ``CALDAV_ALLOW_PRIVATE=1``:
+tests, a private deployment) lifts the address check, never the scheme check, and the refusal
+says which setting that is.
+
+An IPv4 address written inside IPv6 is judged as what it hides (``embedded_ipv4`` reads every
+spelling): an IPv6 address is public only if it is public itself and every IPv4 address it
+embeds is public too. Per spelling:
+
+- IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``, deprecated) and
+  IPv4-translated (``::ffff:0:a.b.c.d``): refused outright, whatever they embed. No server
+  has such an address (they live in the reserved ``::/8``); a DNS answer holding one is a
+  disguise.
+- Teredo (``2001::/32``): refused outright; not globally reachable (IANA), a tunnel to a host
+  behind a NAT.
+- Local-use NAT64 (``64:ff9b:1::/48``, RFC 8215): refused outright; not globally reachable
+  (IANA), and a site may use any RFC 6052 prefix length inside it, so what it embeds cannot be
+  read for sure (``embedded_ipv4`` reads it as a /48).
+- Well-known NAT64 (``64:ff9b::/96``) and 6to4 (``2002::/16``): allowed when the IPv4 address
+  they carry is public (that is how an IPv6-only network reaches a public IPv4 host: the
+  request ends where the IPv4 address would have led), refused when it is not.
+
+``ipaddress.is_global`` alone does not say this: it calls ``::7f00:1`` and ``64:ff9b::7f00:1``
+(both 127.0.0.1) global, and what it says of 6to4 and 64:ff9b:1::/48 changed in Python 3.13.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address, IPv6Network
+from urllib.parse import urlsplit
+
+WEBHOOK_ALLOW_PRIVATE = "WEBHOOK_ALLOW_PRIVATE"
+
+_COMPATIBLE = IPv6Network("::/96")  # also holds the unspecified and the loopback address
+_MAPPED = IPv6Network("::ffff:0:0/96")
+_TRANSLATED = IPv6Network("::ffff:0:0:0/96")
+_TEREDO = IPv6Network("2001::/32")
+_NAT64 = IPv6Network("64:ff9b::/96")  # the well-known prefix
+_NAT64_LOCAL = IPv6Network("64:ff9b:1::/48")  # local use
+_SIX_TO_FOUR = IPv6Network("2002::/16")
+# Refused whatever they embed (see the module's docstring).
+_NEVER_PUBLIC = (_COMPATIBLE, _MAPPED, _TRANSLATED, _TEREDO, _NAT64_LOCAL)
+# Public exactly when the IPv4 address they carry is (whatever the Python version says of them).
+_IPV4_CARRIERS = (_NAT64, _SIX_TO_FOUR)
+
+
+class UnsafeWebhookUrl(Exception):
+    """A URL the service may not send a request to (webhooks, CalDAV, …): the message says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Target:
+    """A checked URL and the address to connect to (resolved once, so the connection goes
+    where the check looked: no second lookup for a rebinding name to answer differently)."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    path: str  # path and query, as sent in the request line
+    address: str
+
+
+def check_url(url: str, *, require_https: bool) -> None:
+    """The URL's form alone (no DNS): for saving a subscription."""
+    _parts(url, require_https)
+
+
+def resolve_target(
+    url: str,
+    *,
+    require_https: bool,
+    allow_private: bool,
+    setting: str = WEBHOOK_ALLOW_PRIVATE,
+) -> Target:
+    """The URL checked and resolved to one permitted address; raises ``UnsafeWebhookUrl``.
+    Every address the name resolves to must be public unless ``allow_private``; ``setting``
+    is the configuration key that allows private ones, named in the refusal."""
+    parts = _parts(url, require_https)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as err:
+        raise UnsafeWebhookUrl(f"cannot resolve {parts.hostname}: {err}") from None
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    if not addresses:
+        raise UnsafeWebhookUrl(f"{parts.hostname} has no address")
+    if not allow_private:
+        refused = [a for a in addresses if not is_public(a)]
+        if refused:
+            raise UnsafeWebhookUrl(
+                f"{parts.hostname} resolves to {refused[0]}, which is not a public address"
+                f" (set {setting}=1 to allow private targets, for tests)"
+            )
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return Target(url, parts.scheme, parts.hostname, port, path, addresses[0])
+
+
+def is_public(address: str) -> bool:
+    """Whether a request may go to ``address`` (IPv4 or IPv6, a ``%zone`` ignored): see the
+    module's docstring. Used when a URL is saved and at connect time alike."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, IPv4Address):
+        return _public_ipv4(ip)
+    if any(ip in network for network in _NEVER_PUBLIC):
+        return False
+    if not all(_public_ipv4(embedded) for embedded in embedded_ipv4(ip)):
+        return False
+    carrier = any(ip in network for network in _IPV4_CARRIERS)
+    return (ip.is_global or carrier) and not ip.is_multicast
+
+
+def embedded_ipv4(ip: IPv6Address) -> list[IPv4Address]:
+    """Every IPv4 address ``ip`` embeds, in any spelling; empty for an IPv6 address that embeds
+    none (``::`` and ``::1`` embed none). Bits are numbered from 0, the most significant."""
+    value = int(ip)
+    low32 = IPv4Address(value & 0xFFFF_FFFF)
+    found = []
+    if ip in _MAPPED:  # ::ffff:a.b.c.d (RFC 4291 2.5.5.2)
+        found.append(low32)
+    if ip in _TRANSLATED:  # ::ffff:0:a.b.c.d, IPv4-translated (RFC 2765)
+        found.append(low32)
+    if ip in _COMPATIBLE and value > 1:  # ::a.b.c.d, IPv4-compatible (RFC 4291 2.5.5.1)
+        found.append(low32)
+    if ip in _NAT64:  # 64:ff9b::a.b.c.d, NAT64 well-known prefix (RFC 6052)
+        found.append(low32)
+    if ip in _NAT64_LOCAL:
+        # 64:ff9b:1::/48, local-use NAT64 (RFC 8215), read with the /48 layout of RFC 6052 2.2:
+        # the IPv4 address's first 16 bits are bits 48..63, bits 64..71 are the "u" octet
+        # (always zero, skipped), its last 16 bits are bits 72..87; the rest is the suffix.
+        high16 = (value >> (128 - 64)) & 0xFFFF
+        low16 = (value >> (128 - 88)) & 0xFFFF
+        found.append(IPv4Address(high16 << 16 | low16))
+    if ip.sixtofour is not None:  # 2002:AABB:CCDD::/48, 6to4 (RFC 3056): bits 16..47
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:  # 2001::/32 Teredo (RFC 4380): the server, bits 32..63, and
+        found.extend(ip.teredo)  # the client, bits 96..127 inverted (``teredo`` undoes that)
+    return found
+
+
+def _public_ipv4(ip: IPv4Address) -> bool:
+    return ip.is_global and not ip.is_multicast
+
+
+def _parts(url: str, require_https: bool):
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as err:
+        raise UnsafeWebhookUrl(f"not a URL: {err}") from None
+    allowed = ("https",) if require_https else ("https", "http")
+    if parts.scheme not in allowed:
+        raise UnsafeWebhookUrl(f"the URL must start with {' or '.join(a + '://' for a in allowed)}")
+    if not parts.hostname:
+        raise UnsafeWebhookUrl("the URL has no host")
+    if parts.username or parts.password:
+        raise UnsafeWebhookUrl("the URL must not hold credentials (the signature authenticates)")
+    if parts.fragment:
+        raise UnsafeWebhookUrl("the URL must not have a fragment")
+    return parts

@@ -34,16 +34,20 @@ run: venv
 	HOST=127.0.0.1 PATH="$(abspath $(BIN)):$$PATH" $(BIN)/honcho start --port $(PORT) web worker beat
 
 ## make test: the whole suite, on SQLite and on PostgreSQL; then the date-sensitive tests again
-## on shifted clocks: a summer day, and New York's spring-forward and fall-back days (01:30 EST)
-TEST_CLOCKS ?= 2027-07-15T14:00:00Z 2027-03-14T06:30:00Z 2027-11-07T06:30:00Z
+## on shifted clocks, each with one of the two databases (the real clock runs both): a summer
+## day on PostgreSQL, New York's spring-forward day on SQLite, and its fall-back day (01:30 EST)
+## on PostgreSQL. Tests that are not about one database run on every clock.
+TEST_CLOCKS ?= 2027-07-15T14:00:00Z,postgresql 2027-03-14T06:30:00Z,sqlite 2027-11-07T06:30:00Z,postgresql
 ## Two pytest processes (pytest-xdist, a test file each at a time): most tests wait on servers
 ## and subprocesses, so this halves the time on a 2-core machine.
 PYTEST = $(BIN)/pytest -q -n 2 --dist loadfile
 test: dev-venv
 	$(PYTEST)
-	@for clock in $(TEST_CLOCKS); do \
-	  echo "date-sensitive tests on a clock starting at $$clock"; \
-	  $(PYTEST) -m date_sensitive --clock $$clock || exit 1; \
+	@for entry in $(TEST_CLOCKS); do \
+	  clock=$${entry%,*}; database=$${entry#*,}; \
+	  if [ "$$database" = sqlite ]; then other=postgresql; else other=sqlite; fi; \
+	  echo "date-sensitive tests on a clock starting at $$clock, on $$database"; \
+	  $(PYTEST) -m date_sensitive --clock $$clock -k "not $$other" || exit 1; \
 	done
 
 lint: dev-venv

@@ -389,6 +389,18 @@ def backend_pid(engine: Engine) -> int:
         return connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
 
 
+def error_while_frozen(own_postgres, engine) -> BaseException:
+    """What a request with ``SHORT_WAIT_S`` to wait gets from reading the backend's pid while
+    the server is frozen (the DBAPI error under SQLAlchemy's ``OperationalError``)."""
+    own_postgres.freeze()
+    try:
+        with wait_budget(SHORT_WAIT_S), pytest.raises(OperationalError) as raised:
+            backend_pid(engine)
+    finally:
+        own_postgres.thaw()
+    return raised.value.orig
+
+
 def test_a_statement_is_given_up_when_the_time_to_wait_is_spent_and_only_its_connection_dropped(
     own_postgres,
 ):
@@ -399,13 +411,7 @@ def test_a_statement_is_given_up_when_the_time_to_wait_is_spent_and_only_its_con
                 first.execute(text("SELECT pg_backend_pid()")).scalar_one(),
                 second.execute(text("SELECT pg_backend_pid()")).scalar_one(),
             }
-        own_postgres.freeze()
-        try:
-            with wait_budget(SHORT_WAIT_S), pytest.raises(OperationalError) as raised:
-                backend_pid(engine)
-        finally:
-            own_postgres.thaw()
-        assert isinstance(raised.value.orig, RequestWaitSpent)
+        assert isinstance(error_while_frozen(own_postgres, engine), RequestWaitSpent)
         # The other pooled connection was kept: a request out of time says nothing of the
         # server, and the next request is served without connecting anew.
         assert backend_pid(engine) in pids
@@ -418,13 +424,7 @@ def test_a_connection_under_way_is_given_up_when_the_time_to_wait_is_spent(own_p
     sooner (not psycopg's ``ConnectionTimeout``) and the late connection is closed."""
     engine = postgres_engine(own_postgres.url)
     try:
-        own_postgres.freeze()
-        try:
-            with wait_budget(SHORT_WAIT_S), pytest.raises(OperationalError) as raised:
-                backend_pid(engine)
-        finally:
-            own_postgres.thaw()
-        assert isinstance(raised.value.orig, RequestWaitSpent)
+        assert isinstance(error_while_frozen(own_postgres, engine), RequestWaitSpent)
         assert backend_pid(engine) > 0
     finally:
         engine.dispose()

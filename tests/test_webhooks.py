@@ -283,22 +283,16 @@ def test_only_https_in_production():
         resolve_target("https://u:p@127.0.0.1/", require_https=True, allow_private=True)
 
 
+def add_with_cli(app, sub_account_id: int, url: str):
+    """``flask webhooks add`` for every event, as an operator types it."""
+    args = ["webhooks", "add", str(sub_account_id), "--name", "x", "--url", url, "--event", "*"]
+    return app.test_cli_runner().invoke(args=args)
+
+
 def test_saving_a_private_url_is_refused_without_the_operator_setting(make_app, tenants):
     app = make_app(WEBHOOK_ALLOW_PRIVATE=False)
     with app.app_context():
-        result = app.test_cli_runner().invoke(
-            args=[
-                "webhooks",
-                "add",
-                str(tenants.create().sub_account_id),
-                "--name",
-                "x",
-                "--url",
-                "http://127.0.0.1:8080/",
-                "--event",
-                "*",
-            ]
-        )
+        result = add_with_cli(app, tenants.create().sub_account_id, "http://127.0.0.1:8080/")
     assert result.exit_code == 1 and "not a public address" in result.output
 
 
@@ -322,19 +316,7 @@ def test_a_url_that_turns_private_is_refused_at_send_time(make_app, tenants):
 def test_saving_a_url_spelling_a_private_address_is_refused(make_app, tenants, address):
     strict = make_app(WEBHOOK_ALLOW_PRIVATE=False)
     with strict.app_context():
-        result = strict.test_cli_runner().invoke(
-            args=[
-                "webhooks",
-                "add",
-                str(tenants.create().sub_account_id),
-                "--name",
-                "x",
-                "--url",
-                f"http://[{address}]:8080/",
-                "--event",
-                "*",
-            ]
-        )
+        result = add_with_cli(strict, tenants.create().sub_account_id, f"http://[{address}]:8080/")
         assert result.exit_code == 1 and "not a public address" in result.output
         assert db.session.scalar(select(WebhookSubscription.id)) is None
 
@@ -342,19 +324,7 @@ def test_saving_a_url_spelling_a_private_address_is_refused(make_app, tenants, a
 def test_the_refusal_names_webhook_allow_private(make_app, tenants):
     strict = make_app(WEBHOOK_ALLOW_PRIVATE=False)
     with strict.app_context():
-        result = strict.test_cli_runner().invoke(
-            args=[
-                "webhooks",
-                "add",
-                str(tenants.create().sub_account_id),
-                "--name",
-                "x",
-                "--url",
-                "http://localhost:8080/",
-                "--event",
-                "*",
-            ]
-        )
+        result = add_with_cli(strict, tenants.create().sub_account_id, "http://localhost:8080/")
     assert result.exit_code == 1
     assert "set WEBHOOK_ALLOW_PRIVATE=1 to allow private targets" in result.output
 

@@ -5,7 +5,7 @@ handling, ``_serialize``): about 4 µs a field, which made up a quarter to a thi
 answers (a page of 50 bookings with attendees, 31 days of slots). A ``CompiledSchema`` reads
 its declared fields once and turns each into one small converter; dumping is then a dict
 comprehension per object. The schema stays the single definition of the shape (and what the
-OpenAPI document shows); ``tests/test_compiled_dump.py`` holds the compiled output equal to
+OpenAPI document shows); ``tests/api/test_compiled_dump.py`` holds the compiled output equal to
 marshmallow's own for every representation.
 
 Field classes without a converter here (a custom ``_serialize``), fields with a dotted

@@ -179,7 +179,7 @@ class DeadlinePool(QueuePool):
 
     Relies on a SQLAlchemy internal: ``QueuePool._do_get`` waits ``self._timeout`` seconds
     for a connection (SQLAlchemy 2.0 and 2.1; no public hook bounds that wait per checkout).
-    ``tests/test_frozen_backends.py`` fails if that changes."""
+    ``tests/system/test_frozen_backends.py`` fails if that changes."""
 
     def connect(self) -> PoolProxiedConnection:
         with waiting_on_postgres():

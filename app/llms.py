@@ -4,7 +4,7 @@ the limits, and where the OpenAPI document and the MCP server are.
 
 Rendered from ``app/templates/llms.txt`` with the base URL from ``PUBLIC_URL``, never from the
 request's ``Host`` (a client chooses that). Its examples are the commands of docs/api.md,
-which a test runs against a live server; ``tests/test_llms_txt.py`` holds the two, and the
+which a test runs against a live server; ``tests/api/test_llms_txt.py`` holds the two, and the
 error codes, together. Outside ``/v1/api``, so no API key and no rate limit.
 """
 

@@ -34,7 +34,7 @@ from sqlalchemy import text
 from app import create_app
 from app.extensions import db
 from app.services.accounts import passwords
-from tests.dashboard import owner_email, sign_in
+from tests.dashboard_users import owner_email, sign_in
 from tests.factories import NEW_YORK, Tenant, TenantFactory
 from tests.live_api import LiveApi, live_api
 
@@ -96,7 +96,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """What the stateful fuzz run did (``tests/test_fuzz_stateful.py``), by operation and
+    """What the stateful fuzz run did (``tests/api/test_fuzz_stateful.py``), by operation and
     status, at the end of the output."""
     for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get(
         "failed", []
@@ -210,7 +210,7 @@ def make_app(database_url: str, tmp_path: Path) -> Iterator[Callable[..., Flask]
             "TESTING": True,
             "SQLALCHEMY_DATABASE_URI": database_url,
             "SECRET_KEY": "test-secret-key",
-            # No worker consumes what these apps would enqueue (tests/test_worker*.py turn it on).
+            # No worker consumes what these apps would enqueue (tests/worker/test_worker*.py turn it on).
             "OUTBOX_DISPATCH": False,
             **overrides,
         }

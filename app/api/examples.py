@@ -6,7 +6,7 @@ type 1, "Consultation" (30 minutes, 10 minutes' buffer after), Monday to Friday 
 New York, bookable 60 days ahead. Dates are computed when the server starts: the first Monday
 at least a week ahead, so "Try it out" works for weeks after a start. Error messages come from
 the constants the code answers with, so an example cannot drift from the answer;
-``tests/test_openapi_examples.py`` sends the examples to a demo server and compares.
+``tests/api/test_openapi_examples.py`` sends the examples to a demo server and compares.
 """
 
 from __future__ import annotations

@@ -1,0 +1,338 @@
+"""The dashboard in a real browser: Playwright for Python driving Debian's chromium against a
+live gunicorn, as a person would use it. Screenshots of each page at laptop and phone widths
+are written to ``test-artifacts/screenshots/``, and each main page is checked with axe-core
+(vendored from npm in ``tests/vendor/``): no serious or critical violation."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import backend_unavailable
+from tests.dashboard_users import sign_in_browser
+from tests.servers import ROOT, gunicorn, migrate_and_run_demo
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.date_sensitive,  # the week shown and the slots open from today
+]
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+AXE = ROOT / "tests" / "vendor" / "axe-core-4.14.1" / "axe.min.js"
+WIDTHS = {"laptop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        backend_unavailable("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
+            args=["--no-sandbox"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def site(tmp_path):
+    """A live server on a fresh SQLite database with the demo workspace."""
+    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key"}
+    demo = migrate_and_run_demo(env)
+    with gunicorn(url, workers=1, threads=4) as base:
+        yield base, demo
+
+
+def shoot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for label, size in WIDTHS.items():
+        page.set_viewport_size(size)
+        page.screenshot(path=SCREENSHOTS / f"{name}-{label}.png", full_page=True)
+    page.set_viewport_size(WIDTHS["laptop"])
+
+
+def accessibility_problems(page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now, at both widths."""
+    problems = []
+    for label, size in WIDTHS.items():
+        page.set_viewport_size(size)
+        if not page.evaluate("() => typeof axe !== 'undefined'"):
+            page.evaluate(AXE.read_text())
+        violations = page.evaluate(
+            "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        )
+        problems += [
+            f"{label} {v['id']} ({v['impact']}): {v['help']} at "
+            + ", ".join(" ".join(n["target"]) for n in v["nodes"][:3])
+            for v in violations
+            if v["impact"] in ("serious", "critical")
+        ]
+    page.set_viewport_size(WIDTHS["laptop"])
+    return problems
+
+
+def audit(page, name: str) -> None:
+    """Screenshots at laptop and phone widths, and no serious accessibility violation."""
+    shoot(page, name)
+    assert accessibility_problems(page) == [], name
+
+
+def week_showing(page, calendar_url: str, text: str, start: datetime, timezone: str):
+    """The calendar's week view on the week (Monday first) of ``start`` in ``timezone``, and
+    the entry with ``text`` there."""
+    page.goto(calendar_url)
+    page.locator(".fc-timegrid").wait_for()
+    local, today = start.astimezone(ZoneInfo(timezone)).date(), datetime.now(ZoneInfo(timezone))
+    weeks = (
+        (local - timedelta(days=local.weekday())) - (today.date() - timedelta(days=today.weekday()))
+    ).days // 7
+    for _ in range(weeks):
+        page.get_by_role("button", name="Next week").click()
+    entry = page.locator(".fc-event", has_text=text)
+    entry.wait_for()
+    return entry
+
+
+def api(base, key, path, body=None):
+    request = urllib.request.Request(
+        base + "/v1/api/calendar" + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"x-calendar-api-key": key, "content-type": "application/json"},
+        method="POST" if body is not None else "GET",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(browser, site):
+    base, demo = site
+    page = browser.new_page(viewport=WIDTHS["laptop"])
+    page.goto(base + "/")
+    assert page.url == base + "/login"
+    shoot(page, "sign-in")
+
+    page.get_by_label("Email").fill(demo.email)
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    assert page.get_by_role("alert").inner_text() == "The email or the password is wrong."
+
+    page.get_by_label("Password").fill(demo.password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(base + "/dashboard/s/*/")
+    expect(page.get_by_text("No upcoming bookings.")).to_be_visible()
+
+    # An agent books through the API with the demo's key …
+    event_type_id = next(iter(demo.event_types.values()))
+    today = datetime.now(UTC).date()
+    days = api(
+        base,
+        demo.api_key,
+        f"/availability?eventTypeId={event_type_id}"
+        f"&startDate={today + timedelta(days=1)}&endDate={today + timedelta(days=14)}",
+    )
+    slot = next(slot for day in days for slot in day["slots"])
+    booked = api(
+        base,
+        demo.api_key,
+        f"/event-types/{event_type_id}/bookings",
+        {
+            "startTime": slot["start"],
+            "endTime": slot["end"],
+            "title": "Booked by an agent",
+            "attendees": [{"email": "pat@example.com", "name": "Pat"}],
+        },
+    )
+    # … and the booking is on the owner's overview.
+    page.reload()
+    row = page.get_by_role("row").filter(has_text="Booked by an agent")
+    expect(row).to_be_visible()
+    assert "pat@example.com" in row.inner_text()
+    assert booked["status"] in row.inner_text()
+    shoot(page, "overview")
+
+    # The owner confirms it, then cancels it with a reason.
+    page.get_by_role("link", name="Bookings").click()
+    expect(page.get_by_text("1 booking.")).to_be_visible()
+    shoot(page, "bookings")
+    page.get_by_role("row").filter(has_text="Booked by an agent").get_by_role("link").click()
+    page.get_by_role("button", name="Confirm").click()
+    assert page.get_by_role("status").inner_text() == "Booking confirmed."
+    shoot(page, "booking")
+    page.get_by_label("Reason (optional)").fill("Patient called")
+    page.get_by_role("button", name="Cancel booking").click()
+    assert page.get_by_role("status").inner_text() == "Booking cancelled."
+    expect(page.get_by_text("Cancelled because: Patient called")).to_be_visible()
+    history = page.locator("ol").inner_text()
+    assert "created" in history and "confirmed" in history and "cancelled" in history
+
+    page.get_by_role("link", name="Password").click()
+    expect(page.get_by_role("heading", name="Change your password")).to_be_visible()
+    shoot(page, "password")
+
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(base + "/login")
+    assert page.get_by_role("status").inner_text() == "You are signed out."
+    page.goto(base + "/dashboard/")
+    assert page.url.startswith(base + "/login")
+
+
+def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_kept_out(
+    browser, site
+):
+    """The issue's walk: sign in, a new sub account, a profile with hours, an event type and an
+    API key; the key books through the HTTP API; the booking is in the calendar and the list;
+    the owner confirms and cancels it; an invited agency user sees only what was granted."""
+    base, demo = site
+    page = browser.new_page(viewport=WIDTHS["laptop"])
+    sign_in_browser(page, base, demo.email, demo.password)
+    demo_overview = page.url
+
+    # A new sub account, from the team page.
+    page.get_by_role("link", name="Team").click()
+    audit(page, "team")
+    page.get_by_label("Name", exact=True).fill("Harbour Physio")
+    page.get_by_label("Timezone").fill("Europe/Berlin")
+    page.get_by_role("button", name="Create sub account").click()
+    page.wait_for_url(base + "/dashboard/s/*/")
+    expect(page.get_by_role("heading", name="Harbour Physio")).to_be_visible()
+    sub_account = page.url.rstrip("/").rsplit("/", 1)[1]
+    assert page.url != demo_overview
+
+    # A profile open every day 08:00–18:00 (so there are slots whatever today is).
+    page.get_by_role("navigation", name="Harbour Physio").get_by_role(
+        "link", name="Availability"
+    ).click()
+    page.get_by_label("Name", exact=True).fill("Clinic hours")
+    page.get_by_role("button", name="Create profile").click()
+    expect(page.get_by_role("heading", name="Clinic hours")).to_be_visible()
+    weekly = page.get_by_role("region", name="Weekly hours")
+    for day in ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"):
+        weekly.get_by_label("Day", exact=True).select_option(label=day)
+        weekly.get_by_label("Opens (HH:MM)").fill("08:00")
+        weekly.get_by_label("Closes (HH:MM, 24:00 for midnight)").fill("18:00")
+        weekly.get_by_role("button", name="Add hours").click()
+    assert page.get_by_text("18:00").count() >= 7
+    audit(page, "availability-profile")
+
+    # An event type on that profile; its eventTypeId is on the page.
+    page.get_by_role("link", name="Event types").click()
+    page.get_by_role("link", name="New event type").click()
+    page.get_by_label("Name", exact=True).fill("Assessment")
+    page.get_by_label("Duration (minutes)").fill("45")
+    page.get_by_label("Availability profile").select_option(label="Clinic hours")
+    page.get_by_role("button", name="Create event type").click()
+    event_type_id = int(page.locator(".event-type-id code").first.inner_text())
+    audit(page, "event-types")
+
+    # An API key that may check availability and book.
+    page.get_by_role("link", name="API keys").click()
+    page.get_by_label("Name", exact=True).fill("Booking agent")
+    page.get_by_label("Check availability").check()
+    page.get_by_label("Book appointments").check()
+    page.get_by_role("button", name="Create key").click()
+    key = page.get_by_label("API key “Booking agent”").input_value()
+    assert key.startswith("cbk_")
+    audit(page, "api-key-created")
+    page.get_by_role("link", name="Back to API keys").click()
+    expect(page.get_by_role("row").filter(has_text="Booking agent")).to_be_visible()
+    audit(page, "api-keys")
+
+    # The key books through the HTTP API, as an agent would.
+    today = datetime.now(UTC).date()
+    days = api(
+        base,
+        key,
+        f"/availability?eventTypeId={event_type_id}"
+        f"&startDate={today + timedelta(days=2)}&endDate={today + timedelta(days=9)}",
+    )
+    slot = next(slot for day in days for slot in day["slots"])
+    booked = api(
+        base,
+        key,
+        f"/event-types/{event_type_id}/bookings",
+        {
+            "startTime": slot["start"],
+            "endTime": slot["end"],
+            "title": "Knee assessment",
+            "attendees": [{"email": "robin@example.com", "name": "Robin"}],
+        },
+    )
+    assert booked["status"] == "pending"
+
+    # The booking is in the calendar (on its week) and in the list.
+    calendar = f"{base}/dashboard/s/{sub_account}/calendar"
+    start = datetime.fromisoformat(booked["startTime"].replace("Z", "+00:00"))
+    event = week_showing(page, calendar, "Knee assessment", start, "Europe/Berlin")
+    assert "Pending" in event.inner_text()
+    audit(page, "calendar")
+    page.get_by_role("button", name="Month", exact=True).click()
+    page.locator(".fc-daygrid").wait_for()
+    assert page.locator(".fc-event", has_text="Knee assessment").count() == 1
+    shoot(page, "calendar-month")
+    page.get_by_role("link", name="Bookings", exact=True).click()
+    expect(page.get_by_role("row").filter(has_text="robin@example.com")).to_be_visible()
+    audit(page, "bookings-list")
+
+    # Opened from the calendar, the owner confirms it, then cancels it.
+    week_showing(page, calendar, "Knee assessment", start, "Europe/Berlin").click()
+    page.wait_for_url(f"{base}/dashboard/s/{sub_account}/bookings/{booked['id']}")
+    page.get_by_role("button", name="Confirm").click()
+    assert page.get_by_role("status").first.inner_text() == "Booking confirmed."
+    page.get_by_role("link", name="Reschedule").click()
+    expect(page.get_by_role("heading", name="Reschedule “Knee assessment”")).to_be_visible()
+    audit(page, "reschedule")
+    page.get_by_role("link", name="Back to the booking").click()
+    page.get_by_label("Reason (optional)").fill("Robin is ill")
+    page.get_by_role("button", name="Cancel booking").click()
+    assert page.get_by_role("status").first.inner_text() == "Booking cancelled."
+    audit(page, "booking")
+
+    # The other areas, each audited.
+    for area, shot in (
+        ("Overview", "overview-new"),
+        ("Contacts", "contacts"),
+        ("Connections", "connections"),
+        ("Notifications", "notifications"),
+        ("Settings", "settings"),
+        ("Availability", "availability"),
+    ):
+        page.get_by_role("navigation", name="Harbour Physio").get_by_role(
+            "link", name=area, exact=True
+        ).click()
+        audit(page, shot)
+
+    # An agency user, invited to the new sub account only.
+    page.get_by_role("link", name="Team").click()
+    page.get_by_label("Email", exact=True).fill("assistant@harbour.example")
+    page.get_by_label("Harbour Physio").check()
+    page.get_by_role("button", name="Invite").click()
+    link = page.get_by_label("Invitation link").input_value()
+    audit(page, "invitation")
+    page.get_by_role("button", name="Sign out").click()
+    page.goto(link)
+    page.get_by_label("Choose a password").fill("assistant-password")
+    page.get_by_role("button", name="Set password and sign in").click()
+    page.wait_for_url(f"{base}/dashboard/s/{sub_account}/")
+    menu = page.get_by_role("navigation", name="Harbour Physio")
+    expect(menu.get_by_role("link", name="Bookings", exact=True)).to_be_visible()
+    assert menu.get_by_role("link", name="API keys").count() == 0
+    assert page.get_by_role("link", name="Team").count() == 0
+    refused = page.goto(f"{base}/dashboard/s/{sub_account}/api-keys")
+    assert refused.status == 403
+    expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
+    demo_id = demo_overview.rstrip("/").rsplit("/", 1)[1]
+    hidden = page.goto(f"{base}/dashboard/s/{demo_id}/bookings")
+    assert hidden.status == 404

@@ -1,0 +1,221 @@
+"""Connected calendars under faults, through a real Celery worker on the embedded default (SQLite
+database, kombu's SQLAlchemy broker): broken calendars are recorded and leave their busy time as
+it was while a healthy one syncs in the same run, and a worker killed in the middle of a
+write-back leaves the booking's event in the calendar exactly once after it is restarted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import time
+from datetime import UTC
+
+import icalendar
+import pytest
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+from app.extensions import db
+from app.models import BlockedTime, CalendarConnection, OutboxDelivery, OutboxEvent
+from app.models.types import utcnow
+from app.services.common.encryption import encrypt_secret
+from tests.factories import next_monday, ny, z
+from tests.radicale_servers import radicale_server
+from tests.worker.test_calendar_sync import vevent
+from tests.worker.test_worker import celery_worker, wait_for
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
+    pytest.mark.date_sensitive,  # events on next Monday
+]
+
+MONDAY = next_monday()
+PASSWORD = "correct-horse-battery"
+
+
+def stamp(instant):
+    return instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def one_event(calendar, uid, hour):
+    calendar.add_event(
+        vevent(uid, f"DTSTART:{stamp(ny(MONDAY, hour))}", f"DTEND:{stamp(ny(MONDAY, hour, 30))}")
+    )
+
+
+def connection_doc(name, server, user, password=PASSWORD):
+    return {
+        "name": name,
+        "url": server.url,
+        "username": user,
+        "password": password,
+        "calendar": "Personal",
+    }
+
+
+def state(connection_id) -> CalendarConnection:
+    db.session.expire_all()
+    return db.session.get(CalendarConnection, connection_id)
+
+
+def busy_rows(connection_id):
+    db.session.expire_all()
+    return db.session.execute(
+        select(BlockedTime.id, BlockedTime.external_uid, BlockedTime.start_at)
+        .where(BlockedTime.calendar_connection_id == connection_id)
+        .order_by(BlockedTime.id)
+    ).all()
+
+
+def test_broken_calendars_are_recorded_and_the_healthy_one_still_syncs(
+    database_url, make_app, tenants, tmp_path
+):
+    app = make_app(REDIS_URL=None, CELERY_BROKER_URL=None)
+    with (
+        radicale_server(tmp_path / "healthy") as healthy,
+        radicale_server(tmp_path / "stopped") as stopped,
+        radicale_server(tmp_path / "auth", users={"dentist": PASSWORD}) as guarded,
+        radicale_server(tmp_path / "frozen") as frozen,
+    ):
+        calendars = {
+            "healthy": healthy.make_calendar("dentist", "Personal"),
+            "malformed": healthy.make_calendar("hygienist", "Personal"),
+            "stopped": stopped.make_calendar("dentist", "Personal"),
+            "wrong-password": guarded.make_calendar("dentist", "Personal", PASSWORD),
+            "never-answers": frozen.make_calendar("dentist", "Personal"),
+        }
+        for hour, calendar in enumerate(calendars.values(), start=9):
+            one_event(calendar, f"busy-{hour}", hour)
+        with app.app_context():
+            tenant = tenants.create(
+                calendarConnections=[
+                    connection_doc("healthy", healthy, "dentist"),
+                    connection_doc("malformed", healthy, "hygienist"),
+                    connection_doc("stopped", stopped, "dentist"),
+                    connection_doc("wrong-password", guarded, "dentist"),
+                    connection_doc("never-answers", frozen, "dentist"),
+                ]
+            )
+            ids = tenant.raw["agencies"][0]["subAccounts"][0]["calendarConnections"]
+
+        worker_log = tmp_path / "worker.log"
+        with celery_worker(database_url, worker_log, CALDAV_TIMEOUT_SECONDS="2"):
+            celery = app.extensions["celery"]
+            celery.send_task("calendars.sync_all")
+            with app.app_context():
+                assert wait_for(lambda: all(state(i).last_success_at for i in ids.values()))
+                first = {name: busy_rows(i) for name, i in ids.items()}
+                assert all(len(rows) == 1 for rows in first.values())
+                before = utcnow()
+
+                # Then everything but one calendar breaks.
+                one_event(calendars["healthy"], "busy-later", 16)
+                calendars["malformed"].add_event(  # recurrence in a calendar not Gregorian
+                    vevent(
+                        "julian",
+                        f"DTSTART:{stamp(ny(MONDAY, 15))}",
+                        f"DTEND:{stamp(ny(MONDAY, 16))}",
+                    ).replace("VERSION:2.0\r\n", "VERSION:2.0\r\nCALSCALE:JULIAN\r\n")
+                )
+                stopped.stop()
+                wrong = state(ids["wrong-password"])
+                wrong.encrypted_secret = encrypt_secret("wrong-horse", "test-secret-key")
+                db.session.commit()
+                frozen.freeze()
+                try:
+                    celery.send_task("calendars.sync_all")
+                    assert wait_for(
+                        lambda: all(
+                            state(i).last_attempt_at and state(i).last_attempt_at > before
+                            for i in ids.values()
+                        )
+                    )
+                finally:
+                    frozen.thaw()
+
+                assert [uid for _, uid, _ in busy_rows(ids["healthy"])] == [
+                    "busy-9",
+                    "busy-later",
+                ]
+                assert state(ids["healthy"]).consecutive_failures == 0
+                expected_errors = {
+                    "malformed": "cannot read the event at",
+                    "stopped": "Connection refused",
+                    "wrong-password": "rejected the username or password (HTTP 401)",
+                    "never-answers": "did not answer within 2 s",
+                }
+                for name, fragment in expected_errors.items():
+                    broken = state(ids[name])
+                    assert fragment in (broken.last_error or ""), (name, broken.last_error)
+                    assert broken.last_error_at > before and broken.consecutive_failures == 1
+                    assert broken.busy_count == 1
+                    assert busy_rows(ids[name]) == first[name]  # the last good busy time
+    log = worker_log.read_text()
+    assert PASSWORD not in log and "wrong-horse" not in log
+
+
+def events_with_uid(calendar, uid):
+    found = []
+    for obj in calendar.events():
+        found += icalendar.Calendar.from_ical(obj.data).walk("VEVENT")
+    return [e for e in found if str(e["UID"]) == uid]
+
+
+def test_a_worker_killed_during_a_write_back_leaves_the_event_once(
+    database_url, make_app, tenants, tmp_path
+):
+    """The worst moment: the event is in the calendar, its delivery not yet recorded (the
+    test holds the database's write lock, so the worker waits to record it) and the worker is
+    killed. The restarted worker's sweep writes it again, to the same place."""
+    app = make_app(REDIS_URL=None, CELERY_BROKER_URL=None, OUTBOX_DISPATCH=True)
+    worker_log = tmp_path / "worker.log"
+    env = {"OUTBOX_SWEEP_GRACE_SECONDS": "1"}
+    database = make_url(database_url).database
+    with radicale_server(tmp_path / "radicale") as radicale:
+        calendar = radicale.make_calendar("dentist", "Personal")
+        with app.app_context():
+            tenant = tenants.create(
+                calendarConnections=[connection_doc("Personal", radicale, "dentist")]
+            )
+        client = app.test_client()
+
+        with celery_worker(database_url, worker_log, **env) as worker:
+            booking = client.post(
+                f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings",
+                json={
+                    "startTime": z(ny(MONDAY, 10)),
+                    "endTime": z(ny(MONDAY, 10, 30)),
+                    "attendees": [{"email": "pat@example.test"}],
+                },
+                headers=tenant.headers(),
+            ).json
+            lock = sqlite3.connect(database, isolation_level=None)
+            lock.execute("BEGIN IMMEDIATE")  # no one else writes until we let go
+            try:
+                assert wait_for(lambda: events_with_uid(calendar, booking["uid"]), timeout=30)
+                time.sleep(0.5)  # the worker is waiting to record the delivery
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait()
+            finally:
+                lock.execute("ROLLBACK")
+                lock.close()
+
+        with app.app_context():
+            (event_id,) = db.session.scalars(select(OutboxEvent.id)).all()
+            assert db.session.get(OutboxEvent, event_id).delivered_at is None
+            assert db.session.scalars(select(OutboxDelivery)).all() == []
+        with celery_worker(database_url, worker_log, **env):
+            app.extensions["celery"].send_task("outbox.sweep")
+            with app.app_context():
+
+                def delivered():
+                    db.session.expire_all()
+                    return db.session.get(OutboxEvent, event_id).delivered_at is not None
+
+                assert wait_for(delivered)
+        assert worker_log.read_text().count(f"writing booking {booking['id']} ") == 2
+        (event,) = events_with_uid(calendar, booking["uid"])
+        assert event["DTSTART"].dt == ny(MONDAY, 10)
+        assert len(calendar.events()) == 1

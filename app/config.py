@@ -47,7 +47,7 @@ class Config:
     API_KEY_LAST_USED_RESOLUTION = 60
 
     # How long a process may answer for an API key from memory before reading it again, in
-    # seconds (app.services.key_cache): a deactivation made in another process takes effect
+    # seconds (app.api.key_cache): a deactivation made in another process takes effect
     # within this time; in the same process at once. 0 reads the key on every request.
     API_KEY_CACHE_SECONDS = 1.0
 

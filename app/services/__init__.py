@@ -11,8 +11,7 @@ the caller (view, task or CLI command) commits once at its boundary.
   provisioning, the demo workspace.
 - ``integrations``: telling and hearing from the outside: domain events and the outbox,
   connected calendars (sync, write-back), booking mail, webhooks, iCalendar.
-- ``health`` (the checks behind ``/readyz`` and ``/statusz``) and ``key_cache`` (API keys
-  remembered per process).
+- ``health``: the checks behind ``/readyz`` and ``/statusz``.
 
 Packages call ``common`` and the areas below them: bookings use availability and emit
 integrations' events; accounts provision what the other areas own. Nothing here imports the

@@ -1,4 +1,4 @@
-"""API keys remembered per process for a second (``app.services.key_cache``): most requests
+"""API keys remembered per process for a second (``app.api.key_cache``): most requests
 authenticate without SQL, yet a deactivation takes effect within a second in every process
 and expiry at its instant."""
 
@@ -14,10 +14,10 @@ import pytest
 import time_machine
 from sqlalchemy import event, select
 
+from app.api import key_cache
 from app.extensions import db
 from app.models import ApiKey
 from app.models.types import utcnow
-from app.services import key_cache
 from tests.factories import book_through_api, next_monday, ny
 from tests.servers import gunicorn
 
@@ -44,7 +44,7 @@ def key_named(name: str) -> ApiKey:
 
 
 class CacheClock:
-    """The cache's clock (``time.monotonic`` in ``app.services.key_cache``), moved by the
+    """The cache's clock (``time.monotonic`` in ``app.api.key_cache``), moved by the
     test: how old a kept key is does not depend on how long the requests take."""
 
     def __init__(self) -> None:

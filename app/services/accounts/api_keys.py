@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Protocol
 
 from marshmallow import Schema, ValidationError, fields, validate
 from sqlalchemy import or_, select, update
@@ -27,7 +28,6 @@ from app.services.common.errors import (
 )
 from app.services.common.lookups import find_owned
 from app.services.common.tokens import new_token, token_digest
-from app.services.key_cache import KeyCache
 from app.validation import InstantField, Text, describe_errors, flatten_errors
 
 KEY_PREFIX = "cbk_"
@@ -85,12 +85,23 @@ def issue_api_key(
     return api_key, plain
 
 
+
+class KeptKeys(Protocol):
+    """A memory of keys recently read, which the caller may hand to ``authenticate_api_key``:
+    the API keeps one per process (``app.api.key_cache``); the service only asks it."""
+
+    def get(self, digest: str) -> ApiKey | None:
+        """The kept key for ``digest``, detached, if still fresh enough to use."""
+
+    def keep(self, digest: str, api_key: ApiKey) -> None:
+        """Remember ``api_key``, detached from its session, as read just now."""
+
 def authenticate_api_key(
-    plain_key: str | None, now: datetime, cache: KeyCache | None = None
+    plain_key: str | None, now: datetime, cache: KeptKeys | None = None
 ) -> ApiKey:
     """The active, unexpired key for ``plain_key`` with a usable sub account, or
     ``AuthenticationFailed`` with the spec's exact message. With a ``cache``, a key read less
-    than a second ago is taken from it without SQL (``app.services.key_cache``); every check
+    than a second ago is taken from it without SQL (the API's ``app.api.key_cache``); every check
     below runs either way."""
     if not plain_key:
         raise AuthenticationFailed(INVALID_KEY)

@@ -39,14 +39,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.health import register_health
     from app.llms import register_llms
     from app.logs import configure_logging, register_request_ids
-    from app.metrics import register_metrics
+    from app.metrics import count_booking_event, register_metrics
     from app.request_body import WholeBodyFirst
     from app.security_headers import register_security_headers
     from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
     from app.services.integrations.calendars.write_back import write_back_delivery
     from app.services.integrations.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
     from app.services.integrations.notifications.booking_mail import notify_delivery
-    from app.services.integrations.outbox import register_handler
+    from app.services.integrations.registry import init_registry
     from app.services.integrations.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
     from app.services.integrations.webhooks.deliveries import webhooks_delivery
 
@@ -60,9 +60,15 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # client's Host header; paths are matched as sent instead (an unknown one is a JSON 404).
     app.url_map.merge_slashes = False
 
+    # Who hears about booking events, this app's own (never another app's in the process):
+    # the in-process subscribers, the outbox handlers, the webhook hand-over (the last two
+    # below and in celery_init_app).
+    events = init_registry(app)
+
     configure_logging()
     register_request_ids(app)
     register_metrics(app)
+    events.subscribe(count_booking_event)
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config)
     db.init_app(app)
     with app.app_context():
@@ -81,8 +87,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         RequestWaitBudget(app.wsgi_app, request_wait_s(app.config)),
         app.config["MAX_CONTENT_LENGTH"],
     )
-    celery_init_app(app)
-    register_handler(WRITE_BACK, write_back_delivery)
-    register_handler(NOTIFICATIONS, notify_delivery)
-    register_handler(WEBHOOKS, webhooks_delivery)
+    celery_init_app(app)  # subscribes the hand-over to the worker, sets the webhook dispatcher
+    events.register_handler(WRITE_BACK, write_back_delivery)
+    events.register_handler(NOTIFICATIONS, notify_delivery)
+    events.register_handler(WEBHOOKS, webhooks_delivery)
     return app

@@ -25,8 +25,8 @@ from sqlalchemy.exc import OperationalError
 from app.config import beside_database
 from app.deadlines import redis_timeout_s
 from app.extensions import db
-from app.services.integrations.events import BookingEvent, subscribe
-from app.services.integrations.webhooks.deliveries import set_dispatcher
+from app.services.integrations.events import BookingEvent
+from app.services.integrations.registry import init_registry
 
 TASK_MODULES = [
     "worker.tasks.bookings",
@@ -139,7 +139,9 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
 
 
 def celery_init_app(flask_app: Flask) -> Celery:
-    """Create the Celery app for ``flask_app`` and keep it in ``flask_app.extensions``."""
+    """Create the Celery app for ``flask_app`` and keep it in ``flask_app.extensions``; wire
+    the hand-overs to the worker into ``flask_app``'s event registry (committed events, planned
+    webhook attempts)."""
 
     class FlaskTask(Task):
         """Runs in an app context and one transaction: committed when the task returns,
@@ -168,6 +170,7 @@ def celery_init_app(flask_app: Flask) -> Celery:
     celery_app.config_from_object(celery_settings(flask_app))
     celery_app.set_default()
     flask_app.extensions["celery"] = celery_app
-    subscribe(dispatch_to_worker)
-    set_dispatcher(webhook_attempt_to_worker)
+    events = init_registry(flask_app)
+    events.subscribe(dispatch_to_worker)
+    events.set_dispatcher(webhook_attempt_to_worker)
     return celery_app

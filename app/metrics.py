@@ -32,7 +32,7 @@ from prometheus_client.registry import Collector
 from werkzeug.exceptions import NotFound, Unauthorized
 
 from app.counters import BOOKING_EVENTS, HTTP_LATENCY, HTTP_REQUESTS
-from app.services.integrations.events import BookingEvent, subscribe
+from app.services.integrations.events import BookingEvent
 
 UNMATCHED_ROUTE = "(unmatched)"
 
@@ -125,6 +125,7 @@ def _count_request(response: Response) -> Response:
 
 
 def count_booking_event(booking_event: BookingEvent) -> None:
+    """A booking-event subscriber (``create_app`` registers it on the app)."""
     BOOKING_EVENTS.labels(str(booking_event.kind)).inc()
 
 
@@ -132,4 +133,3 @@ def register_metrics(app: Flask) -> None:
     app.before_request(_start_timer)
     app.after_request(_count_request)
     app.register_blueprint(metrics_blueprint)
-    subscribe(count_booking_event)

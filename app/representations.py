@@ -1,8 +1,14 @@
 """The resources' shapes as the API shows them, shared with whatever else shows them (webhook
-payloads): a booking in a webhook is exactly the API's Booking."""
+payloads): a booking in a webhook is exactly the API's Booking.
+
+The answers that show part of a booking (the update's reduced form, a cancellation) are built
+here from the same field declarations (``reduced_form``), so a length or format is stated once
+and the reduced forms cannot drift from the full one. Lengths come from ``app.models.limits``,
+the columns' own sizes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +16,15 @@ from marshmallow import fields, validate
 
 from app.compiled_dump import CompiledSchema, register_converter
 from app.models import BookingStatus
+from app.models.limits import (
+    DESCRIPTION_MAX,
+    EMAIL_MAX,
+    LOCATION_MAX,
+    NAME_MAX,
+    PHONE_MAX,
+    REASON_MAX,
+    UID_MAX,
+)
 from app.models.types import MAX_ID
 from app.scheduling.timezones import format_utc
 from app.validation import MAX_ATTENDEES, METADATA_OPENAPI, TimezoneField
@@ -38,15 +53,15 @@ class SlotSchema(CompiledSchema):
 
 class AttendeeSchema(CompiledSchema):
     id = fields.Integer(dump_only=True, validate=ID_RANGE)
-    email = fields.Email(validate=validate.Length(max=254))
-    name = fields.String(validate=validate.Length(max=255))
+    email = fields.Email(validate=validate.Length(max=EMAIL_MAX))
+    name = fields.String(validate=validate.Length(max=NAME_MAX))
     firstName = fields.String(
-        attribute="first_name", allow_none=True, validate=validate.Length(max=255)
+        attribute="first_name", allow_none=True, validate=validate.Length(max=NAME_MAX)
     )
     lastName = fields.String(
-        attribute="last_name", allow_none=True, validate=validate.Length(max=255)
+        attribute="last_name", allow_none=True, validate=validate.Length(max=NAME_MAX)
     )
-    phone = fields.String(allow_none=True, validate=validate.Length(max=50))
+    phone = fields.String(allow_none=True, validate=validate.Length(max=PHONE_MAX))
     timezone = TimezoneField()
     isOrganizer = fields.Boolean(attribute="is_organizer")
     createdAt = UTCTimestamp(attribute="created_at")
@@ -55,13 +70,13 @@ class AttendeeSchema(CompiledSchema):
 
 class BookingSchema(CompiledSchema):
     id = fields.Integer(dump_only=True, validate=ID_RANGE)
-    uid = fields.String(dump_only=True, validate=validate.Length(min=1, max=64))
+    uid = fields.String(dump_only=True, validate=validate.Length(min=1, max=UID_MAX))
     startTime = UTCTimestamp(attribute="start_at")
     endTime = UTCTimestamp(attribute="end_at")
     status = fields.String(validate=validate.OneOf(STATUSES))
-    title = fields.String(validate=validate.Length(max=255))
-    description = fields.String(allow_none=True, validate=validate.Length(max=5000))
-    location = fields.String(allow_none=True, validate=validate.Length(max=500))
+    title = fields.String(validate=validate.Length(max=NAME_MAX))
+    description = fields.String(allow_none=True, validate=validate.Length(max=DESCRIPTION_MAX))
+    location = fields.String(allow_none=True, validate=validate.Length(max=LOCATION_MAX))
     timezone = TimezoneField()
     metadata = fields.Dict(attribute="meta", keys=fields.String(), metadata=METADATA_OPENAPI)
     attendees = fields.List(
@@ -70,3 +85,56 @@ class BookingSchema(CompiledSchema):
     confirmedAt = UTCTimestamp(attribute="confirmed_at", allow_none=True)
     cancelledAt = UTCTimestamp(attribute="cancelled_at", allow_none=True)
     completedAt = UTCTimestamp(attribute="completed_at", allow_none=True)
+
+
+def reduced_form(
+    full: type[CompiledSchema],
+    name: str,
+    shown: Sequence[str],
+    doc: str,
+    **replaced: fields.Field,
+) -> type[CompiledSchema]:
+    """A schema showing the fields ``shown`` of ``full``, in that order, with ``full``'s own
+    declarations (marshmallow copies a declared field into each schema instance, so sharing
+    the declaration is safe). ``replaced`` gives a field its own declaration where the reduced
+    form has always said something else (the document's component is named after ``name``)."""
+    declared = {
+        field: replaced.get(field, full._declared_fields[field])  # type: ignore[attr-defined]
+        for field in shown
+    }
+    return type(name, (CompiledSchema,), {"__doc__": doc, "__module__": __name__, **declared})
+
+
+# The reduced forms' ids were never marked read-only in the document; they stay as they were.
+AttendeeBriefSchema = reduced_form(
+    AttendeeSchema,
+    "AttendeeBriefSchema",
+    ("id", "email", "name", "createdAt", "updatedAt"),
+    "An attendee as the update's reduced answer shows it.",
+    id=fields.Integer(validate=ID_RANGE),
+)
+
+BookingUpdateResultSchema = reduced_form(
+    BookingSchema,
+    "BookingUpdateResultSchema",
+    ("id", "startTime", "endTime", "status", "title", "description", "timezone", "attendees"),
+    "The reduced booking form the update answers with.",
+    id=fields.Integer(validate=ID_RANGE),
+    attendees=fields.List(
+        fields.Nested(AttendeeBriefSchema), validate=validate.Length(max=MAX_ATTENDEES)
+    ),
+)
+
+
+class CancellationSchema(CompiledSchema):
+    """What a cancel answers with: the booking's id, its new status and the reason kept."""
+
+    id = fields.Integer(validate=ID_RANGE)
+    status = fields.String(
+        validate=validate.OneOf([BookingStatus.CANCELLED.value]),
+        metadata={"description": "Always `cancelled`"},
+    )
+    cancelledAt = UTCTimestamp(attribute="cancelled_at")
+    cancellationReason = fields.String(
+        attribute="cancellation_reason", allow_none=True, validate=validate.Length(max=REASON_MAX)
+    )

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from marshmallow import ValidationError, fields
+from marshmallow import ValidationError, fields, validate
 
+from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES, TIMEZONE_MAX
 from app.scheduling.timezones import (
     INSTANT_MAX_LENGTH,
     MAX_YEAR,
@@ -70,6 +71,10 @@ INSTANT_PATTERN = rf"^ *{_DATE}([T ]{_CLOCK}(Z|[+-]{_CLOCK})?)? *$"
 TIMEZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$"
 NO_NUL_PATTERN = r"^[^\x00]*$"
 
+
+# A length in minutes: an event type's duration and slot step, a calendar's default duration,
+# an availability query's slot length (the models' check constraints hold the same bounds).
+DURATION_MINUTES = validate.Range(min=DURATION_MIN_MINUTES, max=DURATION_MAX_MINUTES)
 
 MAX_ATTENDEES = 50
 METADATA_MAX_KEYS = 50
@@ -135,7 +140,7 @@ class TimezoneField(fields.String):  # IANA names never contain NUL, so no Text 
 
     OPENAPI = {
         "minLength": 1,
-        "maxLength": 64,
+        "maxLength": TIMEZONE_MAX,
         "pattern": TIMEZONE_PATTERN,
         "description": "An IANA timezone name the server knows, e.g. `America/New_York`",
     }
@@ -145,7 +150,7 @@ class TimezoneField(fields.String):  # IANA names never contain NUL, so no Text 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         name = super()._deserialize(value, attr, data, **kwargs)
         if not is_timezone(name):
-            raise self.make_error("timezone", value=name[:64])
+            raise self.make_error("timezone", value=name[:TIMEZONE_MAX])
         return name
 
 

@@ -11,6 +11,8 @@ from app.services.accounts.passwords import hash_password
 
 PASSWORD = "s3cret-pass"  # tests.factories' agency owners
 
+_HIDDEN = re.compile(r'name="(csrf_token|ticket)" type="hidden" value="([^"]*)"')
+_PLAIN_KEY = re.compile(r'value="(cbk_[A-Za-z0-9_-]{43})"')
 _TOKEN = re.compile(
     r'name="csrf_token" type="hidden" value="([^"]+)"|name="csrf_token" value="([^"]+)"'
 )
@@ -21,6 +23,11 @@ def csrf_token(client, path: str) -> str:
     found = _TOKEN.search(page)
     assert found, f"no CSRF token on {path}"
     return found.group(1) or found.group(2)
+
+
+def hidden_fields(client, path: str) -> dict[str, str]:
+    """The form's CSRF token and single-use ticket, as a browser would send them back."""
+    return dict(_HIDDEN.findall(client.get(path).get_data(as_text=True)))
 
 
 def sign_in(client, email: str, password: str = PASSWORD):
@@ -53,3 +60,22 @@ def agency_user(tenant, *granted: int, email: str = "helper@agency.test") -> Use
     db.session.add(user)
     db.session.commit()
     return user
+
+
+# The API keys page
+def keys_page(tenant) -> str:
+    return f"/dashboard/s/{tenant.sub_account_id}/api-keys"
+
+
+def create_key(client, tenant, name="agent", permissions=(), expires_at="", fields=None):
+    """Make a key on the API keys page (signed in as the owner); returns the response, whose
+    page shows the plain key once (``plain_key_of``)."""
+    data = {**(fields or hidden_fields(client, keys_page(tenant)))}
+    data.update(name=name, permissions=list(permissions), expires_at=expires_at)
+    return client.post(keys_page(tenant), data=data)
+
+
+def plain_key_of(response) -> str:
+    found = _PLAIN_KEY.search(response.get_data(as_text=True))
+    assert found, "no plain key on the page"
+    return found.group(1)

@@ -11,7 +11,16 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from app.extensions import db
-from app.models import Attendee, BlockedTime, Booking, EventType, Permission
+from app.models import (
+    Attendee,
+    BlockedTime,
+    Booking,
+    CalendarSettings,
+    EventType,
+    OutboxEvent,
+    Permission,
+    SubAccount,
+)
 from app.services.accounts.provisioning import provision
 
 ALL_PERMISSIONS = [p.value for p in Permission]
@@ -84,6 +93,11 @@ class Tenant:
     def headers(self, key: str = "all") -> dict[str, str]:
         return {"x-calendar-api-key": self.keys[key]}
 
+    @property
+    def connections(self) -> dict[str, int]:
+        """The sub account's calendar connections' ids by name, as provisioned."""
+        return self.raw["agencies"][0]["subAccounts"][0].get("calendarConnections", {})
+
 
 class TenantFactory:
     def create(self, **sub_account_overrides: Any) -> Tenant:
@@ -98,6 +112,16 @@ class TenantFactory:
             keys={**sub["apiKeys"], **agency["apiKeys"]},
             raw=created,
         )
+
+
+def make_sub_account(tenant: Tenant, name: str = "Second clinic", timezone: str | None = None):
+    """Another sub account of ``tenant``'s agency, inserted as a row (no event types, no keys;
+    with calendar settings in ``timezone`` when one is given)."""
+    settings = {"settings": CalendarSettings(timezone=timezone)} if timezone else {}
+    sub_account = SubAccount(agency_id=tenant.agency_id, name=name, **settings)
+    db.session.add(sub_account)
+    db.session.commit()
+    return sub_account
 
 
 def utc(*args: int) -> datetime:
@@ -141,6 +165,28 @@ def make_booking(
     return booking
 
 
+def make_outbox_event(
+    booking: Booking,
+    occurred_at: datetime,
+    kind: str = "booking.created",
+    changed: tuple[str, ...] = (),
+    **fields: Any,
+) -> OutboxEvent:
+    """Insert a domain event of ``booking`` as the outbox keeps it, which no handler has had
+    yet (``fields`` adds e.g. a ``snapshot``)."""
+    row = OutboxEvent(
+        kind=kind,
+        sub_account_id=booking.sub_account_id,
+        booking_id=booking.id,
+        changed=list(changed),
+        occurred_at=occurred_at,
+        **fields,
+    )
+    db.session.add(row)
+    db.session.commit()
+    return row
+
+
 def book_through_api(client, tenant: Tenant, start: datetime, *, key: str = "all", **fields: Any):
     """``POST`` a 30-minute Cleaning booking at ``start`` with one attendee (``fields`` added
     to the body) with the tenant's API key ``key``; returns the response."""
@@ -154,7 +200,26 @@ def book_through_api(client, tenant: Tenant, start: datetime, *, key: str = "all
     return client.post(url, json=payload, headers=tenant.headers(key))
 
 
+def availability_through_api(
+    client, tenant: Tenant, first: date, last: date | None = None, *, key: str = "all"
+):
+    """``GET`` the Cleaning availability from the day ``first`` to ``last`` (``first`` alone:
+    that day) with the tenant's API key ``key``; returns the response."""
+    query = {
+        "startDate": first.isoformat(),
+        "endDate": (last or first).isoformat(),
+        "eventTypeId": tenant.event_types["Cleaning"],
+    }
+    return client.get(
+        "/v1/api/calendar/availability", query_string=query, headers=tenant.headers(key)
+    )
+
+
 NEW_YORK = ZoneInfo("America/New_York")
+# Weekly hours open around the clock, every day (for ``availabilityProfiles``).
+ALWAYS_OPEN = {
+    day: [["00:00", "24:00"]] for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+}
 
 
 def next_monday(weeks_ahead: int = 1) -> date:
@@ -173,10 +238,13 @@ def z(instant: datetime) -> str:
     return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def make_blocked_time(tenant: Tenant, start: datetime, end: datetime, source: str = "manual"):
-    """Insert blocked time (``source`` "manual", or "external" as a calendar sync leaves it)."""
+def make_blocked_time(
+    tenant: Tenant, start: datetime, end: datetime, source: str = "manual", **fields: Any
+):
+    """Insert blocked time (``source`` "manual", or "external" as a calendar sync leaves it,
+    with ``calendar_connection_id`` and ``external_uid`` among ``fields``)."""
     blocked = BlockedTime(
-        sub_account_id=tenant.sub_account_id, start_at=start, end_at=end, source=source
+        sub_account_id=tenant.sub_account_id, start_at=start, end_at=end, source=source, **fields
     )
     db.session.add(blocked)
     db.session.commit()

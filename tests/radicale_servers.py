@@ -11,27 +11,28 @@ failed logins nor server errors are delayed.
 from __future__ import annotations
 
 import importlib.util
-import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import icalendar
 
 from tests.conftest import backend_unavailable
-from tests.servers import free_port
+from tests.servers import OwnServer, free_port
 
 
-class OwnRadicale:
+class OwnRadicale(OwnServer):
     def __init__(self, folder: Path, users: dict[str, str] | None = None) -> None:
         self.folder = folder
         self.users = users
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        self.process: subprocess.Popen | None = None
         self.log_path = folder / "radicale.log"
 
     @property
@@ -86,23 +87,6 @@ class OwnRadicale:
                 time.sleep(0.02)
         raise TimeoutError("own radicale did not start")
 
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)  # a frozen server cannot act on TERM
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def freeze(self) -> None:
-        """The server stops answering; the kernel still accepts connections (a hung server)."""
-        self.process.send_signal(signal.SIGSTOP)
-
-    def thaw(self) -> None:
-        self.process.send_signal(signal.SIGCONT)
-
     # Test data, through the caldav client (never hand-written WebDAV)
     def client(self, user: str, password: str | None = None):  # -> caldav.DAVClient
         import caldav
@@ -124,13 +108,69 @@ def require_radicale() -> None:
         backend_unavailable("radicale is not installed (requirements-dev.txt)")
 
 
-@contextmanager
-def radicale_server(folder: Path, users: dict[str, str] | None = None) -> Iterator[OwnRadicale]:
-    """A running Radicale (``users``: user → plain password for htpasswd; None: no auth)."""
+def radicale_server(folder: Path, users: dict[str, str] | None = None) -> OwnRadicale:
+    """A Radicale to run ``with`` (``users``: user → plain password for htpasswd; None: no
+    auth)."""
     require_radicale()
-    server = OwnRadicale(folder, users)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return OwnRadicale(folder, users)
+
+
+# Test data: who connects, and the events they keep
+PASSWORD = "correct-horse-battery"  # a calendar user's, where the server asks for one
+
+
+def fresh_user() -> str:
+    """A user name no other test uses (Radicale makes a user's collections on first use)."""
+    return f"user-{uuid.uuid4().hex[:10]}"
+
+
+def connection_doc(
+    name: str,
+    server: OwnRadicale,
+    user: str,
+    password: str = PASSWORD,
+    calendar: str = "Personal",
+    **fields: Any,
+) -> dict[str, Any]:
+    """A calendar connection of a provisioning document (``calendarConnections``) named
+    ``name``: ``user``'s calendar ``calendar`` on ``server`` (``fields`` added, e.g.
+    ``writeBack``)."""
+    return {
+        "name": name,
+        "url": server.url,
+        "username": user,
+        "password": password,
+        "calendar": calendar,
+        **fields,
+    }
+
+
+def stamp(instant: datetime) -> str:
+    """An instant as iCalendar writes it in UTC (``20310106T120000Z``)."""
+    return instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def vevent(uid: str, *lines: str) -> str:
+    """An iCalendar object with one event ``uid`` of ``lines``; ``@`` lines stand for a
+    VTIMEZONE block put before the event."""
+    timezones = [line[1:] for line in lines if line.startswith("@")]
+    own = [line for line in lines if not line.startswith("@")]
+    return vevents(uid, own, before=timezones)
+
+
+def vevents(uid: str, *events: list[str], before: Sequence[str] = ()) -> str:
+    """An iCalendar object with events that share the UID ``uid`` (a series and the occurrences
+    it moves or cancels), each of its own ``lines``, after the lines ``before``."""
+    body: list[str] = []
+    for lines in events:
+        body += ["BEGIN:VEVENT", f"UID:{uid}", "DTSTAMP:20300101T000000Z", *lines, "END:VEVENT"]
+    head = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//calendar-booking tests//EN"]
+    return "\r\n".join([*head, *before, *body, "END:VCALENDAR", ""])
+
+
+def events_with_uid(calendar, uid: str) -> list[icalendar.Event]:
+    """The VEVENTs in ``calendar`` (a caldav Calendar) whose UID is ``uid``."""
+    found = []
+    for obj in calendar.events():
+        found += icalendar.Calendar.from_ical(obj.data).walk("VEVENT")
+    return [e for e in found if str(e["UID"]) == uid]

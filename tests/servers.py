@@ -6,17 +6,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import time_machine
 
@@ -32,25 +36,46 @@ def free_port() -> int:
 
 
 # When the tests run on a shifted clock (conftest's --clock, time-machine in this process), a
-# server travels by the same offset from the real clock before gunicorn starts, so the two
+# server travels by the same offset from the real clock before its program starts, so the two
 # agree on "now"; forked workers inherit it. (libfaketime cannot do it: Debian's 0.9.10 breaks
 # Python 3.11, whose time.sleep fails with EINVAL or whose timed waits never end, depending on
 # FAKETIME_DONT_FAKE_MONOTONIC.)
-GUNICORN_ON_THE_SHIFTED_CLOCK = """\
+ON_THE_SHIFTED_CLOCK = """\
 import sys, time
 import time_machine
 time_machine.travel(time.time() + float(sys.argv.pop(1)), tick=True).start()
-from gunicorn.app.wsgiapp import run
-sys.exit(run())
+from {module} import {main}
+sys.exit({main}())
 """
+
+
+def on_the_tests_clock(program: str, module: str, main: str) -> list[str]:
+    """The command that starts ``program`` (a console script beside this Python, whose entry
+    point is ``module``'s ``main``) on this process's clock."""
+    if not time_machine.escape_hatch.is_travelling():
+        return [str(BIN / program)]
+    offset = time.time() - time_machine.escape_hatch.time.time()
+    code = ON_THE_SHIFTED_CLOCK.format(module=module, main=main)
+    return [sys.executable, "-c", code, repr(offset)]
 
 
 def gunicorn_command() -> list[str]:
     """gunicorn, on this process's clock."""
-    if not time_machine.escape_hatch.is_travelling():
-        return [str(BIN / "gunicorn")]
-    offset = time.time() - time_machine.escape_hatch.time.time()
-    return [sys.executable, "-c", GUNICORN_ON_THE_SHIFTED_CLOCK, repr(offset)]
+    return on_the_tests_clock("gunicorn", "gunicorn.app.wsgiapp", "run")
+
+
+def stop_process(process: subprocess.Popen | None, timeout: float = 10.0) -> None:
+    """End a server process if it still runs: TERM (after CONT, which a frozen one needs before
+    it can act on TERM), then KILL if it has not ended within ``timeout`` seconds."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGCONT)
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @dataclass(frozen=True)
@@ -81,6 +106,67 @@ def migrate_and_demo(env: dict[str, str]) -> tuple[str, dict[str, int]]:
     """The demo's API key and event type ids by name (``migrate_and_run_demo``)."""
     demo = migrate_and_run_demo(env)
     return demo.api_key, demo.event_types
+
+
+class OwnServer:
+    """A server process of the test's own (``process``, once started), which the test may stop,
+    freeze and thaw; ``with`` starts it and stops it at the end."""
+
+    process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+    def freeze(self) -> None:
+        """The server stops answering; the kernel still accepts connections and keeps those
+        open (a hung server)."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
+
+
+def status_of(url: str, key: str, *, timeout: float = 30.0) -> int:
+    """The status of a ``GET`` of ``url`` with the API key ``key``."""
+    request = urllib.request.Request(url, headers={"x-calendar-api-key": key})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def post_all(urls_and_bodies, headers):
+    """Send every request at the same moment (a barrier releases the threads together)."""
+    barrier = threading.Barrier(len(urls_and_bodies))
+
+    def send(item):
+        url, payload = item
+        request = urllib.request.Request(
+            url,
+            data=json.dumps(payload).encode(),
+            method="POST",
+            headers={**headers, "Content-Type": "application/json"},
+        )
+        barrier.wait()
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    with ThreadPoolExecutor(max_workers=len(urls_and_bodies)) as pool:
+        return list(pool.map(send, urls_and_bodies))
 
 
 def wait_until_serving(url: str, timeout: float = 30.0) -> None:
@@ -149,11 +235,6 @@ def gunicorn(
         wait_until_serving(base + "/v1/api/openapi.json")
         yield base
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server, timeout=15)
         if log_path:
             log.close()

@@ -14,11 +14,13 @@ from wtforms import HiddenField, StringField
 from wtforms.fields.choices import SelectChoice
 
 from app.dashboard.areas import owners_only
-from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField, show_errors
-from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
+from app.dashboard.changes import Refused, commit_or_show
+from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField
+from app.dashboard.show_once import issue_ticket, show_secret, ticket_valid
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import SubAccount
+from app.models.limits import NAME_MAX
 from app.models.types import utcnow
 from app.services.accounts.api_keys import (
     PERMISSION_LABELS,
@@ -31,13 +33,12 @@ from app.services.accounts.api_keys import (
     reactivate_key,
 )
 from app.services.accounts.users import open_sub_account
-from app.services.common.errors import InvalidRequest
 
 
 class NewApiKeyForm(FlaskForm):
     # Lengths and formats are the service's rules; the form carries what was typed.
     ticket = HiddenField()
-    name = StringField("Name", render_kw={"maxlength": 255, "autocomplete": "off"})
+    name = StringField("Name", render_kw={"maxlength": NAME_MAX, "autocomplete": "off"})
     expires_at = StringField("Expires (optional)", render_kw={"autocomplete": "off"})
     permissions = MultiCheckboxField(
         "Permissions",
@@ -70,28 +71,28 @@ def api_keys(sub_account_id: int) -> str | Response | tuple[str, int]:
         flash("That form was already sent: its key is listed below and is not shown again.")
         return redirect(_keys_url(sub_account), 303)
     try:
-        api_key, plain = create_api_key(
-            sub_account,
-            name=form.name.data,
-            permissions=form.permissions.data or [],
-            expires_at=form.expires_at.data,
-            now=utcnow(),
-            created_by_user_id=current_user.id,
+        api_key, plain = commit_or_show(
+            form,
+            lambda: create_api_key(
+                sub_account,
+                name=form.name.data,
+                permissions=form.permissions.data or [],
+                expires_at=form.expires_at.data,
+                now=utcnow(),
+                created_by_user_id=current_user.id,
+            ),
+            {"expiresAt": "expires_at"},
         )
-        db.session.commit()
-    except InvalidRequest as err:
-        db.session.rollback()
-        show_errors(form, err, {"expiresAt": "expires_at"})
+    except Refused:
         return _list_page(sub_account, form)
-    use_ticket(form.ticket.data)
-    page = render_template(
+    return show_secret(
+        form.ticket.data,
         "dashboard/api_key_created.html",
         sub_account=sub_account,
         api_key=api_key,
         plain_key=plain,
         labels=PERMISSION_LABELS,
     )
-    return secret_page(page)
 
 
 def _list_page(sub_account: SubAccount, form: NewApiKeyForm) -> str:

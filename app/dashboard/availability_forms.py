@@ -12,7 +12,7 @@ from wtforms import BooleanField, DateField, DateTimeLocalField, SelectField, St
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import InputRequired
 
-from app.services.accounts.provisioning import WEEKDAYS
+from app.services.availability.profiles import WEEKDAYS
 
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 OPENS_HINT = {"placeholder": "09:00", "autocomplete": "off"}

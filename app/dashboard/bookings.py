@@ -18,7 +18,13 @@ from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
 from app.services.accounts.users import open_sub_account
 from app.services.availability.event_types import list_event_types
-from app.services.bookings.lifecycle import confirm_booking, record_outcome
+from app.services.bookings.lifecycle import (
+    can_confirm,
+    can_record_outcome,
+    confirm_booking,
+    is_active,
+    record_outcome,
+)
 from app.services.bookings.queries import BookingListQuery, get_booking, list_bookings
 from app.services.bookings.writes import cancel_booking
 from app.services.common.errors import InvalidRequest
@@ -80,8 +86,10 @@ def booking(sub_account_id: int, booking_id: int) -> str:
         history=history,
         action_form=ActionForm(),
         cancel_form=CancelForm(),
-        started=found.start_at <= utcnow(),
-        active=found.status in (BookingStatus.PENDING, BookingStatus.CONFIRMED),
+        # Which actions to offer: the service's own rules, asked beforehand.
+        active=is_active(found),
+        can_confirm=can_confirm(found),
+        can_record_outcome=can_record_outcome(found, utcnow()),
     )
 
 

@@ -1,6 +1,7 @@
-"""How the event type and availability pages open their sub account and run a change: one
-service call in one transaction, its refusal shown next to the form's fields (a form) or
-flashed (a button). A form without its CSRF token changes nothing."""
+"""How a dashboard page runs a change: one service call in one transaction, its refusal shown
+next to the form's fields (a form: ``commit_or_show``) or flashed (a button: ``press_button``).
+A form without its CSRF token changes nothing. Every form page that saves through a service
+goes through here, so a refusal is rolled back and shown the same way everywhere."""
 
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
 from wtforms import BooleanField, HiddenField, PasswordField, StringField, URLField
 
-from app.dashboard.forms import FORM_EXPIRED, ActionForm, show_errors
+from app.dashboard.changes import Refused, commit_or_show
+from app.dashboard.forms import FORM_EXPIRED, ActionForm
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import CalendarConnection, SubAccount
@@ -90,11 +91,10 @@ def connections(sub_account_id: int) -> str | Response | tuple[str, int]:
     if not form.validate_on_submit():
         return _list_page(sub_account, form), 400
     try:
-        connection = connect_calendar(sub_account, form.document())
-        db.session.commit()
-    except InvalidRequest as err:
-        db.session.rollback()
-        show_errors(form, err, FIELDS)
+        connection = commit_or_show(
+            form, lambda: connect_calendar(sub_account, form.document()), FIELDS
+        )
+    except Refused:
         return _list_page(sub_account, form)
     flash(
         f"Connection “{connection.name}” added. Test it to check the server and choose its"
@@ -123,11 +123,10 @@ def connection(sub_account_id: int, connection_id: int) -> str | Response | tupl
     if not form.validate_on_submit():
         return _page(sub_account, found, form), 400
     try:
-        update_connection(sub_account, found.id, form.document())
-        db.session.commit()
-    except InvalidRequest as err:
-        db.session.rollback()
-        show_errors(form, err, FIELDS)
+        commit_or_show(
+            form, lambda: update_connection(sub_account, found.id, form.document()), FIELDS
+        )
+    except Refused:
         return _page(sub_account, found, form)  # rolled back: as stored
     flash("Connection saved.")
     return redirect(_connection_url(found))

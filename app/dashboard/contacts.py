@@ -7,13 +7,15 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import EmailField, IntegerField, SearchField, StringField
-from wtforms.validators import Length, NumberRange, Optional
+from wtforms import EmailField, SearchField, StringField
+from wtforms.validators import Length, Optional
 
-from app.dashboard.forms import FORM_EXPIRED, ActionForm, show_errors
+from app.dashboard.changes import Refused, commit_or_show
+from app.dashboard.forms import FORM_EXPIRED, ActionForm, page_field
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import Contact, SubAccount
+from app.models.limits import EMAIL_MAX
 from app.services.accounts.users import open_sub_account
 from app.services.bookings.contacts import (
     contact_bookings,
@@ -22,7 +24,6 @@ from app.services.bookings.contacts import (
     list_contacts,
     update_contact,
 )
-from app.services.common.errors import InvalidRequest
 
 PAGE_SIZE = 25
 FIELDS = {"firstName": "first_name", "lastName": "last_name"}
@@ -34,8 +35,8 @@ class ContactSearchForm(FlaskForm):
     class Meta:
         csrf = False
 
-    q = SearchField("Search by name or email", validators=[Optional(), Length(max=254)])
-    page = IntegerField("Page", default=1, validators=[Optional(), NumberRange(min=1, max=100000)])
+    q = SearchField("Search by name or email", validators=[Optional(), Length(max=EMAIL_MAX)])
+    page = page_field()
 
 
 class ContactForm(FlaskForm):
@@ -88,11 +89,8 @@ def contact(sub_account_id: int, contact_id: int) -> str | Response | tuple[str,
     if not form.validate_on_submit():
         return _page(sub_account, found, form), 400
     try:
-        update_contact(sub_account, found.id, form.document())
-        db.session.commit()
-    except InvalidRequest as err:
-        db.session.rollback()
-        show_errors(form, err, FIELDS)
+        commit_or_show(form, lambda: update_contact(sub_account, found.id, form.document()), FIELDS)
+    except Refused:
         return _page(sub_account, found, form)  # rolled back: as stored
     flash("Contact saved.")
     return redirect(

@@ -1,4 +1,8 @@
-"""The dashboard's forms (Flask-WTF: each carries and checks a CSRF token)."""
+"""The dashboard's forms (Flask-WTF: each carries and checks a CSRF token).
+
+Lengths are the columns' (``app.models.limits``): a form refuses, or a browser stops typing at
+(``maxlength``, which WTForms renders from a ``Length`` validator), exactly what could not be
+stored, and the services check the same numbers again."""
 
 from __future__ import annotations
 
@@ -19,13 +23,31 @@ from wtforms.validators import DataRequired, Length, NumberRange, Optional
 from wtforms.widgets import CheckboxInput, ListWidget
 
 from app.models import BookingStatus
+from app.models.limits import EMAIL_MAX, PASSWORD_MAX, REASON_MAX
 from app.services.common.errors import ServiceError
+
+# The largest page number a list's form takes: far past any real list, small enough that the
+# offset it makes stays a storable integer.
+MAX_PAGE = 100000
+
+
+def page_field() -> IntegerField:
+    """A list's page number (GET forms): 1 when absent, refused past ``MAX_PAGE``."""
+    return IntegerField(
+        "Page", default=1, validators=[Optional(), NumberRange(min=1, max=MAX_PAGE)]
+    )
+
+
+def password_field(label: str) -> PasswordField:
+    """A password as typed: required, and no longer than a password may be
+    (``PASSWORD_MAX``), so a huge post costs no hashing time."""
+    return PasswordField(label, validators=[DataRequired(), Length(max=PASSWORD_MAX)])
 
 
 class SignInForm(FlaskForm):
     # Any text: a malformed address simply matches no account (and test domains stay usable).
-    email = EmailField("Email", validators=[DataRequired(), Length(max=254)])
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
+    email = EmailField("Email", validators=[DataRequired(), Length(max=EMAIL_MAX)])
+    password = password_field("Password")
 
 
 class SignOutForm(FlaskForm):
@@ -33,10 +55,8 @@ class SignOutForm(FlaskForm):
 
 
 class PasswordForm(FlaskForm):
-    current_password = PasswordField(
-        "Current password", validators=[DataRequired(), Length(max=1024)]
-    )
-    new_password = PasswordField("New password", validators=[DataRequired(), Length(max=1024)])
+    current_password = password_field("Current password")
+    new_password = password_field("New password")
 
 
 class BookingFilterForm(FlaskForm):
@@ -57,8 +77,8 @@ class BookingFilterForm(FlaskForm):
     event_type = SelectField("Event type", default="", validate_choice=False)
     start = DateField("From", validators=[Optional()])
     end = DateField("Until", validators=[Optional()])
-    email = StringField("Attendee email", validators=[Optional(), Length(max=254)])
-    page = IntegerField("Page", default=1, validators=[Optional(), NumberRange(min=1, max=100000)])
+    email = StringField("Attendee email", validators=[Optional(), Length(max=EMAIL_MAX)])
+    page = page_field()
 
 
 class MultiCheckboxField(SelectMultipleField):
@@ -74,7 +94,7 @@ class ActionForm(FlaskForm):
 
 
 class CancelForm(FlaskForm):
-    reason = StringField("Reason (optional)", validators=[Optional(), Length(max=500)])
+    reason = StringField("Reason (optional)", validators=[Optional(), Length(max=REASON_MAX)])
 
 
 # What a form posted without its valid CSRF token is told (fields.html's form_errors says it too).

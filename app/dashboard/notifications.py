@@ -10,18 +10,18 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import HiddenField, IntegerField, StringField, URLField
+from wtforms import HiddenField, StringField, URLField
 from wtforms.fields.choices import SelectChoice
-from wtforms.validators import NumberRange, Optional
 
-from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField, show_errors
-from app.dashboard.show_once import issue_ticket, secret_page, ticket_valid, use_ticket
+from app.dashboard.changes import Refused, commit_or_show
+from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField, page_field
+from app.dashboard.show_once import issue_ticket, show_secret, ticket_valid
 from app.dashboard.views import dashboard
 from app.extensions import db
-from app.models import SubAccount
+from app.models import SubAccount, WebhookSubscription
+from app.models.limits import NAME_MAX, WEBHOOK_URL_MAX
 from app.models.types import utcnow
 from app.services.accounts.users import open_sub_account
-from app.services.common.errors import InvalidRequest
 from app.services.integrations.notifications.mail_log import get_mail, list_mail
 from app.services.integrations.webhooks.deliveries import (
     delivery_log,
@@ -39,6 +39,8 @@ from app.services.integrations.webhooks.subscriptions import (
 )
 
 PAGE_SIZE = 25
+# A subscription's page shows its latest deliveries, this many at most (the page says so).
+DELIVERIES_SHOWN = 50
 
 
 class MailPageForm(FlaskForm):
@@ -47,15 +49,15 @@ class MailPageForm(FlaskForm):
     class Meta:
         csrf = False
 
-    page = IntegerField("Page", default=1, validators=[Optional(), NumberRange(min=1, max=100000)])
+    page = page_field()
 
 
 class NewWebhookForm(FlaskForm):
     # The subscription service checks every field (and the URL's safety); the form carries
     # what was typed.
     ticket = HiddenField()
-    name = StringField("Name", render_kw={"maxlength": 255, "autocomplete": "off"})
-    url = URLField("URL", render_kw={"maxlength": 2000, "placeholder": "https://"})
+    name = StringField("Name", render_kw={"maxlength": NAME_MAX, "autocomplete": "off"})
+    url = URLField("URL", render_kw={"maxlength": WEBHOOK_URL_MAX, "placeholder": "https://"})
     events = MultiCheckboxField(
         "Events",
         choices=[SelectChoice("*", "All events"), *(SelectChoice(name) for name in EVENT_NAMES)],
@@ -115,20 +117,29 @@ def webhook_add(sub_account_id: int) -> str | Response | tuple[str, int]:
     events = form.events.data or []
     document = {"name": form.name.data, "url": form.url.data, "events": events, "secret": None}
     try:
-        subscription, secret = add_subscription(sub_account.id, document)
-        db.session.commit()
-    except InvalidRequest as err:
-        db.session.rollback()
-        show_errors(form, err, {f"events[{i}]": "events" for i in range(len(events))})
+        subscription, secret = commit_or_show(
+            form,
+            lambda: add_subscription(sub_account.id, document),
+            {f"events[{i}]": "events" for i in range(len(events))},
+        )
+    except Refused:
         return _page(sub_account, form)
-    use_ticket(form.ticket.data)
-    page = render_template(
+    return show_secret(
+        form.ticket.data,
         "dashboard/webhook_created.html",
         sub_account=sub_account,
         subscription=subscription,
         secret=secret,
     )
-    return secret_page(page)
+
+
+def _webhook_url(subscription: WebhookSubscription) -> str:
+    """The subscription's page, where its buttons send the person back to."""
+    return url_for(
+        "dashboard.webhook",
+        sub_account_id=subscription.sub_account_id,
+        subscription_id=subscription.id,
+    )
 
 
 @dashboard.route("/s/<int:sub_account_id>/notifications/webhooks/<int:subscription_id>")
@@ -140,7 +151,8 @@ def webhook(sub_account_id: int, subscription_id: int) -> str:
         "dashboard/webhook.html",
         sub_account=sub_account,
         subscription=subscription,
-        deliveries=delivery_log(subscription.id),
+        deliveries=delivery_log(subscription.id, limit=DELIVERIES_SHOWN),
+        shown=DELIVERIES_SHOWN,
         action_form=WebhookActionForm(),
     )
 
@@ -152,9 +164,7 @@ def webhook(sub_account_id: int, subscription_id: int) -> str:
 def webhook_enable(sub_account_id: int, subscription_id: int) -> Response:
     sub_account = open_sub_account(current_user, sub_account_id)
     subscription = get_sub_account_subscription(sub_account.id, subscription_id)
-    page = url_for(
-        "dashboard.webhook", sub_account_id=sub_account.id, subscription_id=subscription.id
-    )
+    page = _webhook_url(subscription)
     if not WebhookActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
         return redirect(page)
@@ -173,11 +183,7 @@ def webhook_remove(sub_account_id: int, subscription_id: int) -> Response:
     subscription = get_sub_account_subscription(sub_account.id, subscription_id)
     if not WebhookActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
-        return redirect(
-            url_for(
-                "dashboard.webhook", sub_account_id=sub_account.id, subscription_id=subscription.id
-            )
-        )
+        return redirect(_webhook_url(subscription))
     name = subscription.name
     remove_subscription(subscription.id)
     db.session.commit()
@@ -195,9 +201,7 @@ def webhook_resend(sub_account_id: int, subscription_id: int, delivery_id: int) 
     sub_account = open_sub_account(current_user, sub_account_id)
     subscription = get_sub_account_subscription(sub_account.id, subscription_id)
     delivery = get_subscription_delivery(subscription.id, delivery_id)
-    page = url_for(
-        "dashboard.webhook", sub_account_id=sub_account.id, subscription_id=subscription.id
-    )
+    page = _webhook_url(subscription)
     if not WebhookActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
         return redirect(page)

@@ -16,11 +16,11 @@ from wtforms.validators import Optional
 from app.dashboard.forms import FORM_EXPIRED
 from app.dashboard.views import dashboard
 from app.extensions import db
-from app.models import ACTIVE_STATUSES
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput, InvalidInstant, read_instant, zone
 from app.services.accounts.users import open_sub_account
 from app.services.availability.open_time import AvailabilityQuery, check_availability
+from app.services.bookings.lifecycle import is_active
 from app.services.bookings.queries import get_booking
 from app.services.bookings.writes import BookingChanges, update_booking
 from app.services.common.errors import InvalidRequest
@@ -52,8 +52,8 @@ def reschedule(sub_account_id: int, booking_id: int) -> str:
     if first is None:
         first = max(today, booking.start_at.astimezone(zone(tz_name)).date())
     first = min(max(first, date(2000, 1, 1)), date(9000, 1, 1))
-    days, problem = [], None
-    if booking.status in ACTIVE_STATUSES:
+    days, problem, active = [], None, is_active(booking)
+    if active:
         try:
             days = check_availability(
                 sub_account,
@@ -73,6 +73,7 @@ def reschedule(sub_account_id: int, booking_id: int) -> str:
         "dashboard/reschedule.html",
         sub_account=sub_account,
         booking=booking,
+        active=active,
         week=week,
         days=days,
         problem=problem,

@@ -11,9 +11,8 @@ from werkzeug.wrappers import Response
 from wtforms import BooleanField, EmailField, IntegerField, StringField
 from wtforms.validators import InputRequired, Optional
 
-from app.dashboard.forms import show_errors
+from app.dashboard.changes import Refused, commit_or_show
 from app.dashboard.views import dashboard
-from app.extensions import db
 from app.models import SubAccount
 from app.scheduling.timezones import timezone_names
 from app.services.accounts.users import open_sub_account
@@ -22,7 +21,6 @@ from app.services.availability.settings import (
     settings_document,
     update_calendar_settings,
 )
-from app.services.common.errors import InvalidRequest
 
 # Service document field → form field.
 FIELDS = {
@@ -72,11 +70,10 @@ def settings(sub_account_id: int) -> str | Response | tuple[str, int]:
     if not form.validate_on_submit():
         return _page(sub_account, form), 400 if form.csrf_token.errors else 200
     try:
-        change = update_calendar_settings(sub_account, form.document())
-        db.session.commit()
-    except InvalidRequest as err:
-        db.session.rollback()
-        show_errors(form, err, FIELDS)
+        change = commit_or_show(
+            form, lambda: update_calendar_settings(sub_account, form.document()), FIELDS
+        )
+    except Refused:
         return _page(sub_account, form)
     flash(_saved(change))
     return redirect(url_for("dashboard.settings", sub_account_id=sub_account.id))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 
-from flask import make_response, session
+from flask import make_response, render_template, session
 from werkzeug.wrappers import Response
 
 _SESSION_KEY = "show_once_tickets"
@@ -34,6 +34,13 @@ def ticket_valid(ticket: str | None) -> bool:
 def use_ticket(ticket: str) -> None:
     """Give the ticket up: the secret is made, and this form makes no other."""
     session[_SESSION_KEY] = [t for t in session.get(_SESSION_KEY, []) if t != ticket]
+
+
+def show_secret(ticket: str, template: str, **context: object) -> Response:
+    """The answer to the form that made a secret: its ticket given up (``use_ticket``), and
+    ``template`` rendered with the secret as a ``secret_page``. Every such form ends so."""
+    use_ticket(ticket)
+    return secret_page(render_template(template, **context))
 
 
 def secret_page(html: str) -> Response:

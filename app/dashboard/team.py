@@ -7,12 +7,17 @@ from flask import flash, make_response, redirect, render_template, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
-from wtforms import EmailField, PasswordField, StringField
-from wtforms.validators import DataRequired, Length
+from wtforms import EmailField, StringField
 
 from app.dashboard.areas import owners_only
 from app.dashboard.auth import auth, start_session
-from app.dashboard.forms import FORM_EXPIRED, ActionForm, MultiCheckboxField, show_errors
+from app.dashboard.forms import (
+    FORM_EXPIRED,
+    ActionForm,
+    MultiCheckboxField,
+    password_field,
+    show_errors,
+)
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.links import public_link
@@ -53,7 +58,7 @@ class GrantsForm(FlaskForm):
 
 
 class AcceptForm(FlaskForm):
-    password = PasswordField("Choose a password", validators=[DataRequired(), Length(max=1024)])
+    password = password_field("Choose a password")
 
 
 def _sub_account_choices(form_field: MultiCheckboxField) -> None:

@@ -30,7 +30,9 @@ from app.client import (
     SlotUnavailable,
 )
 from app.client.client import API_KEY_HEADER
+from app.models.limits import LIST_LIMIT_DEFAULT
 from app.services.accounts.api_keys import PERMISSION_LABELS
+from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 
 INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).
@@ -259,8 +261,14 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
             raise tool_error(error, tool) from None
 
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    changes_a_booking = ToolAnnotations(
+    # Each tool says what a call does to the calendar, so a client can ask before calling.
+    # A change or a release: the same call again changes nothing more.
+    changes_or_ends = ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    )
+    # A booking or a hold: each call makes another (an idempotencyKey makes a create safe).
+    makes_something_new = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     )
 
     @server.tool(
@@ -301,8 +309,8 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
     @server.tool(
         annotations=read_only,
         description="Bookings of this calendar, optionally filtered by time window, status, "
-        "event type or attendee email, a page at a time (limit, default 50; offset). Returns "
-        "{bookings, total, limit, offset}. Needs canGetBookings.",
+        f"event type or attendee email, a page at a time (limit, default {LIST_LIMIT_DEFAULT}; "
+        "offset). Returns {bookings, total, limit, offset}. Needs canGetBookings.",
     )
     def list_bookings(
         ctx: Context,
@@ -315,7 +323,9 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         status: Status | None = None,
         eventTypeId: EventTypeId | None = None,
         email: Annotated[str | None, Field(description="Only bookings with this attendee.")] = None,
-        limit: Annotated[int | None, Field(description="Page size (default 50).", ge=1)] = None,
+        limit: Annotated[
+            int | None, Field(description=f"Page size (default {LIST_LIMIT_DEFAULT}).", ge=1)
+        ] = None,
         offset: Annotated[int | None, Field(description="How many to skip.", ge=0)] = None,
     ) -> dict[str, Any]:
         return call(
@@ -341,12 +351,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         return call(ctx, "get_booking", lambda client: client.get_booking(id))
 
     @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=makes_something_new,
         description="Book an appointment: startTime and endTime should be one slot that "
         "check_availability returned for the same eventTypeId; at least one attendee with an "
         "email. Returns the booking (status pending, its id and uid). Safe to retry: pass the "
@@ -390,7 +395,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=changes_a_booking,
+        annotations=changes_or_ends,
         description="Change a booking: move it (startTime and endTime, one slot from "
         "check_availability), or change its title, description, timezone, attendees or "
         "metadata. Only the fields given change. eventTypeId is the event type the booking was "
@@ -426,7 +431,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=changes_a_booking,
+        annotations=changes_or_ends,
         description="Cancel a booking, with an optional reason that is kept and returned. "
         "Returns {id, status: cancelled, cancelledAt, cancellationReason}. Cancelling an "
         "already cancelled booking is an error saying so. Needs canCancel.",
@@ -439,12 +444,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         return call(ctx, "cancel_booking", lambda client: client.cancel_booking(id, reason=reason))
 
     @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
+        annotations=makes_something_new,
         description="Hold a slot for a few minutes, so that nobody else can take it while you "
         "ask the person for their name and email. startTime and endTime should be one slot "
         "that check_availability returned for the same eventTypeId. Returns {id, eventTypeId, "
@@ -467,10 +467,10 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         ttlSeconds: Annotated[
             int | None,
             Field(
-                description="How long the hold lasts, in seconds (default 120, at most 600): "
-                "long enough to collect the details, no longer.",
+                description=f"How long the hold lasts, in seconds (default {DEFAULT_TTL_SECONDS}, "
+                f"at most {MAX_TTL_SECONDS}): long enough to collect the details, no longer.",
                 ge=1,
-                le=600,
+                le=MAX_TTL_SECONDS,
             ),
         ] = None,
         timezone: Annotated[
@@ -490,12 +490,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=changes_or_ends,
         description="Release a hold made with hold_slot when its slot is no longer wanted: the "
         "time is open to others at once. id and eventTypeId are the ones hold_slot returned. "
         "Returns {id, status: released, releasedAt}. A hold that has expired, been used by "

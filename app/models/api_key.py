@@ -9,6 +9,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
+from app.models.limits import DIGEST_LENGTH, NAME_MAX
 from app.models.tenancy import Agency, SubAccount
 from app.models.types import UTCDateTime, utcnow
 
@@ -33,9 +34,9 @@ class ApiKey(db.Model):
     sub_account_id: Mapped[int | None] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
-    name: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
     prefix: Mapped[str] = mapped_column(String(16))
-    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    digest: Mapped[str] = mapped_column(String(DIGEST_LENGTH), unique=True)
     permissions: Mapped[list[str]] = mapped_column(JSON, default=list)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     active: Mapped[bool] = mapped_column(Boolean, default=True)

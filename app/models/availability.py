@@ -20,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
+from app.models.limits import NAME_MAX, REASON_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
 _MINUTE_RANGE = "start_minute >= 0 AND end_minute <= 1440 AND start_minute < end_minute"
@@ -32,8 +33,8 @@ class AvailabilityProfile(db.Model):
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
-    name: Mapped[str] = mapped_column(String(255))
-    timezone: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
+    timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     is_default: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -116,7 +117,7 @@ class BlockedTime(db.Model):
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
     start_at: Mapped[datetime] = mapped_column(UTCDateTime)
     end_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    reason: Mapped[str | None] = mapped_column(String(500))
+    reason: Mapped[str | None] = mapped_column(String(REASON_MAX))
     source: Mapped[str] = mapped_column(String(16), default=BlockedTimeSource.MANUAL)
     calendar_connection_id: Mapped[int | None] = mapped_column(
         ForeignKey("calendar_connections.id", ondelete="CASCADE"), index=True

@@ -11,6 +11,16 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
 from app.models.event_type import EventType
+from app.models.limits import (
+    DIGEST_LENGTH,
+    EMAIL_MAX,
+    LOCATION_MAX,
+    NAME_MAX,
+    PHONE_MAX,
+    REASON_MAX,
+    TIMEZONE_MAX,
+    UID_MAX,
+)
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -53,7 +63,7 @@ class Booking(db.Model):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    uid: Mapped[str] = mapped_column(String(64), unique=True)
+    uid: Mapped[str] = mapped_column(String(UID_MAX), unique=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
     event_type_id: Mapped[int] = mapped_column(
         ForeignKey("event_types.id", ondelete="RESTRICT"), index=True
@@ -62,10 +72,10 @@ class Booking(db.Model):
     # The iCalendar SEQUENCE of the booking's event: raised by each change a calendar shows,
     # so calendars and mail clients take the newest revision (RFC 5545 3.8.7.4).
     sequence: Mapped[int] = mapped_column(Integer, default=0)
-    title: Mapped[str] = mapped_column(String(255))
+    title: Mapped[str] = mapped_column(String(NAME_MAX))
     description: Mapped[str | None] = mapped_column(Text)
-    location: Mapped[str | None] = mapped_column(String(500))
-    timezone: Mapped[str] = mapped_column(String(64))
+    location: Mapped[str | None] = mapped_column(String(LOCATION_MAX))
+    timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
     start_at: Mapped[datetime] = mapped_column(UTCDateTime)
     end_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -74,9 +84,9 @@ class Booking(db.Model):
     confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     cancelled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    cancellation_reason: Mapped[str | None] = mapped_column(String(500))
-    idempotency_key: Mapped[str | None] = mapped_column(String(255))
-    request_fingerprint: Mapped[str | None] = mapped_column(String(64))
+    cancellation_reason: Mapped[str | None] = mapped_column(String(REASON_MAX))
+    idempotency_key: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    request_fingerprint: Mapped[str | None] = mapped_column(String(DIGEST_LENGTH))
     api_key_id: Mapped[int | None] = mapped_column(
         ForeignKey("api_keys.id", ondelete="SET NULL"), index=True
     )
@@ -99,12 +109,12 @@ class Attendee(db.Model):
     booking_id: Mapped[int] = mapped_column(
         ForeignKey("bookings.id", ondelete="CASCADE"), index=True
     )
-    email: Mapped[str] = mapped_column(String(254), index=True)
-    name: Mapped[str] = mapped_column(String(255))
-    first_name: Mapped[str | None] = mapped_column(String(255))
-    last_name: Mapped[str | None] = mapped_column(String(255))
-    phone: Mapped[str | None] = mapped_column(String(50))
-    timezone: Mapped[str] = mapped_column(String(64))
+    email: Mapped[str] = mapped_column(String(EMAIL_MAX), index=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
+    first_name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    last_name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    phone: Mapped[str | None] = mapped_column(String(PHONE_MAX))
+    timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     is_organizer: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
@@ -123,10 +133,10 @@ class Contact(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
-    email: Mapped[str] = mapped_column(String(254))
-    name: Mapped[str | None] = mapped_column(String(255))
-    first_name: Mapped[str | None] = mapped_column(String(255))
-    last_name: Mapped[str | None] = mapped_column(String(255))
-    phone: Mapped[str | None] = mapped_column(String(50))
+    email: Mapped[str] = mapped_column(String(EMAIL_MAX))
+    name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    first_name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    last_name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    phone: Mapped[str | None] = mapped_column(String(PHONE_MAX))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

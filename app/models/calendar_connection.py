@@ -8,6 +8,7 @@ from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstra
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
+from app.models.limits import CALDAV_URL_MAX, NAME_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -40,20 +41,20 @@ class CalendarConnection(db.Model):
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
-    name: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
     provider: Mapped[str] = mapped_column(String(32), default="caldav")
-    url: Mapped[str] = mapped_column(String(1000))
-    calendar: Mapped[str | None] = mapped_column(String(1000))
+    url: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
+    calendar: Mapped[str | None] = mapped_column(String(CALDAV_URL_MAX))
     username: Mapped[str | None] = mapped_column(String(255))
     encrypted_secret: Mapped[str | None] = mapped_column(Text)
     write_back: Mapped[bool] = mapped_column(Boolean, default=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
 
-    calendar_url: Mapped[str | None] = mapped_column(String(1000))
+    calendar_url: Mapped[str | None] = mapped_column(String(CALDAV_URL_MAX))
     sync_token: Mapped[str | None] = mapped_column(Text)
     ctag: Mapped[str | None] = mapped_column(Text)
     synced_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    synced_timezone: Mapped[str | None] = mapped_column(String(64))
+    synced_timezone: Mapped[str | None] = mapped_column(String(TIMEZONE_MAX))
 
     last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

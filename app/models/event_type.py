@@ -9,6 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
 from app.models.availability import AvailabilityProfile
+from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES, LOCATION_MAX, NAME_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -18,21 +19,27 @@ class EventType(db.Model):
 
     __tablename__ = "event_types"
     __table_args__ = (
-        CheckConstraint("duration BETWEEN 5 AND 1440", name="duration"),
+        CheckConstraint(
+            f"duration BETWEEN {DURATION_MIN_MINUTES} AND {DURATION_MAX_MINUTES}", name="duration"
+        ),
         CheckConstraint("buffer_before >= 0 AND buffer_after >= 0", name="buffers"),
-        CheckConstraint("slot_interval IS NULL OR slot_interval BETWEEN 5 AND 1440", name="step"),
+        CheckConstraint(
+            "slot_interval IS NULL OR slot_interval BETWEEN "
+            f"{DURATION_MIN_MINUTES} AND {DURATION_MAX_MINUTES}",
+            name="step",
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
-    name: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
     duration: Mapped[int] = mapped_column(Integer)
     buffer_before: Mapped[int] = mapped_column(Integer, default=0)
     buffer_after: Mapped[int] = mapped_column(Integer, default=0)
     slot_interval: Mapped[int | None] = mapped_column(Integer)
-    location: Mapped[str | None] = mapped_column(String(500))
+    location: Mapped[str | None] = mapped_column(String(LOCATION_MAX))
     availability_profile_id: Mapped[int | None] = mapped_column(
         ForeignKey("availability_profiles.id", ondelete="SET NULL")
     )

@@ -9,6 +9,7 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
+from app.models.limits import DIGEST_LENGTH, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -54,8 +55,8 @@ class SlotHold(db.Model):
     occupied_start: Mapped[datetime] = mapped_column(UTCDateTime)
     occupied_end: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
-    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
-    timezone: Mapped[str] = mapped_column(String(64))
+    token_digest: Mapped[str] = mapped_column(String(DIGEST_LENGTH), unique=True)
+    timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     api_key_id: Mapped[int | None] = mapped_column(
         ForeignKey("api_keys.id", ondelete="SET NULL"), index=True
     )

@@ -9,6 +9,7 @@ from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
+from app.models.limits import EMAIL_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -38,7 +39,7 @@ class MailMessage(db.Model):
         ForeignKey("outbox_events.id", ondelete="SET NULL")
     )
     kind: Mapped[str] = mapped_column(String(32))  # an event name, or "booking.reminder"
-    recipient: Mapped[str] = mapped_column(String(254))
+    recipient: Mapped[str] = mapped_column(String(EMAIL_MAX))
     subject: Mapped[str] = mapped_column(String(500))
     message_id: Mapped[str] = mapped_column(String(300))
     text_body: Mapped[str] = mapped_column(Text)

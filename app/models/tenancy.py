@@ -9,6 +9,16 @@ from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, St
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
+from app.models.limits import (
+    DIGEST_LENGTH,
+    DURATION_MAX_MINUTES,
+    DURATION_MIN_MINUTES,
+    EMAIL_MAX,
+    HORIZON_MAX_DAYS,
+    LOCATION_MAX,
+    NAME_MAX,
+    TIMEZONE_MAX,
+)
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -21,7 +31,7 @@ class Agency(db.Model):
     __tablename__ = "agencies"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     users: Mapped[list[User]] = relationship(back_populates="agency")
@@ -51,7 +61,7 @@ class User(db.Model):
     agency_id: Mapped[int] = mapped_column(
         ForeignKey("agencies.id", ondelete="CASCADE"), index=True
     )
-    email: Mapped[str] = mapped_column(String(254), unique=True)
+    email: Mapped[str] = mapped_column(String(EMAIL_MAX), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     role: Mapped[str] = mapped_column(String(20), default=Role.AGENCY_USER)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
@@ -84,7 +94,7 @@ class DashboardSession(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    token_digest: Mapped[str] = mapped_column(String(DIGEST_LENGTH), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
@@ -98,7 +108,7 @@ class SubAccount(db.Model):
     agency_id: Mapped[int] = mapped_column(
         ForeignKey("agencies.id", ondelete="CASCADE"), index=True
     )
-    name: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -113,21 +123,26 @@ class CalendarSettings(db.Model):
 
     __tablename__ = "calendar_settings"
     __table_args__ = (
-        CheckConstraint("default_duration BETWEEN 5 AND 1440", name="default_duration"),
+        CheckConstraint(
+            f"default_duration BETWEEN {DURATION_MIN_MINUTES} AND {DURATION_MAX_MINUTES}",
+            name="default_duration",
+        ),
         CheckConstraint("minimum_notice_minutes >= 0", name="minimum_notice"),
-        CheckConstraint("booking_horizon_days BETWEEN 1 AND 3650", name="booking_horizon"),
+        CheckConstraint(
+            f"booking_horizon_days BETWEEN 1 AND {HORIZON_MAX_DAYS}", name="booking_horizon"
+        ),
     )
 
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), primary_key=True
     )
-    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX), default="UTC")
     default_duration: Mapped[int] = mapped_column(Integer, default=30)
     minimum_notice_minutes: Mapped[int] = mapped_column(Integer, default=0)
     booking_horizon_days: Mapped[int] = mapped_column(Integer, default=60)
-    default_location: Mapped[str | None] = mapped_column(String(500))
+    default_location: Mapped[str | None] = mapped_column(String(LOCATION_MAX))
     notify_on_booking: Mapped[bool] = mapped_column(Boolean, default=True)
-    notification_email: Mapped[str | None] = mapped_column(String(254))
+    notification_email: Mapped[str | None] = mapped_column(String(EMAIL_MAX))
     reminder_minutes_before: Mapped[int | None] = mapped_column(Integer)
     auto_complete_bookings: Mapped[bool] = mapped_column(Boolean, default=False)
 
@@ -146,7 +161,7 @@ class Invitation(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    token_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    token_digest: Mapped[str] = mapped_column(String(DIGEST_LENGTH), unique=True)
     invited_by_user_id: Mapped[int | None] = mapped_column(
         ForeignKey("users.id", ondelete="SET NULL")
     )

@@ -9,6 +9,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, 
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
+from app.models.limits import NAME_MAX, WEBHOOK_URL_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -25,8 +26,8 @@ class WebhookSubscription(db.Model):
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
-    name: Mapped[str] = mapped_column(String(255))
-    url: Mapped[str] = mapped_column(String(2000))
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
+    url: Mapped[str] = mapped_column(String(WEBHOOK_URL_MAX))
     events: Mapped[list[str]] = mapped_column(JSON)  # event names, or ["*"]
     encrypted_secret: Mapped[str] = mapped_column(Text)
     active: Mapped[bool] = mapped_column(Boolean, default=True)

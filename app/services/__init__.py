@@ -1,5 +1,8 @@
 """Use cases, grouped by what they serve. Each public function is one use case; it flushes, and
-the caller (view, task or CLI command) commits once at its boundary.
+the caller (view, task or CLI command) commits once at its boundary. The few jobs that must
+commit themselves (syncing every connection, an outbox handler that waits on another server,
+the mail log) are marked ``owns_transactions`` (``common.transactions`` says when that is
+right; a test fails for a commit anywhere else).
 
 - ``common``: what every area uses (errors, id and instant parsing, scoped lookups, the
   calendar's write lock, tokens, encryption of stored secrets).

@@ -18,8 +18,15 @@ import pytest
 from sqlalchemy import event
 
 from app.extensions import db
-from app.models import BlockedTime
-from tests.factories import NEW_YORK, make_booking, next_monday, ny, z
+from tests.factories import (
+    ALWAYS_OPEN,
+    NEW_YORK,
+    make_blocked_time,
+    make_booking,
+    next_monday,
+    ny,
+    z,
+)
 from tests.servers import gunicorn
 
 AVAILABILITY = "/v1/api/calendar/availability"
@@ -98,15 +105,7 @@ def test_cancelled_bookings_do_not_block(client, tenant):
 @pytest.mark.parametrize("source", ["manual", "external"])
 def test_blocked_time_blocks(client, tenant, source):
     monday = next_monday()
-    db.session.add(
-        BlockedTime(
-            sub_account_id=tenant.sub_account_id,
-            start_at=ny(monday, 12),
-            end_at=ny(monday, 13),
-            source=source,
-        )
-    )
-    db.session.commit()
+    make_blocked_time(tenant, ny(monday, 12), ny(monday, 13), source)
     starts = starts_on(open_days(client, tenant, startDate=monday, endDate=monday), monday)
     assert z(ny(monday, 11, 30)) in starts
     assert z(ny(monday, 12)) not in starts and z(ny(monday, 12, 30)) not in starts
@@ -359,7 +358,6 @@ def test_one_query_per_kind_of_busy_time_for_the_whole_window(app, client, tenan
 
 
 # A server process keeps the tests' clock (the shifted runs rely on it)
-ALWAYS_OPEN = {d: [["00:00", "24:00"]] for d in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import BlockedTime, Booking, Contact, EventType
-from tests.factories import make_booking, next_monday, ny, z
+from app.models import Booking, Contact, EventType
+from tests.factories import ALWAYS_OPEN, make_blocked_time, make_booking, next_monday, ny, z
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in New York time
 
@@ -185,16 +185,7 @@ def test_end_equal_to_start_is_400(client, tenant):
 
 def test_longer_than_24_hours_is_400(client, tenants):
     tenant = tenants.create(
-        availabilityProfiles=[
-            {
-                "name": "Office",
-                "default": True,
-                "weeklyHours": {
-                    d: [["00:00", "24:00"]]
-                    for d in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-                },
-            }
-        ]
+        availabilityProfiles=[{"name": "Office", "default": True, "weeklyHours": ALWAYS_OPEN}]
     )
     ok = create(client, tenant, body(ny(MONDAY, 0), minutes=24 * 60), event_type="Checkup")
     assert ok.status_code == 201, ok.json
@@ -269,28 +260,12 @@ def test_cancelled_bookings_do_not_conflict(client, tenant):
 
 
 def test_blocked_time_conflicts(client, tenant):
-    db.session.add(
-        BlockedTime(
-            sub_account_id=tenant.sub_account_id,
-            start_at=ny(MONDAY, 10, 20),
-            end_at=ny(MONDAY, 11),
-            source="manual",
-        )
-    )
-    db.session.commit()
+    make_blocked_time(tenant, ny(MONDAY, 10, 20), ny(MONDAY, 11), source="manual")
     assert_400(create(client, tenant), "Time slot conflicts with blocked time")
 
 
 def test_external_busy_time_conflicts(client, tenant):
-    db.session.add(
-        BlockedTime(
-            sub_account_id=tenant.sub_account_id,
-            start_at=ny(MONDAY, 10, 20),
-            end_at=ny(MONDAY, 11),
-            source="external",
-        )
-    )
-    db.session.commit()
+    make_blocked_time(tenant, ny(MONDAY, 10, 20), ny(MONDAY, 11), source="external")
     assert_400(create(client, tenant), "Time slot conflicts with an event in a connected calendar")
 
 

@@ -9,7 +9,14 @@ import pytest
 
 from app.extensions import db
 from app.models import Booking, EventType
-from tests.factories import make_booking, next_monday, ny, z
+from tests.factories import (
+    availability_through_api,
+    book_through_api,
+    make_booking,
+    next_monday,
+    ny,
+    z,
+)
 
 MONDAY = next_monday()
 
@@ -69,29 +76,13 @@ def test_its_booking_can_be_cancelled(client, tenant, booking):
 
 def test_new_bookings_of_it_are_404(client, tenant, booking):
     start = ny(MONDAY, 12)
-    response = client.post(
-        f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings",
-        json={
-            "startTime": z(start),
-            "endTime": z(start + timedelta(minutes=30)),
-            "attendees": [{"email": "new@example.test"}],
-        },
-        headers=tenant.headers(),
-    )
+    response = book_through_api(client, tenant, start, attendees=[{"email": "new@example.test"}])
     assert response.status_code == 404
     assert response.json["message"] == "Event type not found"
 
 
 def test_its_availability_is_404(client, tenant, booking):
-    response = client.get(
-        "/v1/api/calendar/availability",
-        query_string={
-            "startDate": MONDAY.isoformat(),
-            "endDate": MONDAY.isoformat(),
-            "eventTypeId": tenant.event_types["Cleaning"],
-        },
-        headers=tenant.headers(),
-    )
+    response = availability_through_api(client, tenant, MONDAY)
     assert response.status_code == 404
     assert response.json["message"] == "Event type not found"
 

@@ -13,8 +13,8 @@ import pytest
 from app import create_app
 from app.extensions import db
 from app.services.common.errors import ErrorCode
-from tests.api.test_errors import add_probe_routes
 from tests.factories import book_through_api, make_booking, next_monday, ny, z
+from tests.probe_routes import add_probe_routes
 
 MONDAY = next_monday()
 TEN = ny(MONDAY, 10)

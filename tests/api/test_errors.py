@@ -5,33 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from flask.views import MethodView
-from marshmallow import Schema, fields
 
-from app.api.smorest import Blueprint
-
-
-class EchoSchema(Schema):
-    name = fields.String(required=True)
-
-
-def add_probe_routes(app):
-    """Routes that exercise the shared machinery: a JSON body endpoint and one that fails."""
-    blp = Blueprint("probe", __name__, url_prefix="/v1/api/probe")
-
-    @blp.route("/echo")
-    class Echo(MethodView):
-        @blp.arguments(EchoSchema)
-        @blp.response(200, EchoSchema)
-        def post(self, body):
-            return body
-
-    @blp.route("/boom")
-    class Boom(MethodView):
-        def get(self):
-            raise RuntimeError("secret internal detail")
-
-    app.register_blueprint(blp)
+from tests.probe_routes import add_probe_routes
 
 
 @pytest.fixture

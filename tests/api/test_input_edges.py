@@ -10,12 +10,9 @@ import pytest
 
 from app.models.types import utcnow
 from app.services.accounts.provisioning import ProvisioningInvalid
-from tests.factories import next_monday, ny, z
+from tests.factories import ALWAYS_OPEN, next_monday, ny, z
 
 NEW_YORK = "America/New_York"
-ALWAYS_OPEN = {
-    day: [["00:00", "24:00"]] for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-}
 NOT_ZONES = ["localtime", "Factory", "posixrules", "posix/America/New_York", "right/UTC"]
 
 

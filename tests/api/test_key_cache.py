@@ -5,8 +5,6 @@ and expiry at its instant."""
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -19,7 +17,7 @@ from app.extensions import db
 from app.models import ApiKey
 from app.models.types import utcnow
 from tests.factories import book_through_api, next_monday, ny
-from tests.servers import gunicorn
+from tests.servers import gunicorn, status_of
 
 BOOKINGS = "/v1/api/calendar/bookings"
 
@@ -107,15 +105,6 @@ def test_the_cache_can_be_turned_off(make_app, tenants):
         with statements_seen() as seen:
             client.get(BOOKINGS, headers=tenant.headers())
     assert [s for s in seen if "FROM api_keys" in s], seen
-
-
-def status_of(url: str, key: str) -> int:
-    request = urllib.request.Request(url, headers={"x-calendar-api-key": key})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status
-    except urllib.error.HTTPError as err:
-        return err.code
 
 
 @pytest.mark.slow

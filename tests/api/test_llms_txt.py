@@ -15,7 +15,7 @@ from flask import Flask
 
 from app import create_app
 from app.services.common.errors import ErrorCode
-from tests.system.test_docs_examples import examples, fenced_blocks, normalized
+from tests.doc_examples import examples, fenced_blocks, normalized
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_URL = "https://calendar.example.test"

@@ -29,6 +29,7 @@ from tests.servers import ROOT, free_port, wait_until_serving
 pytestmark = pytest.mark.slow
 
 MONDAY = next_monday()
+TEN = {"startTime": z(ny(MONDAY, 10)), "endTime": z(ny(MONDAY, 10, 30))}  # a Cleaning slot
 TOOLS = {
     "check_availability",
     "list_bookings",
@@ -121,6 +122,17 @@ async def call(client: Client, tool: str, **arguments: Any) -> Any:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content[0].text
     return result.structured_content.get("result", result.structured_content)
+
+
+@asynccontextmanager
+async def two_agents(connect, tenant) -> AsyncIterator[tuple[Client, Client]]:
+    """Sessions of two agents of the sub account: one with every permission, and another
+    that may book but not cancel."""
+    async with (
+        connect(tenant.keys["all"]) as agent,
+        connect(tenant.keys["without-canCancel"]) as other_agent,
+    ):
+        yield agent, other_agent
 
 
 async def refused(client: Client, tool: str, **arguments: Any) -> str:
@@ -250,8 +262,7 @@ def test_a_key_without_can_book_is_told_which_permission_it_lacks(connect, tenan
 def test_a_taken_slot_names_its_code_and_offers_the_nearest_open_slots(connect, tenant):
     booking = {
         "eventTypeId": tenant.event_types["Cleaning"],
-        "startTime": z(ny(MONDAY, 10)),
-        "endTime": z(ny(MONDAY, 10, 30)),
+        **TEN,
         "attendees": [{"email": "pat@example.test"}],
     }
 
@@ -357,18 +368,11 @@ def test_a_create_whose_answer_was_lost_books_once(live, tenant):
 @pytest.mark.date_sensitive
 def test_an_agent_holds_a_slot_collects_details_and_books_it_with_the_token(connect, tenant):
     event_type = tenant.event_types["Cleaning"]
-    ten = {
-        "eventTypeId": event_type,
-        "startTime": z(ny(MONDAY, 10)),
-        "endTime": z(ny(MONDAY, 10, 30)),
-    }
+    ten = {"eventTypeId": event_type, **TEN}
     attendees = [{"email": "pat@example.test", "name": "Pat"}]
 
     async def scenario():
-        async with (
-            connect(tenant.keys["all"]) as agent,
-            connect(tenant.keys["without-canCancel"]) as other_agent,
-        ):
+        async with two_agents(connect, tenant) as (agent, other_agent):
             held = await call(agent, "hold_slot", **ten, ttlSeconds=300)
             days = await call(
                 agent,
@@ -408,17 +412,10 @@ def test_an_agent_holds_a_slot_collects_details_and_books_it_with_the_token(conn
 @pytest.mark.date_sensitive
 def test_an_agent_releases_a_hold_it_no_longer_needs(connect, tenant):
     event_type = tenant.event_types["Cleaning"]
-    ten = {
-        "eventTypeId": event_type,
-        "startTime": z(ny(MONDAY, 10)),
-        "endTime": z(ny(MONDAY, 10, 30)),
-    }
+    ten = {"eventTypeId": event_type, **TEN}
 
     async def scenario():
-        async with (
-            connect(tenant.keys["all"]) as agent,
-            connect(tenant.keys["without-canCancel"]) as other_agent,
-        ):
+        async with two_agents(connect, tenant) as (agent, other_agent):
             held = await call(agent, "hold_slot", **ten)
             released = await call(agent, "release_hold", eventTypeId=event_type, id=held["id"])
             again = await refused(agent, "release_hold", eventTypeId=event_type, id=held["id"])
@@ -449,10 +446,9 @@ def test_a_booking_is_moved_into_a_held_slot_with_the_token(connect, tenant):
                 endTime=z(ny(MONDAY, 14, 30)),
                 attendees=[{"email": "pat@example.test"}],
             )
-            ten = {"startTime": z(ny(MONDAY, 10)), "endTime": z(ny(MONDAY, 10, 30))}
-            held = await call(agent, "hold_slot", eventTypeId=event_type, **ten)
+            held = await call(agent, "hold_slot", eventTypeId=event_type, **TEN)
             without = await refused(
-                agent, "update_booking", eventTypeId=event_type, id=booking["id"], **ten
+                agent, "update_booking", eventTypeId=event_type, id=booking["id"], **TEN
             )
             moved = await call(
                 agent,
@@ -460,7 +456,7 @@ def test_a_booking_is_moved_into_a_held_slot_with_the_token(connect, tenant):
                 eventTypeId=event_type,
                 id=booking["id"],
                 holdToken=held["holdToken"],
-                **ten,
+                **TEN,
             )
             return without, moved
 

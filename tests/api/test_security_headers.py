@@ -15,8 +15,7 @@ from playwright.sync_api import expect
 
 from app.security_headers import HSTS, source_hash
 from tests.conftest import backend_unavailable
-from tests.dashboard.test_dashboard_api_keys import create_key, plain_key_of
-from tests.dashboard_users import sign_in_browser
+from tests.dashboard_users import create_key, plain_key_of, sign_in_browser
 from tests.servers import gunicorn, migrate_and_run_demo
 
 BOOKINGS = "/v1/api/calendar/bookings"

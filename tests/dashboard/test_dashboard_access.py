@@ -10,8 +10,9 @@ import pytest
 import time_machine
 
 from app.extensions import db
-from app.models import CalendarSettings, SubAccount
+from app.models import SubAccount
 from tests.dashboard_users import PASSWORD, agency_user, csrf_token, owner_email, sign_in
+from tests.factories import make_sub_account
 
 
 @pytest.fixture
@@ -172,13 +173,7 @@ def test_a_password_change_needs_the_current_one(client, tenant, owner):
 
 def test_an_agency_user_sees_only_what_was_granted(client, tenants):
     tenant = tenants.create()
-    second = SubAccount(
-        agency_id=tenant.agency_id,
-        name="Second clinic",
-        settings=CalendarSettings(timezone="Europe/Berlin"),
-    )
-    db.session.add(second)
-    db.session.commit()
+    second = make_sub_account(tenant, timezone="Europe/Berlin")
     helper = agency_user(tenant, second.id)
     sign_in(client, helper.email)
     assert client.get("/dashboard/").headers["Location"] == f"/dashboard/s/{second.id}/"

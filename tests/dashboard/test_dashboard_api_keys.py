@@ -12,43 +12,27 @@ from sqlalchemy import func, select
 
 from app.dashboard import local_time
 from app.extensions import db
-from app.models import ApiKey, CalendarSettings, SubAccount, User
+from app.models import ApiKey, User
 from app.services.accounts.api_keys import issue_api_key
-from tests.dashboard_users import agency_user, owner_email, sign_in
-from tests.factories import NEW_YORK
+from tests.dashboard_users import (
+    agency_user,
+    create_key,
+    hidden_fields,
+    keys_page,
+    owner_email,
+    plain_key_of,
+    sign_in,
+)
+from tests.factories import NEW_YORK, make_sub_account
 
 BOOKINGS = "/v1/api/calendar/bookings"
 INVALID = {"statusCode": 401, "message": "Invalid or inactive API key", "code": "invalid_api_key"}
-
-_HIDDEN = re.compile(r'name="(csrf_token|ticket)" type="hidden" value="([^"]*)"')
-_PLAIN_KEY = re.compile(r'value="(cbk_[A-Za-z0-9_-]{43})"')
 
 
 @pytest.fixture
 def owner(client, tenant):
     sign_in(client, owner_email(tenant))
     return db.session.get(User, tenant.raw["agencies"][0]["ownerId"])
-
-
-def keys_page(tenant) -> str:
-    return f"/dashboard/s/{tenant.sub_account_id}/api-keys"
-
-
-def hidden_fields(client, path: str) -> dict[str, str]:
-    """The form's CSRF token and single-use ticket, as a browser would send them back."""
-    return dict(_HIDDEN.findall(client.get(path).get_data(as_text=True)))
-
-
-def create_key(client, tenant, name="agent", permissions=(), expires_at="", fields=None):
-    data = {**(fields or hidden_fields(client, keys_page(tenant)))}
-    data.update(name=name, permissions=list(permissions), expires_at=expires_at)
-    return client.post(keys_page(tenant), data=data)
-
-
-def plain_key_of(response) -> str:
-    found = _PLAIN_KEY.search(response.get_data(as_text=True))
-    assert found, "no plain key on the page"
-    return found.group(1)
 
 
 def post_action(client, tenant, key_id, action):
@@ -68,17 +52,6 @@ def key_count() -> int:
 def row_of(page: str, name: str) -> str:
     (row,) = [r for r in page.split("<tr>") if f"<td>{name}</td>" in r]
     return row
-
-
-def second_sub_account(tenant) -> SubAccount:
-    other = SubAccount(
-        agency_id=tenant.agency_id,
-        name="Second clinic",
-        settings=CalendarSettings(timezone="Europe/Berlin"),
-    )
-    db.session.add(other)
-    db.session.commit()
-    return other
 
 
 def api(key: str) -> dict[str, str]:
@@ -161,7 +134,7 @@ def test_the_list_shows_each_keys_status_in_words(client, tenant, owner):
 
 
 def test_agency_level_keys_and_other_sub_accounts_keys_are_not_listed(client, tenant, owner):
-    other = second_sub_account(tenant)
+    other = make_sub_account(tenant, timezone="Europe/Berlin")
     issue_api_key(
         agency=other.agency, sub_account=other, name="berlin-key", permissions=["canBook"]
     )
@@ -248,7 +221,7 @@ def test_the_owner_sees_the_menu_entry(client, tenant, owner):
 
 
 def test_another_sub_accounts_key_is_not_found(client, tenant, owner):
-    other = second_sub_account(tenant)
+    other = make_sub_account(tenant, timezone="Europe/Berlin")
     theirs, _ = issue_api_key(agency=other.agency, sub_account=other, name="b", permissions=[])
     db.session.commit()
     assert client.get(f"{keys_page(tenant)}/{theirs.id}/delete").status_code == 404

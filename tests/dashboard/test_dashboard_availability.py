@@ -25,7 +25,7 @@ from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
 from app.services.availability.open_time import AvailabilityQuery, check_availability
 from tests.dashboard_users import csrf_token, owner_email, sign_in
-from tests.factories import NEW_YORK, next_monday, ny
+from tests.factories import NEW_YORK, make_blocked_time, next_monday, ny
 
 MONDAY = next_monday()
 CHECKUP_ONLY = [{"name": "Checkup", "duration": 60}]  # no event type uses the profile
@@ -378,25 +378,14 @@ def test_a_reason_too_long_is_explained_next_to_its_field(signed_in, tenant):
 
 @pytest.mark.date_sensitive
 def test_blocked_time_is_removed(signed_in, tenant):
-    blocked = BlockedTime(
-        sub_account_id=tenant.sub_account_id, start_at=ny(MONDAY, 9), end_at=ny(MONDAY, 10)
-    )
-    db.session.add(blocked)
-    db.session.commit()
+    blocked = make_blocked_time(tenant, ny(MONDAY, 9), ny(MONDAY, 10))
     post(signed_in, f"{page_of(tenant)}/blocked/{blocked.id}/remove", page_of(tenant))
     assert blocked_times(tenant) == []
 
 
 @pytest.mark.date_sensitive
 def test_synced_busy_time_is_shown_but_not_removable(signed_in, tenant):
-    synced = BlockedTime(
-        sub_account_id=tenant.sub_account_id,
-        start_at=ny(MONDAY, 9),
-        end_at=ny(MONDAY, 10),
-        source=BlockedTimeSource.EXTERNAL,
-    )
-    db.session.add(synced)
-    db.session.commit()
+    synced = make_blocked_time(tenant, ny(MONDAY, 9), ny(MONDAY, 10), BlockedTimeSource.EXTERNAL)
     page = signed_in.get(page_of(tenant)).get_data(as_text=True)
     assert "Connected calendar (read only)" in page
     assert f"/blocked/{synced.id}/remove" not in page
@@ -483,11 +472,7 @@ def test_an_unknown_event_type_in_the_preview_is_explained(signed_in, tenants, t
 def test_another_sub_accounts_profile_and_blocked_time_are_not_found(signed_in, tenants, tenant):
     theirs = tenants.create()
     their_profile = profile_ids(theirs)["Office"]
-    their_blocked = BlockedTime(
-        sub_account_id=theirs.sub_account_id, start_at=ny(MONDAY, 9), end_at=ny(MONDAY, 10)
-    )
-    db.session.add(their_blocked)
-    db.session.commit()
+    their_blocked = make_blocked_time(theirs, ny(MONDAY, 9), ny(MONDAY, 10))
     token = csrf_token(signed_in, page_of(tenant))
     mine = page_of(tenant)
     assert signed_in.get(f"{mine}/profiles/{their_profile}").status_code == 404
@@ -528,11 +513,7 @@ def test_ids_too_large_to_exist_are_not_found(signed_in, tenant):
 def test_forms_without_their_csrf_token_change_nothing(signed_in, tenant):
     office = profile_ids(tenant)["Office"]
     page = profile_page(tenant, office)
-    blocked = BlockedTime(
-        sub_account_id=tenant.sub_account_id, start_at=ny(MONDAY, 9), end_at=ny(MONDAY, 10)
-    )
-    db.session.add(blocked)
-    db.session.commit()
+    blocked = make_blocked_time(tenant, ny(MONDAY, 9), ny(MONDAY, 10))
     created = signed_in.post(f"{page_of(tenant)}/profiles", data={"name": "Evening"})
     assert created.status_code == 400 and "did not come from this site" in created.get_data(
         as_text=True

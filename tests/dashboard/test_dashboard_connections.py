@@ -21,10 +21,11 @@ from app.extensions import db
 from app.models import BlockedTime, CalendarConnection
 from app.services.common.encryption import decrypt_secret
 from app.services.integrations.calendars import connections
+from tests.addresses import disguised, resolving
 from tests.dashboard_users import csrf_token, owner_email, sign_in
-from tests.radicale_servers import radicale_server
+from tests.factories import make_blocked_time
+from tests.radicale_servers import radicale_server, vevent
 from tests.servers import free_port
-from tests.services.test_private_addresses import disguised, resolving
 
 SECRET = "s3cret-calendar-pass"
 
@@ -89,21 +90,8 @@ def stored(connection_id) -> CalendarConnection | None:
 
 
 def event(uid: str, start: datetime, end: datetime) -> str:
-    return "\r\n".join(
-        [
-            "BEGIN:VCALENDAR",
-            "VERSION:2.0",
-            "PRODID:-//calendar-booking tests//EN",
-            "BEGIN:VEVENT",
-            f"UID:{uid}",
-            "DTSTAMP:20300101T000000Z",
-            f"DTSTART:{start:%Y%m%dT%H%M%SZ}",
-            f"DTEND:{end:%Y%m%dT%H%M%SZ}",
-            "SUMMARY:Dentist",
-            "END:VEVENT",
-            "END:VCALENDAR",
-            "",
-        ]
+    return vevent(
+        uid, f"DTSTART:{start:%Y%m%dT%H%M%SZ}", f"DTEND:{end:%Y%m%dT%H%M%SZ}", "SUMMARY:Dentist"
     )
 
 
@@ -348,17 +336,14 @@ def test_a_password_typed_into_a_refused_form_is_not_shown_back(signed_in, tenan
 def test_removing_deletes_the_connection_and_its_busy_time(signed_in, tenant, radicale):
     connection_id = added(signed_in, tenant, radicale.url)
     start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1)
-    db.session.add(
-        BlockedTime(
-            sub_account_id=tenant.sub_account_id,
-            start_at=start,
-            end_at=start + timedelta(hours=1),
-            source="external",
-            calendar_connection_id=connection_id,
-            external_uid="school-run",
-        )
+    make_blocked_time(
+        tenant,
+        start,
+        start + timedelta(hours=1),
+        source="external",
+        calendar_connection_id=connection_id,
+        external_uid="school-run",
     )
-    db.session.commit()
     response = act(signed_in, tenant, connection_id, "remove")
     assert response.status_code == 302 and response.headers["Location"] == list_page(tenant)
     assert stored(connection_id) is None

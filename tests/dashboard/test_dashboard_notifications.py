@@ -12,10 +12,8 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import (
-    CalendarSettings,
     MailMessage,
     OutboxEvent,
-    SubAccount,
     WebhookAttempt,
     WebhookDelivery,
     WebhookSubscription,
@@ -25,13 +23,12 @@ from app.services.integrations import outbox
 from app.services.integrations.notifications import booking_mail
 from app.services.integrations.webhooks import deliveries
 from app.services.integrations.webhooks.subscriptions import add_subscription
-from tests.dashboard_users import owner_email, sign_in
-from tests.factories import next_monday, ny, z
+from tests.dashboard_users import hidden_fields, owner_email, sign_in
+from tests.factories import book_through_api, make_sub_account, next_monday, ny
 from tests.webhook_receivers import webhook_receiver
 
 MONDAY = next_monday()
 
-_HIDDEN = re.compile(r'name="(csrf_token|ticket)" type="hidden" value="([^"]*)"')
 _SECRET = re.compile(r'value="(whsec_[A-Za-z0-9+/=]+)"')
 
 
@@ -53,10 +50,6 @@ def page_of(tenant) -> str:
     return f"/dashboard/s/{tenant.sub_account_id}/notifications"
 
 
-def hidden_fields(client, path: str) -> dict[str, str]:
-    return dict(_HIDDEN.findall(client.get(path).get_data(as_text=True)))
-
-
 def add_webhook(client, tenant, url, events=("*",), name="crm", fields=None):
     data = {**(fields or hidden_fields(client, page_of(tenant)))}
     data.update(name=name, url=url, events=list(events))
@@ -69,16 +62,9 @@ def post_button(client, tenant, path):
 
 
 def book(client, tenant, attendee_name="Pat Doe"):
-    start = ny(MONDAY, 10)
-    response = client.post(
-        f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings",
-        json={
-            "startTime": z(start),
-            "endTime": z(start + timedelta(minutes=30)),
-            "title": "Cleaning",
-            "attendees": [{"email": "pat@example.test", "name": attendee_name}],
-        },
-        headers=tenant.headers(),
+    attendees = [{"email": "pat@example.test", "name": attendee_name}]
+    response = book_through_api(
+        client, tenant, ny(MONDAY, 10), title="Cleaning", attendees=attendees
     )
     assert response.status_code == 201, response.json
     return response.json
@@ -90,17 +76,6 @@ def run_handler(handler: str) -> None:
     for event_id in db.session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).all():
         outbox.handle_event(event_id, handler, now)
         db.session.commit()
-
-
-def second_sub_account(tenant) -> SubAccount:
-    other = SubAccount(
-        agency_id=tenant.agency_id,
-        name="Second clinic",
-        settings=CalendarSettings(timezone="Europe/Berlin"),
-    )
-    db.session.add(other)
-    db.session.commit()
-    return other
 
 
 def kept_mail(sub_account_id: int, n: int) -> MailMessage:
@@ -173,7 +148,7 @@ def test_a_message_page_shows_its_headers_and_escaped_text(client, tenant, owner
 
 
 def test_another_sub_accounts_message_is_not_found(client, tenant, owner):
-    theirs = kept_mail(second_sub_account(tenant).id, 1)
+    theirs = kept_mail(make_sub_account(tenant, timezone="Europe/Berlin").id, 1)
     assert client.get(f"{page_of(tenant)}/mail/{theirs.id}").status_code == 404
     assert "Message number 001" not in client.get(page_of(tenant)).get_data(as_text=True)
     assert client.get(f"{page_of(tenant)}/mail/{10**30}").status_code == 404
@@ -284,7 +259,7 @@ def test_a_remove_without_its_csrf_token_changes_nothing(client, tenant, owner):
 
 
 def test_another_sub_accounts_subscription_is_not_found(client, tenant, owner):
-    other = second_sub_account(tenant)
+    other = make_sub_account(tenant, timezone="Europe/Berlin")
     theirs, _ = add_subscription(
         other.id, {"name": "theirs", "url": "http://127.0.0.1:9/", "events": ["*"]}
     )

@@ -11,8 +11,9 @@ import httpx
 import pytest
 
 from app.extensions import db
-from app.models import DashboardSession, SubAccount
+from app.models import DashboardSession
 from tests.dashboard_users import PASSWORD, agency_user, csrf_token, owner_email, sign_in
+from tests.factories import make_sub_account
 from tests.servers import gunicorn, migrate_and_run_demo
 
 HOME = "/dashboard/"
@@ -88,9 +89,7 @@ def test_a_deactivated_user_stays_signed_out_when_reactivated(app, client, tenan
 
 
 def test_taking_a_grant_away_signs_the_user_out(app, client, tenant):
-    second = SubAccount(agency_id=tenant.agency_id, name="Second")
-    db.session.add(second)
-    db.session.commit()
+    second = make_sub_account(tenant, "Second")
     helper = agency_user(tenant, tenant.sub_account_id, second.id)
     theirs = app.test_client()
     sign_in(theirs, helper.email)
@@ -103,9 +102,7 @@ def test_taking_a_grant_away_signs_the_user_out(app, client, tenant):
 
 
 def test_granting_more_keeps_the_user_signed_in(app, client, tenant):
-    second = SubAccount(agency_id=tenant.agency_id, name="Second")
-    db.session.add(second)
-    db.session.commit()
+    second = make_sub_account(tenant, "Second")
     helper = agency_user(tenant, tenant.sub_account_id)
     theirs = app.test_client()
     sign_in(theirs, helper.email)

@@ -12,6 +12,7 @@ import time_machine
 from app.extensions import db
 from app.models import SubAccount, User
 from tests.dashboard_users import PASSWORD, agency_user, csrf_token, owner_email, sign_in
+from tests.factories import make_sub_account
 
 LINK = re.compile(r'value="https?://[^/"]+(/invite/[^"]+)"')
 
@@ -174,9 +175,7 @@ def test_another_agencys_sub_account_cannot_be_granted(client, tenants, tenant, 
 
 
 def test_an_owner_changes_what_an_agency_user_may_open(client, tenant, owner):
-    second = SubAccount(agency_id=tenant.agency_id, name="Second")
-    db.session.add(second)
-    db.session.commit()
+    second = make_sub_account(tenant, "Second")
     helper = agency_user(tenant, tenant.sub_account_id)
     page = f"/dashboard/team/users/{helper.id}"
     client.post(

@@ -13,19 +13,19 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from psycopg import sql
 from sqlalchemy import event, text
 
 from app.extensions import db
-from app.models import BlockedTime, SubAccount
+from app.models import SubAccount
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput
 from app.services.availability.open_time import load_busy
 from app.services.bookings.queries import BookingListQuery, list_bookings
-from tests.factories import Tenant, make_booking, utc
+from tests.factories import Tenant, make_blocked_time, make_booking, utc
 
 # A window far from today (and from the inserted history), whatever today is.
 WINDOW = Interval(utc(2031, 3, 3, 14), utc(2031, 3, 5, 22))
@@ -289,23 +289,16 @@ def test_a_date_range_of_the_list_is_bounded_on_both_ends_of_the_index(app, tena
 # --- what the lookups must still find (both backends) ----------------------------------------
 
 
-def blocked(tenant: Tenant, start: datetime, end: datetime, source: str = "manual") -> None:
-    db.session.add(
-        BlockedTime(sub_account_id=tenant.sub_account_id, start_at=start, end_at=end, source=source)
-    )
-    db.session.commit()
-
-
 def occupied(booking) -> Interval:
     return Interval(booking.occupied_start, booking.occupied_end)
 
 
 def test_a_long_blocked_interval_that_began_long_before_the_window_still_blocks(app, tenant):
     sabbatical = Interval(utc(2029, 1, 1), utc(2031, 6, 30))
-    blocked(tenant, sabbatical.start, sabbatical.end)
+    make_blocked_time(tenant, sabbatical.start, sabbatical.end)
     for days in range(1, 40):  # short past intervals in between, none near the window
         start = WINDOW.start - timedelta(days=days * 3)
-        blocked(tenant, start, start + timedelta(hours=1))
+        make_blocked_time(tenant, start, start + timedelta(hours=1))
     busy = load_busy(tenant.sub_account_id, WINDOW)
     assert busy.blocked == [sabbatical]
     assert busy.bookings == busy.external == []
@@ -313,7 +306,7 @@ def test_a_long_blocked_interval_that_began_long_before_the_window_still_blocks(
 
 def test_a_long_external_interval_around_the_window_is_external_busy_time(app, tenant):
     around = Interval(WINDOW.start - timedelta(days=400), WINDOW.end + timedelta(days=1))
-    blocked(tenant, around.start, around.end, source="external")
+    make_blocked_time(tenant, around.start, around.end, source="external")
     busy = load_busy(tenant.sub_account_id, WINDOW)
     assert busy.external == [around]
     assert busy.blocked == []
@@ -323,8 +316,8 @@ def test_intervals_touching_the_window_edges_are_not_busy_time(app, tenant):
     before = make_booking(tenant, WINDOW.start - timedelta(minutes=40))  # 30 min + 10 buffer
     after = make_booking(tenant, WINDOW.end)
     assert occupied(before).end == WINDOW.start and occupied(after).start == WINDOW.end
-    blocked(tenant, WINDOW.start - timedelta(hours=5), WINDOW.start)
-    blocked(tenant, WINDOW.end, WINDOW.end + timedelta(days=300))
+    make_blocked_time(tenant, WINDOW.start - timedelta(hours=5), WINDOW.start)
+    make_blocked_time(tenant, WINDOW.end, WINDOW.end + timedelta(days=300))
     busy = load_busy(tenant.sub_account_id, WINDOW)
     assert busy.bookings == busy.blocked == busy.external == []
 
@@ -335,8 +328,8 @@ def test_intervals_overlapping_the_window_edges_by_a_second_are_busy_time(app, t
     after = make_booking(tenant, WINDOW.end - second)
     early = Interval(WINDOW.start - timedelta(days=90), WINDOW.start + second)
     late = Interval(WINDOW.end - second, WINDOW.end + timedelta(days=90))
-    blocked(tenant, early.start, early.end)
-    blocked(tenant, late.start, late.end)
+    make_blocked_time(tenant, early.start, early.end)
+    make_blocked_time(tenant, late.start, late.end)
     busy = load_busy(tenant.sub_account_id, WINDOW)
     assert busy.bookings == [occupied(before), occupied(after)]
     assert busy.blocked == [early, late]
@@ -350,7 +343,7 @@ def test_busy_bookings_are_the_active_ones_of_this_sub_account(app, tenants, ten
         make_booking(tenant, start + timedelta(hours=2 + n), status=status)
     other = tenants.create()
     make_booking(other, start + timedelta(hours=6), status="confirmed")
-    blocked(other, WINDOW.start, WINDOW.end)
+    make_blocked_time(other, WINDOW.start, WINDOW.end)
 
     busy = load_busy(tenant.sub_account_id, WINDOW)
     assert busy.bookings == [occupied(pending), occupied(confirmed)]

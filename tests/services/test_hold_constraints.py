@@ -15,8 +15,7 @@ from app.services.availability.open_time import BusyTime
 from app.services.bookings import holds as holds_service
 from app.services.bookings import time_claims
 from tests.factories import make_booking, next_monday, ny, z
-from tests.servers import gunicorn
-from tests.system.test_concurrency import post_all
+from tests.servers import gunicorn, post_all
 
 MONDAY = next_monday()
 TEN = ny(MONDAY, 10)

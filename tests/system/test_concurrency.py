@@ -3,11 +3,6 @@ several real server processes, on PostgreSQL and on SQLite."""
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.error
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -16,34 +11,11 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import Booking
 from tests.factories import next_monday, ny, z
-from tests.servers import gunicorn
+from tests.servers import gunicorn, post_all
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
 
 MONDAY = next_monday()
-
-
-def post_all(urls_and_bodies, headers):
-    """Send every request at the same moment (a barrier releases the threads together)."""
-    barrier = threading.Barrier(len(urls_and_bodies))
-
-    def send(item):
-        url, payload = item
-        request = urllib.request.Request(
-            url,
-            data=json.dumps(payload).encode(),
-            method="POST",
-            headers={**headers, "Content-Type": "application/json"},
-        )
-        barrier.wait()
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read())
-
-    with ThreadPoolExecutor(max_workers=len(urls_and_bodies)) as pool:
-        return list(pool.map(send, urls_and_bodies))
 
 
 def slot_body(start, **extra):

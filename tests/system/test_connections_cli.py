@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import BlockedTime, CalendarConnection
 from app.models.types import utcnow
+from tests.factories import make_blocked_time
 from tests.radicale_servers import radicale_server
 
 SECRET = "s3cret-calendar-pass"
@@ -27,22 +28,16 @@ def run(app, *args, input=None):
     return app.test_cli_runner().invoke(args=["connections", *args], input=input)
 
 
+def add_arguments(tenant, radicale, *extra) -> list[str]:
+    """``connections add`` of the owner's account on ``radicale``, named Personal."""
+    sub_account = str(tenant.sub_account_id)
+    owner = ["--url", radicale.url, "--username", "owner"]
+    return ["add", sub_account, "--name", "Personal", *owner, *extra]
+
+
 def add(app, tenant, radicale, *extra):
-    result = run(
-        app,
-        "add",
-        str(tenant.sub_account_id),
-        "--name",
-        "Personal",
-        "--url",
-        radicale.url,
-        "--username",
-        "owner",
-        "--calendar",
-        "Personal",
-        *extra,
-        input=f"{SECRET}\n",
-    )
+    arguments = add_arguments(tenant, radicale, "--calendar", "Personal", *extra)
+    result = run(app, *arguments, input=f"{SECRET}\n")
     assert result.exit_code == 0, result.output
     return json.loads(result.output.strip().splitlines()[-1])
 
@@ -60,19 +55,7 @@ def test_add_asks_for_the_password_and_never_shows_it(app, tenant, radicale):
 
 def test_a_second_connection_of_the_same_name_is_refused(app, tenant, radicale):
     add(app, tenant, radicale)
-    result = run(
-        app,
-        "add",
-        str(tenant.sub_account_id),
-        "--name",
-        "Personal",
-        "--url",
-        radicale.url,
-        "--username",
-        "owner",
-        "--password",
-        SECRET,
-    )
+    result = run(app, *add_arguments(tenant, radicale, "--password", SECRET))
     assert result.exit_code != 0 and "Duplicate name 'Personal'" in result.output
 
 
@@ -104,17 +87,14 @@ def test_a_failing_sync_exits_non_zero_with_the_error(app, tenant, radicale):
 def test_remove_deletes_the_connection_and_its_busy_time(app, tenant, radicale):
     added = add(app, tenant, radicale)
     start = utcnow().replace(microsecond=0) + timedelta(days=1)
-    db.session.add(
-        BlockedTime(
-            sub_account_id=tenant.sub_account_id,
-            start_at=start,
-            end_at=start + timedelta(hours=1),
-            source="external",
-            calendar_connection_id=added["id"],
-            external_uid="school-run",
-        )
+    make_blocked_time(
+        tenant,
+        start,
+        start + timedelta(hours=1),
+        source="external",
+        calendar_connection_id=added["id"],
+        external_uid="school-run",
     )
-    db.session.commit()
     assert run(app, "remove", str(added["id"])).exit_code == 0
     db.session.expire_all()
     assert db.session.get(CalendarConnection, added["id"]) is None

@@ -26,7 +26,6 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,11 +34,10 @@ import time_machine
 from app import create_app
 from app.extensions import db
 from app.services.accounts.demo import ensure_demo
-from tests.servers import gunicorn, migrate_and_run_demo
+from tests.doc_examples import Block, examples, logical_lines
+from tests.servers import ROOT, gunicorn, migrate_and_run_demo
 
-ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs/api.md")
-RUN = "sh"  # the fence language of the examples this test runs
 SPEC_OPERATIONS = {
     "checkAvailability",
     "listBookings",
@@ -49,8 +47,6 @@ SPEC_OPERATIONS = {
     "cancelBooking",
 }
 
-FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-EXPECT = re.compile(r"<!--\s*expect:\s*(?P<status>\d{3})\s+(?P<code>[a-z_]+)\s*-->")
 CURL = re.compile(r"(?:^|[\s(|;&])curl\s")
 FAIL_FLAG = re.compile(r"(?<!\S)(?:-[A-Za-z]*f[A-Za-z]*|--fail(?:-with-body)?)(?!\S)")
 METHOD = re.compile(r"(?<!\S)-X\s*([A-Z]+)")
@@ -64,67 +60,6 @@ set -euo pipefail
 # Every request reports its status (for the test; the examples do not see this).
 curl() { command curl "$@" --write-out '%{stderr}::http %{http_code} %{method} %{url_effective}::\\n'; }
 """
-
-
-@dataclass(frozen=True)
-class Block:
-    document: str
-    line: int
-    language: str
-    code: str
-    expect: tuple[int, str] | None
-
-    @property
-    def where(self) -> str:
-        return f"{self.document}:{self.line}"
-
-
-def fenced_blocks(text: str, document: str) -> list[Block]:
-    """Every fenced code block of a Markdown text, with the expectation written before it."""
-    lines = text.splitlines()
-    blocks: list[Block] = []
-    i = 0
-    while i < len(lines):
-        opening = FENCE.match(lines[i])
-        if not opening:
-            i += 1
-            continue
-        indent, fence = len(opening["indent"]), opening["fence"]
-        closing = re.compile(rf"^ *{re.escape(fence[0])}{{{len(fence)},}}\s*$")
-        body: list[str] = []
-        j = i + 1
-        while j < len(lines) and not closing.match(lines[j]):
-            body.append(lines[j][indent:] if lines[j][:indent].strip() == "" else lines[j])
-            j += 1
-        before = next((line.strip() for line in reversed(lines[:i]) if line.strip()), "")
-        expect = EXPECT.fullmatch(before)
-        info = opening["info"].split()
-        blocks.append(
-            Block(
-                document=document,
-                line=i + 1,
-                language=info[0] if info else "",
-                code="\n".join(body) + "\n",
-                expect=(int(expect["status"]), expect["code"]) if expect else None,
-            )
-        )
-        i = j + 1
-    return blocks
-
-
-def examples(document: str) -> list[Block]:
-    text = (ROOT / document).read_text(encoding="utf-8")
-    return [block for block in fenced_blocks(text, document) if block.language == RUN]
-
-
-def logical_lines(code: str) -> list[str]:
-    """Shell lines with backslash-newline continuations joined."""
-    return re.sub(r"\\\n\s*", " ", code).splitlines()
-
-
-def normalized(code: str) -> str:
-    """Shell code with continuations joined and runs of whitespace made one space."""
-    return " ".join(" ".join(logical_lines(code)).split())
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import BIN, ROOT, free_port, gunicorn, migrate_and_demo, wait_until_serving
+from tests.servers import (
+    BIN,
+    ROOT,
+    free_port,
+    gunicorn,
+    migrate_and_demo,
+    status_of,
+    wait_until_serving,
+)
 
 BOOKINGS = "/v1/api/calendar/bookings"
 
@@ -32,15 +40,6 @@ def embedded_env(**extra: str) -> dict[str, str]:
         if k not in ("REDIS_URL", "DATABASE_URL", "SECRET_KEY", "RATE_LIMIT", "APP_ENV")
     }
     return {**env, **extra}
-
-
-def status_of(url: str, key: str) -> int:
-    request = urllib.request.Request(url, headers={"x-calendar-api-key": key})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as err:
-        return err.code
 
 
 def statuses(url: str, key: str, count: int) -> Counter:

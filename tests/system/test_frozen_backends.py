@@ -40,7 +40,7 @@ from app import create_app
 from app.database import RequestWaitSpent, bound_postgres_waits, engine_options
 from app.deadlines import RequestWaitBudget, seconds_left, wait_budget
 from app.extensions import db
-from tests.factories import Tenant, TenantFactory, z
+from tests.factories import ALWAYS_OPEN, Tenant, TenantFactory, z
 from tests.postgres_servers import OwnPostgres, own_postgres_server
 from tests.redis_servers import OwnRedis, own_redis_server
 from tests.servers import gunicorn
@@ -57,9 +57,6 @@ READERS = 2
 PAUSE_S = 0.05  # between one client's requests
 CLIENT_TIMEOUT_S = 10.0
 SLOT = timedelta(minutes=15)
-ALWAYS_OPEN = {
-    day: [["00:00", "24:00"]] for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-}
 
 
 @dataclass

@@ -15,10 +15,9 @@ import pytest
 from sqlalchemy import event, text
 
 from app.extensions import db
-from app.models import OutboxEvent
 from app.models.types import utcnow
 from app.services.health import OUTBOX_LAG_LIMIT, WORKER_SILENCE, record_worker_heartbeat
-from tests.factories import make_booking
+from tests.factories import make_booking, make_outbox_event
 from tests.servers import MACHINE_REDIS, free_port, gunicorn, migrate_and_run_demo
 
 
@@ -30,16 +29,7 @@ def worker_seen(ago: timedelta) -> None:
 def record_event_at(tenant, occurred_at) -> None:
     """An outbox event no handler has had yet, written at ``occurred_at``."""
     booking = make_booking(tenant, utcnow() + timedelta(days=3))
-    db.session.add(
-        OutboxEvent(
-            kind="booking.created",
-            sub_account_id=tenant.sub_account_id,
-            booking_id=booking.id,
-            changed=[],
-            occurred_at=occurred_at,
-        )
-    )
-    db.session.commit()
+    make_outbox_event(booking, occurred_at)
 
 
 def test_healthz_answers_ok_in_json(client):

@@ -26,11 +26,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.models.types import utcnow
-from tests.factories import tenant_document, z
+from tests.celery_workers import wait_for
+from tests.factories import ALWAYS_OPEN, tenant_document, z
 from tests.mail_servers import ics_of, smtp_server
 from tests.servers import BIN, MACHINE_REDIS, ROOT, free_port
 from tests.webhook_receivers import webhook_receiver
-from tests.worker.test_worker import ALWAYS, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +137,7 @@ def provision(env: dict[str, str], webhook_url: str) -> dict[str, Any]:
             "bookingHorizonDays": 60,
             "notificationEmail": OWNER,
         },
-        availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS}],
+        availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS_OPEN}],
         eventTypes=[{"name": "Visit", "duration": 30, "availabilityProfile": "Always"}],
         webhooks=[{"name": "crm", "url": webhook_url, "events": ["booking.created"]}],
     )

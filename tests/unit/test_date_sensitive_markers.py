@@ -51,10 +51,8 @@ AHEAD = (
     "always-open calendar, and only stored, listed or deleted as an instant: the same on any day"
 )
 ALLOWED: dict[str, str] = {
-    "servers.py::gunicorn_command": "reads the clock only to start the server on the tests' "
-    "clock (its offset from the real one)",
-    "test_worker.py::celery_command": "reads the clock only to start the worker on the tests' "
-    "clock (its offset from the real one)",
+    "servers.py::on_the_tests_clock": "reads the clock only to start a server or worker on the "
+    "tests' clock (its offset from the real one)",
     "test_dashboard_access.py::test_a_session_expires": "travels a duration (the session's "
     "lifetime) past now",
     "test_dashboard_team.py::test_an_invitation_link_expires_after_seven_days": "travels a "

@@ -9,6 +9,7 @@ from app.extensions import db
 from app.models.types import utcnow
 from app.services.integrations import events
 from app.services.integrations.events import BookingEvent, BookingEventKind
+from app.services.integrations.registry import app_registry
 from tests.factories import book_through_api, make_booking, next_monday, ny, z
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
@@ -30,9 +31,8 @@ def received(app):
             ).scalar_one()
         got.append((booking_event, committed == 1))
 
-    events.subscribe(record)
-    yield got
-    events.unsubscribe(record)
+    app_registry(app).subscribe(record)  # on this test's app only
+    return got
 
 
 def put(client, tenant, booking_id, payload):
@@ -102,14 +102,23 @@ def test_rollback_discards_pending_events(app, received):
     assert received == []
 
 
-def test_a_failing_subscriber_does_not_fail_the_request(client, tenant, received):
+def test_a_failing_subscriber_does_not_fail_the_request(app, client, tenant, received):
     def broken(booking_event):
         raise RuntimeError("subscriber bug")
 
-    events.subscribe(broken)
-    try:
-        response = book_through_api(client, tenant, ny(MONDAY, 10))
-    finally:
-        events.unsubscribe(broken)
+    app_registry(app).subscribe(broken)
+    response = book_through_api(client, tenant, ny(MONDAY, 10))
     assert response.status_code == 201
     assert kinds(received) == [BookingEventKind.CREATED]
+
+
+def test_subscribers_belong_to_their_app(app, make_app, client, tenant, received):
+    """Another app built in the same process has its own subscribers: it hears nothing of
+    this app's writes, and this app's subscribers hear nothing of its writes."""
+    other = make_app()
+    heard: list[BookingEvent] = []
+    app_registry(other).subscribe(heard.append)
+    mine = book_through_api(client, tenant, ny(MONDAY, 10)).json["id"]
+    theirs = book_through_api(other.test_client(), tenant, ny(MONDAY, 11)).json["id"]
+    assert [e.booking_id for e, _ in received] == [mine]
+    assert [e.booking_id for e in heard] == [theirs]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import uuid
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -33,14 +32,20 @@ from app.services.integrations.calendars import (
 from app.services.integrations.calendars.busy_time import CalendarObject, busy_periods
 from app.services.integrations.calendars.errors import MalformedCalendarData, TooManyBusyPeriods
 from tests.factories import NEW_YORK, make_booking, next_monday, ny, z
-from tests.radicale_servers import radicale_server
+from tests.radicale_servers import (
+    PASSWORD,
+    connection_doc,
+    fresh_user,
+    radicale_server,
+    vevent,
+    vevents,
+)
 
 # A Monday. The tenant's calendar (America/New_York, 60-day horizon) reads [NOW - 1 day,
 # NOW + 67 days]: up to 2031-03-14 12:00Z, across New York's spring-forward on 2031-03-09.
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)
 BERLIN = ZoneInfo("Europe/Berlin")
 TOKYO = ZoneInfo("Asia/Tokyo")
-PASSWORD = "correct-horse-battery"
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +62,6 @@ def own_radicale(tmp_path):
         yield server
 
 
-def fresh_user() -> str:
-    return f"user-{uuid.uuid4().hex[:10]}"
-
-
 def connect(tenants, server, *, user=None, calendar="Personal", make=True, password=PASSWORD):
     """A tenant with one connection to ``user``'s calendar ``calendar`` on ``server``.
 
@@ -68,41 +69,10 @@ def connect(tenants, server, *, user=None, calendar="Personal", make=True, passw
     user = user or fresh_user()
     caldav_calendar = server.make_calendar(user, calendar, password) if make else None
     tenant = tenants.create(
-        calendarConnections=[
-            {
-                "name": "Personal",
-                "url": server.url,
-                "username": user,
-                "password": password,
-                "calendar": calendar,
-            }
-        ]
+        calendarConnections=[connection_doc("Personal", server, user, password, calendar)]
     )
-    connection_id = tenant.raw["agencies"][0]["subAccounts"][0]["calendarConnections"]["Personal"]
+    connection_id = tenant.connections["Personal"]
     return tenant, connection_id, caldav_calendar
-
-
-def vevent(uid: str, *lines: str) -> str:
-    return "\r\n".join(
-        [
-            "BEGIN:VCALENDAR",
-            "VERSION:2.0",
-            "PRODID:-//calendar-booking tests//EN",
-            *_vtimezones(lines),
-            "BEGIN:VEVENT",
-            f"UID:{uid}",
-            "DTSTAMP:20300101T000000Z",
-            *[line for line in lines if not line.startswith("@")],
-            "END:VEVENT",
-            "END:VCALENDAR",
-            "",
-        ]
-    )
-
-
-def _vtimezones(lines):
-    """``@VTIMEZONE`` lines stand for a VTIMEZONE block put before the event."""
-    return [line[1:] for line in lines if line.startswith("@")]
 
 
 def put(calendar, ics: str):
@@ -209,29 +179,19 @@ def test_weekly_event_with_a_moved_and_an_excluded_occurrence(tenants, radicale)
     first = date(2031, 1, 6)  # Mondays at 15:00 New York time, 10 times (past DST on 03-09)
     put(
         calendar,
-        "\r\n".join(
+        vevents(
+            "weekly",
             [
-                "BEGIN:VCALENDAR",
-                "VERSION:2.0",
-                "PRODID:-//calendar-booking tests//EN",
-                "BEGIN:VEVENT",
-                "UID:weekly",
-                "DTSTAMP:20300101T000000Z",
                 "DTSTART;TZID=America/New_York:20310106T150000",
                 "DTEND;TZID=America/New_York:20310106T160000",
                 "RRULE:FREQ=WEEKLY;COUNT=10",
                 "EXDATE;TZID=America/New_York:20310120T150000",
-                "END:VEVENT",
-                "BEGIN:VEVENT",
-                "UID:weekly",
-                "DTSTAMP:20300101T000000Z",
+            ],
+            [
                 "RECURRENCE-ID;TZID=America/New_York:20310127T150000",
                 "DTSTART;TZID=America/New_York:20310128T090000",
                 "DTEND;TZID=America/New_York:20310128T093000",
-                "END:VEVENT",
-                "END:VCALENDAR",
-                "",
-            ]
+            ],
         ),
     )
     result = sync(connection_id)
@@ -292,29 +252,15 @@ def test_transparent_and_cancelled_events_are_not_busy(tenants, radicale):
     # A daily series whose second occurrence alone is cancelled.
     put(
         calendar,
-        "\r\n".join(
+        vevents(
+            "daily",
+            ["DTSTART:20310113T080000Z", "DTEND:20310113T083000Z", "RRULE:FREQ=DAILY;COUNT=3"],
             [
-                "BEGIN:VCALENDAR",
-                "VERSION:2.0",
-                "PRODID:-//calendar-booking tests//EN",
-                "BEGIN:VEVENT",
-                "UID:daily",
-                "DTSTAMP:20300101T000000Z",
-                "DTSTART:20310113T080000Z",
-                "DTEND:20310113T083000Z",
-                "RRULE:FREQ=DAILY;COUNT=3",
-                "END:VEVENT",
-                "BEGIN:VEVENT",
-                "UID:daily",
-                "DTSTAMP:20300101T000000Z",
                 "RECURRENCE-ID:20310114T080000Z",
                 "DTSTART:20310114T080000Z",
                 "DTEND:20310114T083000Z",
                 "STATUS:CANCELLED",
-                "END:VEVENT",
-                "END:VCALENDAR",
-                "",
-            ]
+            ],
         ),
     )
     assert sync(connection_id).status == "synced"

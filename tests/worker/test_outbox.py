@@ -13,6 +13,7 @@ from app.extensions import db
 from app.models import OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
 from app.services.integrations import outbox
+from app.services.integrations.registry import app_registry
 from tests.factories import make_booking, next_monday, ny, z
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
@@ -38,10 +39,12 @@ def outbox_rows():
 
 
 @pytest.fixture
-def handlers(monkeypatch):
-    """Only the handlers a test registers (not the app's write-back)."""
-    monkeypatch.setattr(outbox, "_handlers", {})
-    return outbox
+def handlers(app):
+    """The registry of the test's own app, emptied of the app's handlers (write-back, mail,
+    webhooks): only what the test registers on it runs."""
+    registry = app_registry(app)
+    registry.handlers.clear()
+    return registry
 
 
 @pytest.fixture
@@ -128,8 +131,22 @@ def test_a_handler_runs_once_however_often_the_event_is_delivered(event_id, call
     assert record(event_id, "test").status == "delivered"
 
 
-def test_the_app_registers_calendar_write_back():
+def test_the_app_registers_calendar_write_back(app):
     assert "calendar_write_back" in outbox.registered_handlers()
+
+
+def test_each_app_has_its_own_handlers(app, make_app):
+    """Handlers live on the app, not in the process: what one app registers, another built
+    in the same process does not run."""
+    app_registry(app).register_handler("only-here", lambda delivery, now: None)
+    other = make_app()
+    assert "only-here" in app_registry(app).handlers
+    assert "only-here" not in app_registry(other).handlers
+    assert list(app_registry(other).handlers) == [
+        "calendar_write_back",
+        "notifications",
+        "webhooks",
+    ]
 
 
 def test_a_failed_delivery_waits_then_is_offered_again(event_id, failing):

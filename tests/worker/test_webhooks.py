@@ -24,8 +24,8 @@ from app.services.integrations.webhooks.deliveries import (
     send_delivery,
 )
 from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, is_public, resolve_target
+from tests.addresses import disguised, resolving
 from tests.factories import next_monday, ny, z
-from tests.services.test_private_addresses import disguised, resolving
 from tests.webhook_receivers import webhook_receiver
 
 MONDAY = next_monday()

@@ -3,96 +3,21 @@ embedded default (kombu's SQLAlchemy transport on a SQLite file beside the datab
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-import time_machine
 from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Booking, OutboxEvent, SlotHold, WorkerHeartbeat
 from app.models.types import utcnow
-from tests.factories import make_booking
-from tests.servers import BIN, MACHINE_REDIS, ROOT, free_port
+from tests.celery_workers import celery_worker, wait_for
+from tests.factories import ALWAYS_OPEN, make_booking, make_outbox_event
+from tests.servers import MACHINE_REDIS, free_port
 
 pytestmark = pytest.mark.slow
-
-ALWAYS = {day: [["00:00", "24:00"]] for day in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}
-
-# As tests.servers does for gunicorn: on a shifted test clock (--clock) the worker travels by
-# the same offset from the real clock before Celery starts, so the tasks' "now" (a reminder's
-# due time, a finished booking) is the tests'; forked pool processes inherit it.
-CELERY_ON_THE_SHIFTED_CLOCK = """\
-import sys, time
-import time_machine
-time_machine.travel(time.time() + float(sys.argv.pop(1)), tick=True).start()
-from celery.__main__ import main
-sys.exit(main())
-"""
-
-
-def celery_command() -> list[str]:
-    """celery, on this process's clock."""
-    if not time_machine.escape_hatch.is_travelling():
-        return [str(BIN / "celery")]
-    offset = time.time() - time_machine.escape_hatch.time.time()
-    return [sys.executable, "-c", CELERY_ON_THE_SHIFTED_CLOCK, repr(offset)]
-
-
-@contextmanager
-def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
-    """``celery -A worker worker`` as the Procfile starts it (in a process group of its own,
-    pool processes included), on the tests' clock, until it says it is ready."""
-    process_env = {
-        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")
-    }
-    process_env.update(DATABASE_URL=database_url, SECRET_KEY="test-secret-key", **env)
-    start = log_path.stat().st_size if log_path.exists() else 0
-    with open(log_path, "a") as log:
-        process = subprocess.Popen(
-            [*celery_command(), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1"],
-            cwd=ROOT,
-            env=process_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while "ready." not in log_path.read_text()[start:]:
-                assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "the worker did not start"
-                time.sleep(0.2)
-            yield process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)  # pool processes left behind, if any
-
-
-def wait_for(predicate, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def status_of(booking_id: int) -> str:
@@ -152,7 +77,7 @@ def test_a_committed_booking_event_reaches_the_worker(database_url, make_app, te
     with app.app_context():
         tenant = tenants.create(
             settings={"defaultDuration": 30, "bookingHorizonDays": 365},
-            availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS}],
+            availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS_OPEN}],
             eventTypes=[{"name": "Visit", "duration": 30, "availabilityProfile": "Always"}],
         )
     start = (utcnow() + timedelta(days=3)).replace(minute=0, second=0, microsecond=0)
@@ -196,15 +121,8 @@ def test_the_sweep_delivers_events_whose_dispatch_was_lost(
     with app.app_context():
         tenant = tenants.create()
         booking = make_booking(tenant, utcnow() + timedelta(days=3))
-        lost = OutboxEvent(  # committed, but the process died before handing it over
-            kind="booking.created",
-            sub_account_id=tenant.sub_account_id,
-            booking_id=booking.id,
-            changed=[],
-            occurred_at=utcnow() - timedelta(minutes=2),
-        )
-        db.session.add(lost)
-        db.session.commit()
+        # Committed, but the process died before handing it over.
+        lost = make_outbox_event(booking, utcnow() - timedelta(minutes=2))
         event_id = lost.id
 
     with celery_worker(database_url, tmp_path / "worker.log"):

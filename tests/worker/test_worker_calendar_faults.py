@@ -9,9 +9,7 @@ import os
 import signal
 import sqlite3
 import time
-from datetime import UTC
 
-import icalendar
 import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
@@ -20,10 +18,16 @@ from app.extensions import db
 from app.models import BlockedTime, CalendarConnection, OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
 from app.services.common.encryption import encrypt_secret
-from tests.factories import next_monday, ny, z
-from tests.radicale_servers import radicale_server
-from tests.worker.test_calendar_sync import vevent
-from tests.worker.test_worker import celery_worker, wait_for
+from tests.celery_workers import celery_worker, wait_for
+from tests.factories import book_through_api, next_monday, ny
+from tests.radicale_servers import (
+    PASSWORD,
+    connection_doc,
+    events_with_uid,
+    radicale_server,
+    stamp,
+    vevent,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,27 +36,12 @@ pytestmark = [
 ]
 
 MONDAY = next_monday()
-PASSWORD = "correct-horse-battery"
-
-
-def stamp(instant):
-    return instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def one_event(calendar, uid, hour):
     calendar.add_event(
         vevent(uid, f"DTSTART:{stamp(ny(MONDAY, hour))}", f"DTEND:{stamp(ny(MONDAY, hour, 30))}")
     )
-
-
-def connection_doc(name, server, user, password=PASSWORD):
-    return {
-        "name": name,
-        "url": server.url,
-        "username": user,
-        "password": password,
-        "calendar": "Personal",
-    }
 
 
 def state(connection_id) -> CalendarConnection:
@@ -98,7 +87,7 @@ def test_broken_calendars_are_recorded_and_the_healthy_one_still_syncs(
                     connection_doc("never-answers", frozen, "dentist"),
                 ]
             )
-            ids = tenant.raw["agencies"][0]["subAccounts"][0]["calendarConnections"]
+            ids = tenant.connections
 
         worker_log = tmp_path / "worker.log"
         with celery_worker(database_url, worker_log, CALDAV_TIMEOUT_SECONDS="2"):
@@ -156,13 +145,6 @@ def test_broken_calendars_are_recorded_and_the_healthy_one_still_syncs(
     assert PASSWORD not in log and "wrong-horse" not in log
 
 
-def events_with_uid(calendar, uid):
-    found = []
-    for obj in calendar.events():
-        found += icalendar.Calendar.from_ical(obj.data).walk("VEVENT")
-    return [e for e in found if str(e["UID"]) == uid]
-
-
 def test_a_worker_killed_during_a_write_back_leaves_the_event_once(
     database_url, make_app, tenants, tmp_path
 ):
@@ -182,15 +164,7 @@ def test_a_worker_killed_during_a_write_back_leaves_the_event_once(
         client = app.test_client()
 
         with celery_worker(database_url, worker_log, **env) as worker:
-            booking = client.post(
-                f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings",
-                json={
-                    "startTime": z(ny(MONDAY, 10)),
-                    "endTime": z(ny(MONDAY, 10, 30)),
-                    "attendees": [{"email": "pat@example.test"}],
-                },
-                headers=tenant.headers(),
-            ).json
+            booking = book_through_api(client, tenant, ny(MONDAY, 10)).json
             lock = sqlite3.connect(database, isolation_level=None)
             lock.execute("BEGIN IMMEDIATE")  # no one else writes until we let go
             try:

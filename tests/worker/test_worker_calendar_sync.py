@@ -13,11 +13,10 @@ import pytest
 
 from app.extensions import db
 from app.models import CalendarConnection
-from tests.factories import next_monday, ny, z
-from tests.radicale_servers import radicale_server
+from tests.celery_workers import celery_worker, wait_for
+from tests.factories import availability_through_api, next_monday, ny, z
+from tests.radicale_servers import connection_doc, radicale_server, stamp, vevent, vevents
 from tests.servers import MACHINE_REDIS
-from tests.worker.test_calendar_sync import vevent
-from tests.worker.test_worker import celery_worker, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -27,10 +26,6 @@ pytestmark = [
 MONDAY = next_monday()
 TUESDAY, WEDNESDAY, THURSDAY, FRIDAY = (MONDAY + timedelta(days=n) for n in (1, 2, 3, 4))
 BERLIN = ZoneInfo("Europe/Berlin")
-
-
-def stamp(instant: datetime) -> str:
-    return instant.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def local_stamp(instant: datetime) -> str:
@@ -51,29 +46,19 @@ def owners_calendar(calendar) -> datetime:
     # third excluded.
     tz = "TZID=America/New_York"
     calendar.add_event(
-        "\r\n".join(
+        vevents(
+            "standup",
             [
-                "BEGIN:VCALENDAR",
-                "VERSION:2.0",
-                "PRODID:-//calendar-booking tests//EN",
-                "BEGIN:VEVENT",
-                "UID:standup",
-                "DTSTAMP:20300101T000000Z",
                 f"DTSTART;{tz}:{local_stamp(ny(TUESDAY, 9))}",
                 f"DTEND;{tz}:{local_stamp(ny(TUESDAY, 10))}",
                 "RRULE:FREQ=WEEKLY;COUNT=3",
                 f"EXDATE;{tz}:{local_stamp(ny(TUESDAY + timedelta(weeks=2), 9))}",
-                "END:VEVENT",
-                "BEGIN:VEVENT",
-                "UID:standup",
-                "DTSTAMP:20300101T000000Z",
+            ],
+            [
                 f"RECURRENCE-ID;{tz}:{local_stamp(ny(TUESDAY + timedelta(weeks=1), 9))}",
                 f"DTSTART;{tz}:{local_stamp(ny(TUESDAY + timedelta(days=9), 11))}",
                 f"DTEND;{tz}:{local_stamp(ny(TUESDAY + timedelta(days=9), 11, 30))}",
-                "END:VEVENT",
-                "END:VCALENDAR",
-                "",
-            ]
+            ],
         )
     )
     calendar.add_event(  # all day Wednesday
@@ -132,15 +117,7 @@ def synced(connection_id: int) -> bool:
 
 
 def open_starts(client, tenant, first, last) -> set[str]:
-    days = client.get(
-        "/v1/api/calendar/availability",
-        query_string={
-            "startDate": first.isoformat(),
-            "endDate": last.isoformat(),
-            "eventTypeId": tenant.event_types["Cleaning"],
-        },
-        headers=tenant.headers(),
-    ).json
+    days = availability_through_api(client, tenant, first, last).json
     return {slot["start"] for day in days for slot in day["slots"]}
 
 
@@ -161,18 +138,9 @@ def test_a_worker_syncs_the_owners_calendar_both_ways(database_url, make_app, te
         berlin_start = owners_calendar(calendar)
         with app.app_context():
             tenant = tenants.create(
-                calendarConnections=[
-                    {
-                        "name": "Personal",
-                        "url": radicale.url,
-                        "username": "dentist",
-                        "password": "unused",
-                        "calendar": "Personal",
-                    }
-                ]
+                calendarConnections=[connection_doc("Personal", radicale, "dentist", "unused")]
             )
-            sub_account = tenant.raw["agencies"][0]["subAccounts"][0]
-            connection_id = sub_account["calendarConnections"]["Personal"]
+            connection_id = tenant.connections["Personal"]
 
         with celery_worker(database_url, tmp_path / "worker.log", **broker):
             app.extensions["celery"].send_task("calendars.sync_all")

@@ -17,17 +17,18 @@ from sqlalchemy.engine import make_url
 
 from app.extensions import db
 from app.models import OutboxDelivery, OutboxEvent
-from tests.factories import ny, z
-from tests.radicale_servers import radicale_server
+from tests.celery_workers import celery_worker, wait_for
+from tests.factories import book_through_api, next_monday, ny
+from tests.radicale_servers import connection_doc, events_with_uid, radicale_server
 from tests.servers import MACHINE_REDIS
-from tests.worker.test_worker import celery_worker, wait_for
-from tests.worker.test_worker_calendar_faults import MONDAY, connection_doc, events_with_uid
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
     pytest.mark.date_sensitive,  # events on next Monday
 ]
+
+MONDAY = next_monday()
 
 
 def pool_process_of(worker_pid: int) -> int:
@@ -56,19 +57,7 @@ def test_a_task_whose_pool_process_is_killed_runs_again_and_writes_the_event_onc
         with celery_worker(database_url, log, **env) as worker:
             with psycopg.connect(dsn) as lock:
                 lock.execute("LOCK TABLE outbox_deliveries IN SHARE MODE")  # no one records
-                booking = (
-                    app.test_client()
-                    .post(
-                        f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings",
-                        json={
-                            "startTime": z(ny(MONDAY, 10)),
-                            "endTime": z(ny(MONDAY, 10, 30)),
-                            "attendees": [{"email": "pat@example.test"}],
-                        },
-                        headers=tenant.headers(),
-                    )
-                    .json
-                )
+                booking = book_through_api(app.test_client(), tenant, ny(MONDAY, 10)).json
                 assert wait_for(lambda: events_with_uid(calendar, booking["uid"]), timeout=30)
                 time.sleep(0.5)  # the task is waiting to record its delivery
                 killed = pool_process_of(worker.pid)

@@ -19,11 +19,11 @@ from standardwebhooks import Webhook
 from app.extensions import db
 from app.models import WebhookAttempt, WebhookDelivery
 from app.models.types import utcnow
-from tests.factories import z
+from tests.celery_workers import celery_worker, wait_for
+from tests.factories import ALWAYS_OPEN, z
 from tests.mail_servers import ics_of, smtp_server
 from tests.servers import MACHINE_REDIS
 from tests.webhook_receivers import webhook_receiver
-from tests.worker.test_worker import ALWAYS, celery_worker, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ def always_open(tenants, **extra):
             "notificationEmail": OWNER,
             "reminderMinutesBefore": 120,
         },
-        availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS}],
+        availabilityProfiles=[{"name": "Always", "default": True, "weeklyHours": ALWAYS_OPEN}],
         eventTypes=[{"name": "Cleaning", "duration": 30, "availabilityProfile": "Always"}],
         **extra,
     )

@@ -18,9 +18,8 @@ from app.services.integrations import outbox
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.write_back import HANDLER_NAME
 from app.services.integrations.ical import booking_calendar
-from tests.factories import make_booking, next_monday, ny, utc, z
-from tests.radicale_servers import radicale_server
-from tests.worker.test_calendar_sync import fresh_user
+from tests.factories import book_through_api, make_booking, next_monday, ny, utc, z
+from tests.radicale_servers import connection_doc, fresh_user, radicale_server
 
 pytestmark = pytest.mark.date_sensitive  # bookings on next Monday, in the booking's zone
 
@@ -40,31 +39,16 @@ def connected(tenants, server, *, write_back=True, user=None):
     calendar = server.make_calendar(user, "Work")
     tenant = tenants.create(
         calendarConnections=[
-            {
-                "name": "Work",
-                "url": server.url,
-                "username": user,
-                "password": "unused",
-                "calendar": "Work",
-                "writeBack": write_back,
-            }
+            connection_doc("Work", server, user, "unused", "Work", writeBack=write_back)
         ]
     )
-    connection_id = tenant.raw["agencies"][0]["subAccounts"][0]["calendarConnections"]["Work"]
+    connection_id = tenant.connections["Work"]
     return tenant, connection_id, calendar
 
 
 def create(client, tenant, start, **fields):
-    response = client.post(
-        f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings",
-        json={
-            "startTime": z(start),
-            "endTime": z(start + timedelta(minutes=30)),
-            "attendees": [{"email": "pat@example.test", "name": "Pat Doe"}],
-            **fields,
-        },
-        headers=tenant.headers(),
-    )
+    fields.setdefault("attendees", [{"email": "pat@example.test", "name": "Pat Doe"}])
+    response = book_through_api(client, tenant, start, **fields)
     assert response.status_code == 201, response.json
     return response.json
 

@@ -8,10 +8,11 @@ from marshmallow import Schema, fields, post_load, validate
 
 from app.api import examples
 from app.compiled_dump import CompiledSchema
+from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES
 from app.models.types import MAX_ID
 from app.representations import SlotSchema
 from app.services.availability.open_time import AvailabilityQuery
-from app.validation import InstantField, TimezoneField
+from app.validation import DURATION_MINUTES, InstantField, TimezoneField
 
 
 class AvailabilityArgsSchema(Schema):
@@ -34,8 +35,10 @@ class AvailabilityArgsSchema(Schema):
         metadata={"example": examples.DEMO_EVENT_TYPE_ID},
     )
     duration = fields.Integer(
-        validate=validate.Range(min=5, max=1440),
-        metadata={"description": "Slot length in minutes (5–1440)"},
+        validate=DURATION_MINUTES,
+        metadata={
+            "description": f"Slot length in minutes ({DURATION_MIN_MINUTES}–{DURATION_MAX_MINUTES})"
+        },
     )
     timezone = TimezoneField(
         metadata={"description": "IANA timezone for dates and day grouping"},

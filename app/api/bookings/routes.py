@@ -9,11 +9,12 @@ from flask.views import MethodView
 from app.api import examples
 from app.api.auth import current_sub_account
 from app.api.bookings.schemas import BookingListArgsSchema, BookingListSchema, BookingSchema
-from app.api.bookings.write_schemas import CancelBookingSchema, CancellationSchema
+from app.api.bookings.write_schemas import CancelBookingSchema
 from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Booking, Permission
 from app.models.types import utcnow
+from app.representations import CancellationSchema
 from app.services.bookings.queries import (
     BookingListQuery,
     ShownBooking,

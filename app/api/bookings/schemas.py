@@ -7,25 +7,25 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.compiled_dump import CompiledSchema
+from app.models.limits import EMAIL_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from app.models.types import MAX_ID
 from app.representations import STATUSES, BookingSchema
 from app.services.bookings.queries import BookingListQuery
 from app.validation import InstantField, Text
 
-MAX_LIMIT = 100
 MAX_OFFSET = 2**31 - 1
 
 
 class BookingListSchema(CompiledSchema):
     bookings = fields.List(
-        fields.Nested(BookingSchema), required=True, validate=validate.Length(max=MAX_LIMIT)
+        fields.Nested(BookingSchema), required=True, validate=validate.Length(max=LIST_LIMIT_MAX)
     )
     total = fields.Integer(
         required=True,
         validate=validate.Range(min=0),
         metadata={"description": "Count of all matches"},
     )
-    limit = fields.Integer(required=True, validate=validate.Range(min=1, max=MAX_LIMIT))
+    limit = fields.Integer(required=True, validate=validate.Range(min=1, max=LIST_LIMIT_MAX))
     offset = fields.Integer(required=True, validate=validate.Range(min=0, max=MAX_OFFSET))
 
 
@@ -38,8 +38,10 @@ class BookingListArgsSchema(Schema):
     )
     status = fields.String(validate=validate.OneOf(STATUSES))
     eventTypeId = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
-    email = Text(validate=validate.Length(min=1, max=254))
-    limit = fields.Integer(load_default=50, validate=validate.Range(min=1, max=MAX_LIMIT))
+    email = Text(validate=validate.Length(min=1, max=EMAIL_MAX))
+    limit = fields.Integer(
+        load_default=LIST_LIMIT_DEFAULT, validate=validate.Range(min=1, max=LIST_LIMIT_MAX)
+    )
     offset = fields.Integer(load_default=0, validate=validate.Range(min=0, max=MAX_OFFSET))
 
     @post_load

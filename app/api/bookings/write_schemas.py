@@ -1,4 +1,5 @@
-"""Request bodies of the booking writes, and the reduced forms they answer with."""
+"""Request bodies of the booking writes. The answers they give (the full booking, the update's
+reduced form, the cancellation) are shapes of ``app.representations``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from app.compiled_dump import CompiledSchema
-from app.representations import ID_RANGE, STATUSES, UTCTimestamp
+from app.models.limits import DESCRIPTION_MAX, EMAIL_MAX, NAME_MAX, PHONE_MAX, REASON_MAX
 from app.services.bookings.writes import AttendeeInput, BookingChanges, NewBooking
 from app.validation import (
     MAX_ATTENDEES,
@@ -24,9 +24,10 @@ from app.validation import (
 
 
 class Metadata(fields.Dict):
-    """Flat key-value data: at most 50 keys of 1–40 characters; values are strings of up to
-    500 characters, numbers, booleans or null (no nesting). Errors name ``metadata`` (a bad
-    key is not echoed back) or ``metadata.<key>``."""
+    """Flat key-value data: at most ``METADATA_MAX_KEYS`` keys of 1 to ``METADATA_KEY_MAX``
+    characters; values are strings of up to ``METADATA_VALUE_MAX`` characters, numbers, booleans
+    or null (no nesting). Errors name ``metadata`` (a bad key is not echoed back) or
+    ``metadata.<key>``."""
 
     OPENAPI = METADATA_OPENAPI
 
@@ -52,18 +53,18 @@ class Metadata(fields.Dict):
 
 
 class AttendeeInputSchema(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-    name = Text(validate=validate.Length(min=1, max=255))
-    firstName = Text(allow_none=True, validate=validate.Length(max=255))
-    lastName = Text(allow_none=True, validate=validate.Length(max=255))
-    phone = Text(allow_none=True, validate=validate.Length(max=50))
+    email = fields.Email(required=True, validate=validate.Length(max=EMAIL_MAX))
+    name = Text(validate=validate.Length(min=1, max=NAME_MAX))
+    firstName = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
+    lastName = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
+    phone = Text(allow_none=True, validate=validate.Length(max=PHONE_MAX))
     timezone = TimezoneField(allow_none=True)
 
     @validates_schema
     def email_fits_once_normalized(self, data: dict[str, Any], **kwargs: Any) -> None:
         # Emails are stored lower-cased, and lower-casing can lengthen a string ("İ" → "i̇").
-        if "email" in data and len(data["email"].strip().lower()) > 254:
-            raise ValidationError("Longer than 254 characters once lower-cased.", "email")
+        if "email" in data and len(data["email"].strip().lower()) > EMAIL_MAX:
+            raise ValidationError(f"Longer than {EMAIL_MAX} characters once lower-cased.", "email")
 
     @post_load
     def to_input(self, data: dict[str, Any], **kwargs: Any) -> AttendeeInput:
@@ -104,11 +105,11 @@ class _BookingFields(Schema):
         metadata={"description": ATTENDEES_DESCRIPTION},
     )
     timezone = TimezoneField(metadata={"description": "IANA timezone of the booking"})
-    title = Text(validate=validate.Length(min=1, max=255))
-    description = Text(allow_none=True, validate=validate.Length(max=5000))
+    title = Text(validate=validate.Length(min=1, max=NAME_MAX))
+    description = Text(allow_none=True, validate=validate.Length(max=DESCRIPTION_MAX))
     metadata = Metadata()
     holdToken = Text(
-        validate=validate.Length(min=1, max=255),
+        validate=validate.Length(min=1, max=NAME_MAX),
         metadata={
             "description": "The token of a slot hold (POST …/holds): the held time is not busy "
             "for this write, and the hold is consumed when it succeeds. A token naming no live "
@@ -127,7 +128,7 @@ class CreateBookingSchema(_BookingFields):
         metadata={"description": ATTENDEES_DESCRIPTION},
     )
     idempotencyKey = Text(
-        validate=validate.Length(min=1, max=255),
+        validate=validate.Length(min=1, max=NAME_MAX),
         metadata={"description": "Retry key: the same key and body return the same booking"},
     )
 
@@ -164,38 +165,4 @@ class UpdateBookingSchema(_BookingFields):
 
 
 class CancelBookingSchema(Schema):
-    reason = Text(allow_none=True, validate=validate.Length(max=500))
-
-
-class AttendeeBriefSchema(CompiledSchema):
-    id = fields.Integer(validate=ID_RANGE)
-    email = fields.Email(validate=validate.Length(max=254))
-    name = fields.String(validate=validate.Length(max=255))
-    createdAt = UTCTimestamp(attribute="created_at")
-    updatedAt = UTCTimestamp(attribute="updated_at")
-
-
-class BookingUpdateResultSchema(CompiledSchema):
-    """The reduced booking form the update answers with."""
-
-    id = fields.Integer(validate=ID_RANGE)
-    startTime = UTCTimestamp(attribute="start_at")
-    endTime = UTCTimestamp(attribute="end_at")
-    status = fields.String(validate=validate.OneOf(STATUSES))
-    title = fields.String(validate=validate.Length(max=255))
-    description = fields.String(allow_none=True, validate=validate.Length(max=5000))
-    timezone = TimezoneField()
-    attendees = fields.List(
-        fields.Nested(AttendeeBriefSchema), validate=validate.Length(max=MAX_ATTENDEES)
-    )
-
-
-class CancellationSchema(CompiledSchema):
-    id = fields.Integer(validate=ID_RANGE)
-    status = fields.String(
-        validate=validate.OneOf(["cancelled"]), metadata={"description": "Always `cancelled`"}
-    )
-    cancelledAt = UTCTimestamp(attribute="cancelled_at")
-    cancellationReason = fields.String(
-        attribute="cancellation_reason", allow_none=True, validate=validate.Length(max=500)
-    )
+    reason = Text(allow_none=True, validate=validate.Length(max=REASON_MAX))

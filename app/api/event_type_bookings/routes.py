@@ -8,16 +8,12 @@ from flask.views import MethodView
 
 from app.api import examples
 from app.api.auth import current_api_key, current_sub_account
-from app.api.bookings.schemas import BookingSchema
-from app.api.bookings.write_schemas import (
-    BookingUpdateResultSchema,
-    CreateBookingSchema,
-    UpdateBookingSchema,
-)
+from app.api.bookings.write_schemas import CreateBookingSchema, UpdateBookingSchema
 from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Booking, Permission
 from app.models.types import utcnow
+from app.representations import BookingSchema, BookingUpdateResultSchema
 from app.services.bookings.writes import BookingChanges, NewBooking, create_booking, update_booking
 
 # What an agent (or a generated client, or a stateful fuzzer) can do next with a booking it made.

@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
+from app.models.limits import NAME_MAX
 from app.representations import ID_RANGE, UTCTimestamp
 from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
 from app.validation import InstantField, TimezoneField
@@ -50,7 +51,7 @@ class HoldSchema(Schema):
     )
     holdToken = fields.String(
         attribute="token",
-        validate=validate.Length(min=1, max=255),
+        validate=validate.Length(min=1, max=NAME_MAX),
         metadata={
             "pattern": r"^hold_[A-Za-z0-9_-]+$",
             "description": "Send it as `holdToken` when creating the booking; shown only here",

@@ -18,6 +18,7 @@ from sqlalchemy.orm import joinedload
 
 from app.extensions import db
 from app.models import Agency, ApiKey, Permission, SubAccount
+from app.models.limits import NAME_MAX
 from app.scheduling.timezones import InvalidInstant, zone
 from app.services.common.errors import (
     AuthenticationFailed,
@@ -85,7 +86,6 @@ def issue_api_key(
     return api_key, plain
 
 
-
 class KeptKeys(Protocol):
     """A memory of keys recently read, which the caller may hand to ``authenticate_api_key``:
     the API keeps one per process (``app.api.key_cache``); the service only asks it."""
@@ -95,6 +95,7 @@ class KeptKeys(Protocol):
 
     def keep(self, digest: str, api_key: ApiKey) -> None:
         """Remember ``api_key``, detached from its session, as read just now."""
+
 
 def authenticate_api_key(
     plain_key: str | None, now: datetime, cache: KeptKeys | None = None
@@ -185,7 +186,7 @@ class NewKeyDoc(Schema):
         required=True,
         validate=[
             validate.Length(min=1, error="Give the key a name."),
-            validate.Length(max=255, error="Use at most 255 characters."),
+            validate.Length(max=NAME_MAX, error=f"Use at most {NAME_MAX} characters."),
         ],
     )
     permissions = fields.List(
@@ -212,7 +213,7 @@ def create_api_key(
     now: datetime,
     created_by_user_id: int | None,
 ) -> tuple[ApiKey, str]:
-    """A key for ``sub_account`` as a person typed it: a name (1 to 255 characters), any of
+    """A key for ``sub_account`` as a person typed it: a name (1 to ``NAME_MAX`` characters), any of
     the four permissions, and an optional expiry in the future. The expiry is a date and time
     in the sub account's timezone (or with an offset), or a date alone, meaning the key works
     through that day. Returns the row and the plain key, shown once; every problem is named by

@@ -3,7 +3,6 @@ JSON document, in one transaction. Used by operators and by scripts (tests, the 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
@@ -12,64 +11,39 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import (
     Agency,
-    AvailabilityProfile,
     BlockedTime,
     BlockedTimeSource,
     CalendarSettings,
-    DateOverride,
     EventType,
     Permission,
     Role,
     SubAccount,
     User,
-    WeeklyHours,
 )
+from app.models.limits import EMAIL_MAX, NAME_MAX, PASSWORD_MAX, PASSWORD_MIN
 from app.services.accounts.api_keys import issue_api_key
 from app.services.accounts.passwords import hash_password
+from app.services.availability.blocked_times import BlockedTimeDoc
+from app.services.availability.event_types import EventTypeDoc
+from app.services.availability.profiles import (
+    WEEKDAYS,  # noqa: F401 - read here by scripts that write provisioning documents (bench/)
+    ProfileDoc,
+    build_profile,
+)
+from app.services.availability.settings import SettingsDoc, SubAccountNameDoc
 from app.services.common.errors import InvalidRequest
 from app.services.integrations.calendars.connections import CalendarConnectionDoc, create_connection
 from app.services.integrations.webhooks.subscriptions import WebhookDoc, create_subscription
 from app.validation import (
     Text,
-    TimezoneField,
     UTCInstantField,
     describe_errors,
     flatten_errors,
 )
 
-WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-_CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
-_MINUTES = validate.Range(min=5, max=1440)
-
 
 class ProvisioningInvalid(InvalidRequest):
     pass
-
-
-class HoursRange(fields.Field):
-    """``["09:00", "17:00"]`` → ``(540, 1020)``, minutes after local midnight."""
-
-    default_error_messages = {
-        "invalid": 'Expected ["HH:MM", "HH:MM"] with the start before the end.',
-    }
-
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> tuple:
-        if not isinstance(value, list | tuple) or len(value) != 2:
-            raise self.make_error("invalid")
-        minutes = [clock_minutes(clock) for clock in value]
-        if None in minutes or minutes[0] >= minutes[1]:
-            raise self.make_error("invalid")
-        return tuple(minutes)
-
-
-def clock_minutes(clock: Any) -> int | None:
-    """``"09:30"`` → 570, minutes after local midnight (``"24:00"``, the day's end, is 1440);
-    None for anything that is not such a clock. Shared with the dashboard's hours forms, which
-    check each end of a range on its own so a message can stand next to the wrong one."""
-    if not isinstance(clock, str) or not _CLOCK.match(clock):
-        return None
-    hours, mins = clock.split(":")
-    return int(hours) * 60 + int(mins)
 
 
 def _unique_names(items: list[dict], field: str = "name") -> dict[int, dict[str, list[str]]]:
@@ -83,7 +57,7 @@ def _unique_names(items: list[dict], field: str = "name") -> dict[int, dict[str,
 
 
 class ApiKeyDoc(Schema):
-    name = Text(required=True, validate=validate.Length(min=1, max=255))
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
     permissions = fields.List(
         fields.String(validate=validate.OneOf([p.value for p in Permission])), required=True
     )
@@ -92,80 +66,14 @@ class ApiKeyDoc(Schema):
 
 
 class OwnerDoc(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
-    password = Text(required=True, validate=validate.Length(min=8, max=1024))
+    email = fields.Email(required=True, validate=validate.Length(max=EMAIL_MAX))
+    password = Text(required=True, validate=validate.Length(min=PASSWORD_MIN, max=PASSWORD_MAX))
 
 
-class SettingsDoc(Schema):
-    defaultDuration = fields.Integer(load_default=30, validate=_MINUTES, strict=True)
-    minimumNoticeMinutes = fields.Integer(
-        load_default=0, validate=validate.Range(min=0, max=525600), strict=True
-    )
-    bookingHorizonDays = fields.Integer(
-        load_default=60, validate=validate.Range(min=1, max=3650), strict=True
-    )
-    defaultLocation = Text(load_default=None, allow_none=True, validate=validate.Length(max=500))
-    notifyOnBooking = fields.Boolean(load_default=True)
-    notificationEmail = fields.Email(
-        load_default=None, allow_none=True, validate=validate.Length(max=254)
-    )
-    reminderMinutesBefore = fields.Integer(
-        load_default=None, allow_none=True, validate=validate.Range(min=1, max=10080)
-    )
-    autoCompleteBookings = fields.Boolean(load_default=False)
+class SubAccountDoc(SubAccountNameDoc):
+    """A sub account: its own fields (``SubAccountNameDoc``), and what it starts with, each
+    read by the document of the area that owns it."""
 
-
-class DateOverrideDoc(Schema):
-    date = fields.Date(required=True)
-    hours = fields.List(HoursRange(), required=True)
-
-
-class ProfileDoc(Schema):
-    name = Text(required=True, validate=validate.Length(min=1, max=255))
-    timezone = TimezoneField(load_default=None)
-    default = fields.Boolean(load_default=False)
-    weeklyHours = fields.Dict(
-        keys=fields.String(validate=validate.OneOf(WEEKDAYS)),
-        values=fields.List(HoursRange()),
-        load_default=dict,
-    )
-    dateOverrides = fields.List(fields.Nested(DateOverrideDoc), load_default=list)
-
-
-class BlockedTimeDoc(Schema):
-    start = UTCInstantField(required=True)
-    end = UTCInstantField(required=True)
-    reason = Text(load_default=None, allow_none=True, validate=validate.Length(max=500))
-
-    @validates_schema
-    def end_after_start(self, data: dict, **kwargs: Any) -> None:
-        if data["end"] <= data["start"]:
-            raise ValidationError("Must be after start.", "end")
-
-
-class EventTypeDoc(Schema):
-    name = Text(required=True, validate=validate.Length(min=1, max=255))
-    duration = fields.Integer(required=True, validate=_MINUTES, strict=True)
-    bufferBefore = fields.Integer(
-        load_default=0, validate=validate.Range(min=0, max=1440), strict=True
-    )
-    bufferAfter = fields.Integer(
-        load_default=0, validate=validate.Range(min=0, max=1440), strict=True
-    )
-    slotInterval = fields.Integer(load_default=None, allow_none=True, validate=_MINUTES)
-    location = Text(load_default=None, allow_none=True, validate=validate.Length(max=500))
-    availabilityProfile = Text(load_default=None, allow_none=True)
-    minimumNoticeMinutes = fields.Integer(
-        load_default=None, allow_none=True, validate=validate.Range(min=0, max=525600)
-    )
-    bookingHorizonDays = fields.Integer(
-        load_default=None, allow_none=True, validate=validate.Range(min=1, max=3650)
-    )
-
-
-class SubAccountDoc(Schema):
-    name = Text(required=True, validate=validate.Length(min=1, max=255))
-    timezone = TimezoneField(load_default="UTC")
     settings = fields.Nested(SettingsDoc, load_default=lambda: SettingsDoc().load({}))
     availabilityProfiles = fields.List(fields.Nested(ProfileDoc), load_default=list)
     blockedTimes = fields.List(fields.Nested(BlockedTimeDoc), load_default=list)
@@ -206,7 +114,7 @@ class SubAccountDoc(Schema):
 
 
 class AgencyDoc(Schema):
-    name = Text(required=True, validate=validate.Length(min=1, max=255))
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
     owner = fields.Nested(OwnerDoc, required=True)
     apiKeys = fields.List(fields.Nested(ApiKeyDoc), load_default=list)
     subAccounts = fields.List(fields.Nested(SubAccountDoc), load_default=list)
@@ -246,28 +154,6 @@ def load_provisioning_document(document: Any) -> dict[str, Any]:
     except ValidationError as err:
         flat = flatten_errors(err.messages)
         raise ProvisioningInvalid(describe_errors(flat), errors=flat) from None
-
-
-def build_profile(sub_account: SubAccount, doc: dict, is_default: bool) -> AvailabilityProfile:
-    profile = AvailabilityProfile(
-        sub_account_id=sub_account.id,
-        name=doc["name"],
-        timezone=doc["timezone"] or sub_account.settings.timezone,
-        is_default=is_default,
-    )
-    for day, ranges in doc["weeklyHours"].items():
-        for start, end in ranges:
-            profile.weekly_hours.append(
-                WeeklyHours(weekday=WEEKDAYS.index(day), start_minute=start, end_minute=end)
-            )
-    for override in doc["dateOverrides"]:
-        rows = [
-            DateOverride(date=override["date"], start_minute=start, end_minute=end)
-            for start, end in override["hours"]
-        ] or [DateOverride(date=override["date"])]
-        profile.date_overrides.extend(rows)
-    db.session.add(profile)
-    return profile
 
 
 def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:

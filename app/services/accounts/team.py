@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Invitation, Role, SubAccount, User
+from app.models.limits import EMAIL_MAX
 from app.services.accounts.passwords import hash_password
 from app.services.accounts.provisioning import add_sub_account
 from app.services.accounts.users import MIN_PASSWORD_LENGTH, SubAccountNotFound, end_sessions
@@ -40,7 +41,7 @@ class InvitationUnusable(InvalidRequest):
 
 
 class InvitationDoc(Schema):
-    email = fields.Email(required=True, validate=validate.Length(max=254))
+    email = fields.Email(required=True, validate=validate.Length(max=EMAIL_MAX))
 
 
 def agency_users(owner: User) -> list[User]:

@@ -9,16 +9,28 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from marshmallow import Schema, ValidationError, validate, validates_schema
 from sqlalchemy import select
 
 from app.extensions import db
 from app.models import BlockedTime, BlockedTimeSource, SubAccount
+from app.models.limits import REASON_MAX
 from app.scheduling.timezones import InvalidInstant, format_utc, read_instant, zone
-from app.services.accounts.provisioning import BlockedTimeDoc
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.instants import resolve_instant
 from app.services.common.lookups import find_owned, load_document
-from app.validation import describe_errors
+from app.validation import Text, UTCInstantField, describe_errors
+
+
+class BlockedTimeDoc(Schema):
+    start = UTCInstantField(required=True)
+    end = UTCInstantField(required=True)
+    reason = Text(load_default=None, allow_none=True, validate=validate.Length(max=REASON_MAX))
+
+    @validates_schema
+    def end_after_start(self, data: dict, **kwargs: Any) -> None:
+        if data["end"] <= data["start"]:
+            raise ValidationError("Must be after start.", "end")
 
 
 class BlockedTimeNotFound(NotFound):

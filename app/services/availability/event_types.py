@@ -1,6 +1,6 @@
 """Event types, the services agents book (``eventTypeId``): created, edited, deactivated and
-reactivated by people in the dashboard, under the rules provisioning applies
-(``provisioning.EventTypeDoc``).
+reactivated by people in the dashboard, under the rules of ``EventTypeDoc`` (which provisioning
+reads its event types with too).
 
 Deactivating keeps the row: bookings made with it live on, but it is no longer offered
 (availability and new bookings answer 404, see ``availability.find_event_type``).
@@ -10,15 +10,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import fields
+from marshmallow import Schema, fields, validate
 from sqlalchemy import select
 
 from app.extensions import db
 from app.models import AvailabilityProfile, EventType, SubAccount
-from app.services.accounts.provisioning import EventTypeDoc
+from app.models.limits import (
+    BUFFER_MAX_MINUTES,
+    HORIZON_MAX_DAYS,
+    LOCATION_MAX,
+    NAME_MAX,
+    NOTICE_MAX_MINUTES,
+)
 from app.services.availability.profiles import ProfileNotFound, get_profile
 from app.services.common.errors import EventTypeNotFound, InvalidRequest
 from app.services.common.lookups import find_owned, load_document, load_named, refuse_taken_name
+from app.validation import DURATION_MINUTES, Text
+
+
+class EventTypeDoc(Schema):
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
+    duration = fields.Integer(required=True, validate=DURATION_MINUTES, strict=True)
+    bufferBefore = fields.Integer(
+        load_default=0, validate=validate.Range(min=0, max=BUFFER_MAX_MINUTES), strict=True
+    )
+    bufferAfter = fields.Integer(
+        load_default=0, validate=validate.Range(min=0, max=BUFFER_MAX_MINUTES), strict=True
+    )
+    slotInterval = fields.Integer(load_default=None, allow_none=True, validate=DURATION_MINUTES)
+    location = Text(load_default=None, allow_none=True, validate=validate.Length(max=LOCATION_MAX))
+    availabilityProfile = Text(load_default=None, allow_none=True)
+    minimumNoticeMinutes = fields.Integer(
+        load_default=None, allow_none=True, validate=validate.Range(min=0, max=NOTICE_MAX_MINUTES)
+    )
+    bookingHorizonDays = fields.Integer(
+        load_default=None, allow_none=True, validate=validate.Range(min=1, max=HORIZON_MAX_DAYS)
+    )
 
 
 class EventTypeFields(EventTypeDoc):

@@ -2,13 +2,15 @@
 its weekly hours one range at a time, its date overrides (a date closed, or open for its own
 ranges), which profile is the default, and deleting one no event type uses.
 
-The rules are provisioning's: ``ProfileDoc`` for a profile, ``WEEKDAYS`` and ``HoursRange`` for
-an open range, ``DateOverrideDoc`` for a date. A sub account with profiles has exactly one
-default: the first profile becomes it, and deleting the default hands it on.
+The rules live here and provisioning reads its profiles with them: ``ProfileDoc`` for a
+profile, ``WEEKDAYS`` and ``HoursRange`` for an open range, ``DateOverrideDoc`` for a date,
+``build_profile`` for the rows. A sub account with profiles has exactly one default: the first
+profile becomes it, and deleting the default hands it on.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate
@@ -16,17 +18,79 @@ from sqlalchemy import delete, select
 
 from app.extensions import db
 from app.models import AvailabilityProfile, DateOverride, EventType, SubAccount, WeeklyHours
-from app.services.accounts.provisioning import (
-    WEEKDAYS,
-    DateOverrideDoc,
-    HoursRange,
-    ProfileDoc,
-    build_profile,
-    clock_minutes,
-)
+from app.models.limits import NAME_MAX
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import find_owned, load_document, load_named, refuse_taken_name
+from app.validation import Text, TimezoneField
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$|^24:00$")
+
+
+class HoursRange(fields.Field):
+    """``["09:00", "17:00"]`` → ``(540, 1020)``, minutes after local midnight."""
+
+    default_error_messages = {
+        "invalid": 'Expected ["HH:MM", "HH:MM"] with the start before the end.',
+    }
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> tuple:
+        if not isinstance(value, list | tuple) or len(value) != 2:
+            raise self.make_error("invalid")
+        minutes = [clock_minutes(clock) for clock in value]
+        if None in minutes or minutes[0] >= minutes[1]:
+            raise self.make_error("invalid")
+        return tuple(minutes)
+
+
+def clock_minutes(clock: Any) -> int | None:
+    """``"09:30"`` → 570, minutes after local midnight (``"24:00"``, the day's end, is 1440);
+    None for anything that is not such a clock. Shared with the dashboard's hours forms, which
+    check each end of a range on its own so a message can stand next to the wrong one."""
+    if not isinstance(clock, str) or not _CLOCK.match(clock):
+        return None
+    hours, mins = clock.split(":")
+    return int(hours) * 60 + int(mins)
+
+
+class DateOverrideDoc(Schema):
+    date = fields.Date(required=True)
+    hours = fields.List(HoursRange(), required=True)
+
+
+class ProfileDoc(Schema):
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
+    timezone = TimezoneField(load_default=None)
+    default = fields.Boolean(load_default=False)
+    weeklyHours = fields.Dict(
+        keys=fields.String(validate=validate.OneOf(WEEKDAYS)),
+        values=fields.List(HoursRange()),
+        load_default=dict,
+    )
+    dateOverrides = fields.List(fields.Nested(DateOverrideDoc), load_default=list)
+
+
+def build_profile(sub_account: SubAccount, doc: dict, is_default: bool) -> AvailabilityProfile:
+    profile = AvailabilityProfile(
+        sub_account_id=sub_account.id,
+        name=doc["name"],
+        timezone=doc["timezone"] or sub_account.settings.timezone,
+        is_default=is_default,
+    )
+    for day, ranges in doc["weeklyHours"].items():
+        for start, end in ranges:
+            profile.weekly_hours.append(
+                WeeklyHours(weekday=WEEKDAYS.index(day), start_minute=start, end_minute=end)
+            )
+    for override in doc["dateOverrides"]:
+        rows = [
+            DateOverride(date=override["date"], start_minute=start, end_minute=end)
+            for start, end in override["hours"]
+        ] or [DateOverride(date=override["date"])]
+        profile.date_overrides.extend(rows)
+    db.session.add(profile)
+    return profile
 
 
 class ProfileNotFound(NotFound):

@@ -1,8 +1,9 @@
 """Changing a sub account's calendar settings (and its name) after provisioning.
 
-The rules are provisioning's: ``SettingsDoc`` for the calendar's defaults and ``SubAccountDoc``
-for the name and the timezone, so a value the dashboard accepts is one a provisioning document
-could have set, and the other way round. Fields absent from the document stay as they are.
+The rules live here and provisioning reads its sub accounts with them: ``SettingsDoc`` for the
+calendar's defaults and ``SubAccountNameDoc`` for the name and the timezone, so a value the
+dashboard accepts is one a provisioning document could have set, and the other way round.
+Fields absent from the document stay as they are.
 """
 
 from __future__ import annotations
@@ -10,14 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from marshmallow import ValidationError
+from marshmallow import Schema, ValidationError, fields, validate
 from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import AvailabilityProfile, SubAccount
-from app.services.accounts.provisioning import SettingsDoc, SubAccountDoc
+from app.models.limits import (
+    EMAIL_MAX,
+    HORIZON_MAX_DAYS,
+    LOCATION_MAX,
+    NAME_MAX,
+    NOTICE_MAX_MINUTES,
+    REMINDER_MAX_MINUTES,
+)
 from app.services.common.errors import InvalidRequest
-from app.validation import describe_errors, flatten_errors
+from app.validation import DURATION_MINUTES, Text, TimezoneField, describe_errors, flatten_errors
 
 # Document field → CalendarSettings column.
 _COLUMNS = {
@@ -33,12 +41,41 @@ _COLUMNS = {
 }
 
 
+class SettingsDoc(Schema):
+    defaultDuration = fields.Integer(load_default=30, validate=DURATION_MINUTES, strict=True)
+    minimumNoticeMinutes = fields.Integer(
+        load_default=0, validate=validate.Range(min=0, max=NOTICE_MAX_MINUTES), strict=True
+    )
+    bookingHorizonDays = fields.Integer(
+        load_default=60, validate=validate.Range(min=1, max=HORIZON_MAX_DAYS), strict=True
+    )
+    defaultLocation = Text(
+        load_default=None, allow_none=True, validate=validate.Length(max=LOCATION_MAX)
+    )
+    notifyOnBooking = fields.Boolean(load_default=True)
+    notificationEmail = fields.Email(
+        load_default=None, allow_none=True, validate=validate.Length(max=EMAIL_MAX)
+    )
+    reminderMinutesBefore = fields.Integer(
+        load_default=None, allow_none=True, validate=validate.Range(min=1, max=REMINDER_MAX_MINUTES)
+    )
+    autoCompleteBookings = fields.Boolean(load_default=False)
+
+
+class SubAccountNameDoc(Schema):
+    """A sub account's own fields: its name and its calendar's timezone. Provisioning's sub
+    account document extends it; a settings change reads the same field objects."""
+
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
+    timezone = TimezoneField(load_default="UTC")
+
+
 class CalendarSettingsDoc(SettingsDoc):
-    """``SettingsDoc`` plus the sub account's ``name`` and ``timezone`` as ``SubAccountDoc``
+    """``SettingsDoc`` plus the sub account's ``name`` and ``timezone`` as ``SubAccountNameDoc``
     reads them (the same field objects, so the rules cannot drift apart)."""
 
-    name = SubAccountDoc._declared_fields["name"]
-    timezone = SubAccountDoc._declared_fields["timezone"]
+    name = SubAccountNameDoc._declared_fields["name"]
+    timezone = SubAccountNameDoc._declared_fields["timezone"]
 
 
 @dataclass(frozen=True)

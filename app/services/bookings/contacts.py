@@ -17,11 +17,10 @@ from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import Attendee, Booking, Contact, SubAccount
+from app.models.limits import EMAIL_MAX, NAME_MAX, PHONE_MAX
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.lookups import find_owned
 from app.validation import Text, describe_errors, flatten_errors
-
-EMAIL_MAX = 254
 
 
 class ContactNotFound(NotFound):
@@ -32,10 +31,10 @@ class ContactDoc(Schema):
     """A contact's fields as the booking API takes an attendee's (same lengths: the columns')."""
 
     email = fields.Email(validate=validate.Length(max=EMAIL_MAX))
-    name = Text(allow_none=True, validate=validate.Length(max=255))
-    firstName = Text(allow_none=True, validate=validate.Length(max=255))
-    lastName = Text(allow_none=True, validate=validate.Length(max=255))
-    phone = Text(allow_none=True, validate=validate.Length(max=50))
+    name = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
+    firstName = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
+    lastName = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
+    phone = Text(allow_none=True, validate=validate.Length(max=PHONE_MAX))
 
     @validates("email")
     def fits_once_lower_cased(self, value: str, **kwargs: Any) -> None:

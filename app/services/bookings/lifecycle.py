@@ -1,5 +1,9 @@
 """A booking's life after it was made: confirmed by a person, marked completed or no-show once it
-started, or completed by itself once it ended (``autoCompleteBookings``)."""
+started, or completed by itself once it ended (``autoCompleteBookings``).
+
+The predicates (``is_active``, ``can_confirm``, ``has_started``, ``can_record_outcome``) are
+the rules the actions enforce, asked beforehand by whoever offers the actions (the dashboard's
+booking page), so an offered button and the service's answer cannot disagree."""
 
 from __future__ import annotations
 
@@ -13,6 +17,28 @@ from app.services.bookings.queries import get_booking
 from app.services.common.errors import InvalidRequest
 from app.services.common.locking import lock_calendar
 from app.services.integrations.events import BookingEvent, BookingEventKind, emit
+
+
+def is_active(booking: Booking) -> bool:
+    """Pending or confirmed: a booking that can still be moved, cancelled or marked (the
+    update and cancel writes refuse the others with ``booking_not_active``)."""
+    return booking.status in ACTIVE_STATUSES
+
+
+def can_confirm(booking: Booking) -> bool:
+    """Only a pending booking can be confirmed (``confirm_booking``)."""
+    return booking.status == BookingStatus.PENDING
+
+
+def has_started(booking: Booking, now: datetime) -> bool:
+    """Whether the booking's start has come: before it, nobody can say how it went."""
+    return booking.start_at <= now
+
+
+def can_record_outcome(booking: Booking, now: datetime) -> bool:
+    """Whether ``record_outcome`` would take an outcome for the booking now: active and
+    started."""
+    return is_active(booking) and has_started(booking, now)
 
 
 def complete_finished_bookings(now: datetime) -> list[int]:
@@ -51,7 +77,7 @@ def confirm_booking(sub_account: SubAccount, booking_id: int, *, now: datetime) 
     through ``booking.confirmed``."""
     lock_calendar(sub_account.id)
     booking = get_booking(sub_account, booking_id)
-    if booking.status != BookingStatus.PENDING:
+    if not can_confirm(booking):
         raise InvalidRequest(f"A {booking.status} booking cannot be confirmed")
     booking.status = BookingStatus.CONFIRMED
     booking.confirmed_at = now
@@ -76,9 +102,9 @@ def record_outcome(
         raise InvalidRequest("The outcome is completed or no_show")
     lock_calendar(sub_account.id)
     booking = get_booking(sub_account, booking_id)
-    if booking.status not in ACTIVE_STATUSES:
+    if not is_active(booking):
         raise InvalidRequest(f"A {booking.status} booking cannot be marked {outcome}")
-    if booking.start_at > now:
+    if not has_started(booking, now):
         raise InvalidRequest("A booking can be marked once it has started")
     booking.status = outcome
     booking.completed_at = now

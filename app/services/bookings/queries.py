@@ -19,6 +19,7 @@ from sqlalchemy.sql.operators import custom_op
 
 from app.extensions import db
 from app.models import Attendee, Booking, SubAccount
+from app.models.limits import LIST_LIMIT_DEFAULT
 from app.scheduling.timezones import InstantInput, zone
 from app.services.common.errors import BookingNotFound
 from app.services.common.ids import is_storable_id
@@ -32,7 +33,7 @@ class BookingListQuery:
     status: str | None = None
     event_type_id: int | None = None
     email: str | None = None
-    limit: int = 50
+    limit: int = LIST_LIMIT_DEFAULT
     offset: int = 0
 
 

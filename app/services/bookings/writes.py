@@ -30,6 +30,7 @@ from app.models import (
     Contact,
     SubAccount,
 )
+from app.models.limits import NAME_MAX
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput, zone
 from app.services.availability.open_time import find_event_type, load_event_type
@@ -50,7 +51,6 @@ from app.services.integrations.events import BookingEvent, BookingEventKind, emi
 ALREADY_CANCELLED = "Booking is already cancelled"
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
-NAME_MAX = TITLE_MAX = 255
 
 IDEMPOTENCY_MISMATCH = "idempotencyKey has already been used with a different request"
 
@@ -70,7 +70,7 @@ class AttendeeInput:
 
     def display_name(self) -> str:
         """``name``, else first and last name joined, else the part of the email before @
-        (cut to the 255 characters a name may have)."""
+        (cut to the ``NAME_MAX`` characters a name may have)."""
         if self.name:
             return self.name
         joined = " ".join(p for p in (self.first_name, self.last_name) if p)
@@ -242,7 +242,7 @@ def create_booking(
         sub_account_id=sub_account.id,
         event_type_id=event_type.id,
         status=BookingStatus.PENDING,
-        title=new.title or f"{event_type.name} with {first.display_name()}"[:TITLE_MAX],
+        title=new.title or f"{event_type.name} with {first.display_name()}"[:NAME_MAX],
         description=new.description,
         location=event_type.location or sub_account.settings.default_location,
         timezone=timezone,

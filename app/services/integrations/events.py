@@ -1,8 +1,10 @@
 """Domain events: what happened to a booking, recorded with it and told to whoever listens.
 
 A use case calls ``emit``: the event becomes an ``outbox_events`` row in the same transaction as
-the change (so it exists exactly when the change does), and waits on the session until the
-commit. Then every in-process subscriber gets it, with its row id; the Celery dispatcher is one
+the change (so it exists exactly when the change does), with the booking as the event left
+it in the events' own versioned schema (``event_schema``, never the API's shape), and waits on
+the session until the commit. Then every subscriber of the app the write ran in (its
+``registry``, filled by ``create_app``) gets it, with its row id; the Celery dispatcher is one
 of them and hands the id to the worker (``app.services.integrations.outbox`` delivers it to
 the handlers: write-back, notifications, webhooks). A rollback drops both the row and the
 in-process call; a failing subscriber is logged and affects neither the request nor the other
@@ -13,18 +15,16 @@ worker's sweep.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
 
-from app.models import Attendee, Booking, OutboxEvent
-from app.representations import BookingSchema
-from app.scheduling.timezones import format_utc
+from app.models import Booking, OutboxEvent
+from app.services.integrations.event_schema import booking_snapshot
+from app.services.integrations.registry import IntegrationRegistry, Subscriber, app_registry
 
 log = logging.getLogger(__name__)
 
@@ -51,73 +51,14 @@ class BookingEvent:
     event_id: int | None = None  # the outbox row's id, once committed
 
 
-Subscriber = Callable[[BookingEvent], Any]
-_subscribers: list[Subscriber] = []
-
-
 def subscribe(subscriber: Subscriber) -> Subscriber:
-    """Register ``subscriber`` for every booking event (usable as a decorator)."""
-    if subscriber not in _subscribers:
-        _subscribers.append(subscriber)
-    return subscriber
+    """Register ``subscriber`` with the current app for every booking event (usable as a
+    decorator). The app's registry (``app.services.integrations.registry``) holds it."""
+    return app_registry().subscribe(subscriber)
 
 
 def unsubscribe(subscriber: Subscriber) -> None:
-    if subscriber in _subscribers:
-        _subscribers.remove(subscriber)
-
-
-def booking_snapshot(booking: Booking) -> dict[str, Any]:
-    """The booking as the API shows it, plus what messages about it need besides (its
-    iCalendar sequence, the cancellation reason, when it was made)."""
-    return {
-        "booking": BookingSchema().dump(booking),
-        "sequence": booking.sequence,
-        "cancellationReason": booking.cancellation_reason,
-        "createdAt": format_utc(booking.created_at),
-        "updatedAt": format_utc(booking.updated_at),
-    }
-
-
-def booking_from_snapshot(snapshot: dict[str, Any], sub_account_id: int) -> Booking:
-    """A detached ``Booking`` (never added to a session) of sub account ``sub_account_id`` as
-    ``snapshot`` recorded it, for building the messages about that moment
-    (``app.services.integrations.ical``, the emails)."""
-    shown = snapshot["booking"]
-    booking = Booking(
-        id=shown["id"],
-        sub_account_id=sub_account_id,
-        uid=shown["uid"],
-        status=shown["status"],
-        sequence=snapshot["sequence"],
-        title=shown["title"],
-        description=shown["description"],
-        location=shown["location"],
-        timezone=shown["timezone"],
-        meta=shown["metadata"],
-        start_at=_instant(shown["startTime"]),
-        end_at=_instant(shown["endTime"]),
-        cancellation_reason=snapshot["cancellationReason"],
-        created_at=_instant(snapshot["createdAt"]),
-        updated_at=_instant(snapshot["updatedAt"]),
-    )
-    booking.attendees = [
-        Attendee(
-            email=a["email"],
-            name=a["name"],
-            first_name=a["firstName"],
-            last_name=a["lastName"],
-            phone=a["phone"],
-            timezone=a["timezone"],
-            is_organizer=a["isOrganizer"],
-        )
-        for a in shown["attendees"]
-    ]
-    return booking
-
-
-def _instant(text: str) -> datetime:
-    return datetime.fromisoformat(text)
+    app_registry().unsubscribe(subscriber)
 
 
 def emit(session: Session, booking_event: BookingEvent) -> None:
@@ -133,14 +74,18 @@ def emit(session: Session, booking_event: BookingEvent) -> None:
         occurred_at=booking_event.occurred_at,
     )
     session.add(row)
-    session.info.setdefault(_PENDING, []).append((booking_event, row))
+    # The subscribers are those of the app the write runs in, looked up now: the commit's
+    # listener below runs wherever SQLAlchemy calls it.
+    pending: list[tuple[BookingEvent, OutboxEvent, IntegrationRegistry]]
+    pending = session.info.setdefault(_PENDING, [])
+    pending.append((booking_event, row, app_registry()))
 
 
 @event.listens_for(Session, "after_commit")
 def _deliver(session: Session) -> None:
-    for booking_event, row in session.info.pop(_PENDING, []):
+    for booking_event, row, registry in session.info.pop(_PENDING, []):
         booking_event = replace(booking_event, event_id=row.id)
-        for subscriber in list(_subscribers):
+        for subscriber in list(registry.subscribers):
             try:
                 subscriber(booking_event)
             except Exception:

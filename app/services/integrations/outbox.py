@@ -1,6 +1,7 @@
 """Delivering outbox events to their handlers: each handler's work is recorded once done.
 
-Handlers (CalDAV write-back, notifications, webhooks) register under a stable name. The worker
+Handlers (CalDAV write-back, notifications, webhooks) register under a stable name, on the app
+(``app.services.integrations.registry``; ``create_app`` registers them). The worker
 fans an event out to one task per handler; each records its outcome in ``outbox_deliveries``,
 in the transaction of the handler's own database writes, so a repeated delivery (a retry, the
 sweep, a second worker) of a delivered event finds the record and does nothing. Effects outside
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -31,6 +31,8 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from app.counters import DELIVERIES
 from app.extensions import db
 from app.models import DeliveryStatus, OutboxDelivery, OutboxEvent
+from app.services.common.transactions import owns_transactions
+from app.services.integrations.registry import Handler, app_registry
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,9 @@ class Delivery:
     changed: tuple[str, ...]
     occurred_at: datetime
     attempt: int
-    snapshot: dict | None = None  # the booking as the event left it
+    # The booking as the event left it, in the events' schema (``event_schema``; read it with
+    # its functions, which know the versions).
+    snapshot: dict | None = None
 
 
 class DeliveryFailed(Exception):
@@ -67,20 +71,19 @@ class DeliveryFailed(Exception):
         self.message = message
 
 
-Handler = Callable[[Delivery, datetime], None]
-_handlers: dict[str, Handler] = {}
-
-
 def register_handler(name: str, handler: Handler) -> None:
-    _handlers[name] = handler
+    """Register ``handler`` under ``name`` with the current app (its registry, which
+    ``create_app`` fills with the app's own handlers)."""
+    app_registry().register_handler(name, handler)
 
 
 def unregister_handler(name: str) -> None:
-    _handlers.pop(name, None)
+    app_registry().unregister_handler(name)
 
 
 def registered_handlers() -> list[str]:
-    return list(_handlers)
+    """The current app's handler names, in registration order."""
+    return list(app_registry().handlers)
 
 
 def retry_delay(attempts: int, base: timedelta = RETRY_BASE) -> timedelta:
@@ -99,7 +102,7 @@ def handlers_due(event_id: int, now: datetime) -> list[str]:
             select(OutboxDelivery).where(OutboxDelivery.event_id == event_id)
         )
     }
-    return [name for name in _handlers if _due(records.get(name), now)]
+    return [name for name in app_registry().handlers if _due(records.get(name), now)]
 
 
 def _due(record: OutboxDelivery | None, now: datetime) -> bool:
@@ -133,18 +136,21 @@ def mark_delivered_if_done(event_id: int, now: datetime) -> bool:
                 )
             )
         )
-        if all(name in finished for name in _handlers):
+        if all(name in finished for name in app_registry().handlers):
             event.delivered_at = now
             db.session.flush()
     return event.delivered_at is not None
 
 
+@owns_transactions
 def handle_event(
     event_id: int, handler_name: str, now: datetime, *, retry_base: timedelta = RETRY_BASE
 ) -> bool:
     """Run one handler on one event unless it is done with it or waiting to retry; returns
-    whether it ran now. Leaves the outcome (and the handler's writes) in the session."""
-    handler = _handlers.get(handler_name)
+    whether it ran now. Leaves the outcome (and the handler's writes) in the session. It
+    commits the reads before the handler runs, so no transaction stays open while the
+    handler waits on another server."""
+    handler = app_registry().handlers.get(handler_name)
     event = db.session.get(OutboxEvent, event_id)
     if handler is None or event is None:
         return False

@@ -48,6 +48,7 @@ from app.models import (
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
 from app.services.common.locking import lock_calendar
+from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.busy_time import BusyPeriod, busy_periods
 from app.services.integrations.calendars.caldav_calendar import (
@@ -181,9 +182,11 @@ def active_connection_ids() -> list[int]:
     )
 
 
+@owns_transactions
 def sync_all_connections(now: datetime, *, timeout: float | None = None) -> list[SyncResult]:
     """Sync every active connection of every active sub account, each in a transaction of its
-    own (committed here), in id order. A failure is recorded and the next one proceeds."""
+    own (committed here), in id order. A failure is recorded and the next one proceeds: a job
+    of independent pieces, each kept when a later one fails."""
     ids = active_connection_ids()
     db.session.commit()  # end the read; each sync runs in its own transaction
     results = []

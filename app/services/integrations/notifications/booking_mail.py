@@ -40,7 +40,8 @@ from app.models import (
     SubAccount,
 )
 from app.scheduling.timezones import format_utc
-from app.services.integrations.events import booking_from_snapshot
+from app.services.common.transactions import owns_transactions
+from app.services.integrations.event_schema import booking_from_snapshot
 from app.services.integrations.ical import Organizer
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
 from app.services.integrations.notifications.messages import (
@@ -222,7 +223,10 @@ def _send_all(letters: list[_Letter], now: datetime) -> list[str]:
     return failures
 
 
+@owns_transactions
 def _record(letter: _Letter, status: MailStatus, now: datetime) -> None:
+    """Keep the letter in the mail log in a session of its own: the record of what was sent
+    stays whatever becomes of the handler's transaction (a record kept regardless)."""
     message = letter.message
     ics = ics_part(message)
     row = MailMessage(

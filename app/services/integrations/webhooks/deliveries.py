@@ -5,7 +5,10 @@ subscription that wants it (unique per event and subscription, so a repeated han
 none) and hands each to the worker. ``send_delivery`` makes one attempt: a JSON POST signed
 per Standard Webhooks (``webhook-id`` = ``evt_<outbox event id>``, the same for every attempt
 and every resend, so receivers de-duplicate on it), recorded in ``webhook_attempts`` (status,
-time, the first bytes of the answer, or the error).
+time, the first bytes of the answer, or the error). The body is
+``{"type", "timestamp", "eventId", "data": {"booking"}}``, the booking as the event stored it in
+the events' own schema (``app.services.integrations.event_schema``), never re-rendered through
+the API's shape, so an API change cannot alter what receivers get.
 
 - **Retries**: a failed attempt (no answer within the timeout, a refused connection, any status
   but 2xx; redirects are not followed) is tried again after 30 s, 1, 2, 4 … minutes (at most an
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -43,12 +45,14 @@ from app.models import (
     WebhookDeliveryStatus,
     WebhookSubscription,
 )
-from app.representations import BookingSchema
 from app.scheduling.timezones import format_utc
 from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
 from app.services.common.errors import NotFound
 from app.services.common.ids import is_storable_id
+from app.services.common.transactions import owns_transactions
+from app.services.integrations.event_schema import booking_data, snapshot_booking
 from app.services.integrations.outbox import Delivery, retry_delay
+from app.services.integrations.registry import Dispatcher, app_registry
 from app.services.integrations.webhooks.http import Answer, post
 from app.services.integrations.webhooks.subscriptions import allow_private, require_https
 from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
@@ -63,31 +67,33 @@ DISABLE_AFTER = timedelta(hours=72)
 DEFAULT_TIMEOUT = timedelta(seconds=5)
 _EARLY = timedelta(seconds=5)  # clocks of worker machines differ a little
 
-# Who hands a planned attempt to the worker: (delivery id, when). The Celery app registers
-# one; without it (a script, a test) attempts wait for the sweep.
-Dispatcher = Callable[[int, datetime], None]
-_dispatchers: list[Dispatcher] = []
-
 
 class DeliveryNotFound(NotFound):
     message = "Webhook delivery not found"
 
 
 def set_dispatcher(dispatcher: Dispatcher | None) -> None:
-    _dispatchers[:] = [dispatcher] if dispatcher else []
+    """Set the current app's hand-over of planned attempts to the worker: (delivery id,
+    when). The Celery app sets one (``celery_init_app``); without it attempts wait for the
+    sweep."""
+    app_registry().set_dispatcher(dispatcher)
 
 
 def hand_over(delivery_id: int, when: datetime) -> None:
-    """Give the worker a committed delivery's attempt planned for ``when``."""
-    for dispatcher in _dispatchers:
+    """Give the worker a committed delivery's attempt planned for ``when``, through the
+    current app's dispatcher."""
+    for dispatcher in list(app_registry().dispatchers):
         try:
             dispatcher(delivery_id, when)
         except Exception:  # the broker away: the sweep hands it over later
             log.exception("webhook delivery %s could not be handed to the worker", delivery_id)
 
 
+@owns_transactions
 def webhooks_delivery(delivery: Delivery, now: datetime) -> None:
-    """Outbox handler: one delivery per active subscription that wants the event."""
+    """Outbox handler: one delivery per active subscription that wants the event, each
+    committed on its own (a job of independent pieces): a delivery an earlier run made is
+    skipped by its unique key without undoing the others."""
     with Session(db.engine) as session:
         wanted = [
             s.id
@@ -161,9 +167,9 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
     subscription = delivery.subscription
     event = session.get(OutboxEvent, delivery.event_id)
     if event.snapshot is not None:
-        shown = event.snapshot["booking"]  # the booking as the event left it
-    else:
-        shown = BookingSchema().dump(session.get(Booking, event.booking_id))
+        shown = snapshot_booking(event.snapshot)  # the booking as the event left it
+    else:  # an event stored before snapshots were: the booking as it is now
+        shown = booking_data(session.get(Booking, event.booking_id))
     try:
         secret = decrypt_secret(subscription.encrypted_secret, secret_keys(current_app.config))
     except SecretUnreadable:

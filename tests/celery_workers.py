@@ -1,0 +1,63 @@
+"""A real ``celery worker`` process as the Procfile starts it, on the tests' clock, and a wait
+for what it does."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.servers import ROOT, on_the_tests_clock, stop_process
+
+
+def celery_command() -> list[str]:
+    """celery, on this process's clock (as ``tests.servers`` starts gunicorn: on a shifted test
+    clock the worker keeps the tests' "now", a reminder's due time or a finished booking's;
+    forked pool processes inherit it)."""
+    return on_the_tests_clock("celery", "celery.__main__", "main")
+
+
+@contextmanager
+def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
+    """``celery -A worker worker`` as the Procfile starts it (in a process group of its own,
+    pool processes included), on the tests' clock, until it says it is ready."""
+    process_env = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")
+    }
+    process_env.update(DATABASE_URL=database_url, SECRET_KEY="test-secret-key", **env)
+    start = log_path.stat().st_size if log_path.exists() else 0
+    with open(log_path, "a") as log:
+        process = subprocess.Popen(
+            [*celery_command(), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1"],
+            cwd=ROOT,
+            env=process_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while "ready." not in log_path.read_text()[start:]:
+                assert process.poll() is None, log_path.read_text()
+                assert time.monotonic() < deadline, "the worker did not start"
+                time.sleep(0.2)
+            yield process
+        finally:
+            stop_process(process, timeout=30)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # pool processes left behind, if any
+
+
+def wait_for(predicate, timeout: float = 60.0) -> bool:
+    """Whether ``predicate()`` turns true within ``timeout`` seconds (asked five times a second)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False

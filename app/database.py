@@ -129,7 +129,12 @@ class RequestWaitSpent(WaitAbandoned):
 class DeadlineConnection(psycopg.Connection):
     """A psycopg connection whose every wait for the server ends by ``answer_deadline``
     seconds, or sooner when the request's time to wait is spent: past it the server is taken
-    for gone (or the request for out of time) and the connection is closed."""
+    for gone (or the request for out of time) and the connection is closed.
+
+    Relies on psycopg internals: every wait goes through ``Connection.wait``, which raises
+    ``errors._WaitTimeout`` past its ``timeout`` (psycopg has no public client-side deadline
+    for an answer). ``tests/unit/test_library_internals.py`` fails when the pinned psycopg
+    changes them."""
 
     answer_deadline: float | None = None
 
@@ -179,7 +184,8 @@ class DeadlinePool(QueuePool):
 
     Relies on a SQLAlchemy internal: ``QueuePool._do_get`` waits ``self._timeout`` seconds
     for a connection (SQLAlchemy 2.0 and 2.1; no public hook bounds that wait per checkout).
-    ``tests/system/test_frozen_backends.py`` fails if that changes."""
+    ``tests/unit/test_library_internals.py`` fails when the pinned SQLAlchemy changes it, and
+    ``tests/system/test_frozen_backends.py`` when the wait is no longer bounded."""
 
     def connect(self) -> PoolProxiedConnection:
         with waiting_on_postgres():
@@ -259,7 +265,8 @@ def connect_in_time_left(connect: Callable[[], DeadlineConnection]) -> DeadlineC
 
 # The operating system's poll, even under gevent (gunicorn's workers on PostgreSQL): gevent's
 # stand-in would hand the greenlet to its hub even for a zero timeout, 15 times the cost and
-# a trip to the back of the queue on a busy worker.
+# a trip to the back of the queue on a busy worker. Taken with gevent's documented
+# ``gevent.monkey.get_original``: public API, not an internal of gevent.
 _unpatched_poll = get_original("select", "poll")
 
 
@@ -324,7 +331,9 @@ class Session(FlaskSession):
         engine = super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
         if not self.info.get(_READS_ONLY) or engine.dialect.name != "postgresql":
             return engine
-        # Kept on the engine itself, so it lives and goes with it.
+        # Kept on the engine itself, so it lives and goes with it (a mapping keyed by engine
+        # would keep every engine alive: the variant refers to its engine). An attribute of
+        # ours, not one SQLAlchemy reads.
         autocommit = getattr(engine, "_autocommit_variant", None)
         if autocommit is None:
             autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")

@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from marshmallow import fields, validate
+from marshmallow import Schema, fields, validate
 
-from app.compiled_dump import CompiledSchema, register_converter
 from app.models import BookingStatus
 from app.models.limits import (
     DESCRIPTION_MAX,
@@ -41,17 +40,14 @@ class UTCTimestamp(fields.DateTime):
         return None if value is None else format_utc(value)
 
 
-register_converter(UTCTimestamp, format_utc)
-
-
-class SlotSchema(CompiledSchema):
+class SlotSchema(Schema):
     """An open slot: in availability days, and suggested with a refused time."""
 
     start = UTCTimestamp(required=True)
     end = UTCTimestamp(required=True)
 
 
-class AttendeeSchema(CompiledSchema):
+class AttendeeSchema(Schema):
     id = fields.Integer(dump_only=True, validate=ID_RANGE)
     email = fields.Email(validate=validate.Length(max=EMAIL_MAX))
     name = fields.String(validate=validate.Length(max=NAME_MAX))
@@ -68,7 +64,7 @@ class AttendeeSchema(CompiledSchema):
     updatedAt = UTCTimestamp(attribute="updated_at")
 
 
-class BookingSchema(CompiledSchema):
+class BookingSchema(Schema):
     id = fields.Integer(dump_only=True, validate=ID_RANGE)
     uid = fields.String(dump_only=True, validate=validate.Length(min=1, max=UID_MAX))
     startTime = UTCTimestamp(attribute="start_at")
@@ -88,12 +84,12 @@ class BookingSchema(CompiledSchema):
 
 
 def reduced_form(
-    full: type[CompiledSchema],
+    full: type[Schema],
     name: str,
     shown: Sequence[str],
     doc: str,
     **replaced: fields.Field,
-) -> type[CompiledSchema]:
+) -> type[Schema]:
     """A schema showing the fields ``shown`` of ``full``, in that order, with ``full``'s own
     declarations (marshmallow copies a declared field into each schema instance, so sharing
     the declaration is safe). ``replaced`` gives a field its own declaration where the reduced
@@ -102,7 +98,7 @@ def reduced_form(
         field: replaced.get(field, full._declared_fields[field])  # type: ignore[attr-defined]
         for field in shown
     }
-    return type(name, (CompiledSchema,), {"__doc__": doc, "__module__": __name__, **declared})
+    return type(name, (Schema,), {"__doc__": doc, "__module__": __name__, **declared})
 
 
 # The reduced forms' ids were never marked read-only in the document; they stay as they were.
@@ -126,7 +122,7 @@ BookingUpdateResultSchema = reduced_form(
 )
 
 
-class CancellationSchema(CompiledSchema):
+class CancellationSchema(Schema):
     """What a cancel answers with: the booking's id, its new status and the reason kept."""
 
     id = fields.Integer(validate=ID_RANGE)

@@ -6,6 +6,14 @@ Run from the project root (about 75 s; ``--quick`` about 40 s; PostgreSQL at
 ``TEST_REDIS_URL``, default ``redis://127.0.0.1:6379/0``)::
 
     .venv/bin/python -m bench.hot_path [--quick] [--rounds N] [--seconds S] [--runs N]
+        [--compare poll]
+
+``--compare NAME`` starts a third server: the API with the library internal ``NAME`` swapped
+for the plain library path (``bench.plain_paths``). Its requests (by id, availability, the
+list, a create; by id under load) take turns with the API's own in every iteration and round,
+marked "plain", and the summary ends with each pair's ratio, plain ÷ as built, per round: what
+the internal gains, free of the machine's drift between runs (docs/performance.md, "Library
+internals: kept and removed").
 
 The servers. Two, side by side, both started as the Procfile's ``web`` starts the API:
 ``gunicorn -c gunicorn.conf.py <app>`` from the project root, with one environment
@@ -103,7 +111,7 @@ import redis
 from app.models.types import utcnow
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc, zone
-from bench import availability, booking_writes, capacity, floor_app
+from bench import availability, booking_writes, capacity, floor_app, plain_paths
 
 CLIENTS = 8
 ROUNDS, ROUND_SECONDS, RUNS = 3, 2.5, 100
@@ -388,6 +396,50 @@ def procfile_server(
         availability.stop(process)
 
 
+@contextmanager
+def plain_server(name: str | None, env: dict[str, str], log_dir: Path) -> Iterator[Server | None]:
+    """With ``--compare NAME``: the API with ``NAME`` on the plain library path."""
+    if not name:
+        yield None
+        return
+    with procfile_server(
+        f"the API, plain {name}",
+        "bench.plain_paths:app",
+        {
+            **env,
+            "HOT_PATH_PLAIN": name,
+            "PROMETHEUS_MULTIPROC_DIR": str(log_dir / "plain-metrics"),
+        },
+        log_dir / "plain.log",
+        "/healthz",
+    ) as server:
+        print(f"        {server.name}: {server.worker_class} workers: {len(server.workers)}")
+        yield server
+
+
+PLAIN = "_plain"  # the suffix of the kinds and rows sent to the plain server
+COMPARED_LATENCY = ("by_id", "availability", "list", "create")
+COMPARED_THROUGHPUT = ("by_id",)
+
+
+def swapped(row: str) -> str:
+    """The other row of a compared pair (by id as built and plain); any other row itself."""
+    if row.endswith(PLAIN):
+        return row.removesuffix(PLAIN)
+    return row + PLAIN if row + PLAIN in THROUGHPUT else row
+
+
+def compare_with_plain() -> None:
+    """Add the plain server's kinds and rows, each after the API's own."""
+    for table, kinds in ((LATENCY, COMPARED_LATENCY), (THROUGHPUT, COMPARED_THROUGHPUT)):
+        entries = list(table.items())
+        table.clear()
+        for kind, label in entries:
+            table[kind] = label
+            if kind in kinds:
+                table[kind + PLAIN] = label + " (plain)"
+
+
 def answers(port: int, path: str) -> bool:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
     try:
@@ -514,11 +566,13 @@ class Sequential:
         pg: psycopg.Connection[Any],
         floor_slots: booking_writes.Slots,
         tallies: Tallies,
+        plain: Server | None = None,
     ) -> None:
         self.setup = setup
         unused = booking_writes.Slots()
         self.api = booking_writes.Client(api.port, setup.busy, unused)
         self.floors = booking_writes.Client(floors.port, setup.busy, unused)
+        self.plain = booking_writes.Client(plain.port, setup.busy, unused) if plain else None
         self.pg = pg
         self.floor_slots = floor_slots
         self.tallies = tallies
@@ -527,6 +581,8 @@ class Sequential:
     def close(self) -> None:
         self.api.close()
         self.floors.close()
+        if self.plain is not None:
+            self.plain.close()
 
     def next_id(self) -> int:
         return self.setup.booking_ids[self.turn % len(self.setup.booking_ids)]
@@ -541,6 +597,12 @@ class Sequential:
 
     def timed(self, kind: str) -> float:
         """One request of ``kind``; its latency in seconds."""
+        if kind.endswith(PLAIN):
+            api, self.api = self.api, self.plain
+            try:
+                return self.timed(kind.removesuffix(PLAIN))
+            finally:
+                self.api = api
         setup = self.setup
         if kind == "floor_a":
             return self.http(self.floors, "GET", FLOOR_A, None, 200)[0]
@@ -684,6 +746,8 @@ def row_requests(
 
     def calendar(n: int) -> booking_writes.Calendar:
         return setup.calendars[n % len(setup.calendars)] if row == "create_4" else setup.busy
+
+    row = row.removesuffix(PLAIN)
 
     def request(n: int, i: int) -> Request:
         booking_id = ids[(n * len(ids) // CLIENTS + i) % len(ids)]
@@ -991,6 +1055,7 @@ def run(args: argparse.Namespace, log_dir: Path) -> None:
                     log_dir / "api.log",
                     "/healthz",
                 ) as api,
+                plain_server(args.compare, env, log_dir) as plain,
                 psycopg.connect(
                     floor_app.conninfo(url), autocommit=True, application_name="bench-client"
                 ) as pg,
@@ -1001,7 +1066,7 @@ def run(args: argparse.Namespace, log_dir: Path) -> None:
                     f" {len(api.workers)} (API); WEB_CONCURRENCY"
                     f" {'=' + env['WEB_CONCURRENCY'] if env.get('WEB_CONCURRENCY') else 'unset'}"
                 )
-                measure(args, setup, floors, api, pg, floor_slots, tallies, rng)
+                measure(args, setup, floors, api, plain, pg, floor_slots, tallies, rng)
             check_logs(log_dir)
             check_database(url, setup, tallies)
         finally:
@@ -1013,19 +1078,22 @@ def measure(
     setup: Setup,
     floors: Server,
     api: Server,
+    plain: Server | None,
     pg: psycopg.Connection[Any],
     floor_slots: booking_writes.Slots,
     tallies: Tallies,
     rng: random.Random,
 ) -> None:
-    servers = {row: floors if row.startswith("floor") else api for row in THROUGHPUT}
-    meters = {
-        row: CpuMeter(pg, floors.workers if row.startswith("floor") else api.workers)
-        for row in THROUGHPUT
-    }
+    def server(row: str) -> Server:
+        if row.startswith("floor"):
+            return floors
+        return plain if plain is not None and row.endswith(PLAIN) else api
+
+    servers = {row: server(row) for row in THROUGHPUT}
+    meters = {row: CpuMeter(pg, servers[row].workers) for row in THROUGHPUT}
 
     def sequential() -> Sequential:
-        return Sequential(setup, api, floors, pg, floor_slots, tallies)
+        return Sequential(setup, api, floors, pg, floor_slots, tallies, plain)
 
     def load(row: str, seconds: float) -> Load:
         return load_round(servers[row], row, setup, floor_slots, seconds, meters[row], tallies)
@@ -1041,7 +1109,10 @@ def measure(
     for number in range(args.rounds):
         samples = latency_round(sequential, rng, ROUND_WARMUP_RUNS, args.runs)
         loads = {}
-        for row in rows[number % len(rows) :] + rows[: number % len(rows)]:
+        order = rows[number % len(rows) :] + rows[: number % len(rows)]
+        if number % 2:  # a compared pair in the other order: neither always goes first
+            order = [swapped(row) for row in order]
+        for row in order:
             loads[row] = load(row, args.seconds)
             check(loads[row], THROUGHPUT[row])
         result = Round(samples, {row: loads[row] for row in THROUGHPUT})
@@ -1050,6 +1121,40 @@ def measure(
         print()
     summary(rounds)
     print()
+    if plain is not None:
+        comparison(rounds, args.compare)
+        print()
+
+
+def comparison(rounds: list[Round], name: str) -> None:
+    """Each compared request: plain ÷ as built, pooled and per round (above 1: the internal
+    gains; 1.10 is its keeping threshold)."""
+    print(f"What {name} gains: the plain library path ÷ as built, same rounds (≥ 1.10: kept)")
+    for kind in COMPARED_LATENCY:
+        built = [s for r in rounds for s in r.latency[kind]]
+        plain = [s for r in rounds for s in r.latency[kind + PLAIN]]
+        per_round = [
+            timing(r.latency[kind + PLAIN]).median_ms / timing(r.latency[kind]).median_ms
+            for r in rounds
+        ]
+        built_ms, plain_ms = timing(built).median_ms, timing(plain).median_ms
+        print(
+            f"  {LATENCY[kind]:<32} median {built_ms:6.2f} → plain {plain_ms:6.2f} ms:"
+            f" {plain_ms / built_ms:.2f}×  [rounds {spread(per_round)}]"
+        )
+    for row in COMPARED_THROUGHPUT:
+        built_load, plain_load = Load(), Load()
+        for r in rounds:
+            built_load.add(r.loads[row])
+            plain_load.add(r.loads[row + PLAIN])
+        per_round = [r.loads[row].rate / r.loads[row + PLAIN].rate for r in rounds]
+        print(
+            f"  {THROUGHPUT[row]:<32} {built_load.rate:6.0f} → plain {plain_load.rate:6.0f} req/s:"
+            f" as built ÷ plain {built_load.rate / plain_load.rate:.2f}×  [rounds"
+            f" {spread(per_round)}]; CPU a request"
+            f" {built_load.cpu.ours / len(built_load.latencies) * 1000:.2f} → plain"
+            f" {plain_load.cpu.ours / len(plain_load.latencies) * 1000:.2f} ms"
+        )
 
 
 def main() -> None:
@@ -1062,7 +1167,15 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help=f"{QUICK} unless given (about a minute)"
     )
+    parser.add_argument(
+        "--compare",
+        choices=plain_paths.CHOICES,
+        help="also serve the API with this library internal swapped for the plain library"
+        " path (bench.plain_paths), its requests taking turns with the API's own",
+    )
     args = parser.parse_args()
+    if args.compare:
+        compare_with_plain()
     defaults = QUICK if args.quick else {"rounds": ROUNDS, "seconds": ROUND_SECONDS, "runs": RUNS}
     for name, value in defaults.items():
         if getattr(args, name) is None:

@@ -7,10 +7,11 @@ stays slow whichever keys are tried, and a valid key's traffic never counts agai
 or other keys. The key is authenticated before the limit is applied (``rate_limit_identity``);
 the view's own authorization reuses that result.
 
-With ``REDIS_URL`` set, counts live in Redis and every process shares them, one round trip a
-request (``rate_limit_storage``). If Redis goes away,
-Flask-Limiter falls back to per-process in-memory counts (logging the failure) and returns to
-Redis once it answers again: the API keeps answering rather than refusing or failing requests.
+With ``REDIS_URL`` set, counts live in Redis and every process shares them, through limits'
+own ``RedisStorage`` (its moving-window script to count, another to read the window for the
+headers). If Redis goes away, Flask-Limiter falls back to per-process in-memory counts
+(logging the failure) and returns to Redis once it answers again: the API keeps answering
+rather than refusing or failing requests.
 A storage error after the view has run (while adding the headers) is swallowed: the request's
 work is done and it gets its real answer. Without ``REDIS_URL`` the counts live in memory, and
 only one process may serve a database (``memory_counts``).
@@ -29,7 +30,6 @@ from limits import RateLimitItem, parse
 
 from app.api.auth import authentication
 from app.api.memory_counts import NOT_OWNER_MESSAGE, owns_memory_counts
-from app.api.rate_limit_storage import storage_uri
 from app.config import API_PREFIX
 from app.counters import RATE_LIMITED
 from app.deadlines import redis_timeout_s
@@ -152,10 +152,7 @@ _once_per_outage = OncePerOutage()
 
 def register_rate_limits(app: Flask) -> Limiter:
     redis_url = app.config.get("REDIS_URL")
-    # One Redis round trip per request: counting and the headers' window read in one script.
-    app.config.setdefault(
-        "RATELIMIT_STORAGE_URI", storage_uri(redis_url) if redis_url else "memory://"
-    )
+    app.config.setdefault("RATELIMIT_STORAGE_URI", redis_url or "memory://")
     app.config.setdefault("RATELIMIT_STRATEGY", "moving-window")
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
     app.config.setdefault("RATELIMIT_REQUEST_IDENTIFIER", request_identity)

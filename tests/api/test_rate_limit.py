@@ -220,9 +220,7 @@ def test_the_window_slides_in_redis(make_app, tenants, machine_redis):
     assert get(client, tenant.headers()).status_code == 200
 
 
-def test_each_request_costs_one_redis_round_trip_with_exact_headers(
-    make_app, tenants, machine_redis, monkeypatch
-):
+def test_counts_in_redis_give_exact_headers(make_app, tenants, machine_redis):
     app = make_app(
         REDIS_URL=machine_redis,
         RATELIMIT_KEY_PREFIX=f"test-{uuid.uuid4().hex}",
@@ -231,21 +229,12 @@ def test_each_request_costs_one_redis_round_trip_with_exact_headers(
     with app.app_context():
         tenant = tenants.create()
     client = app.test_client()
-    commands: list[str] = []
-    execute = redis.Redis.execute_command
-
-    def counted(self, *args, **options):
-        commands.append(str(args[0]))
-        return execute(self, *args, **options)
-
-    monkeypatch.setattr(redis.Redis, "execute_command", counted)
     answers = [get(client, tenant.headers()) for _ in range(4)]
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
     assert [a.headers["X-RateLimit-Remaining"] for a in answers] == ["2", "1", "0", "0"]
     first_reset = int(answers[0].headers["X-RateLimit-Reset"])
     assert all(int(a.headers["X-RateLimit-Reset"]) == first_reset for a in answers)
     assert 1 <= int(answers[3].headers["Retry-After"]) <= 60
-    assert len(commands) == 4, commands  # one script call a request, headers included
 
 
 # A Redis outage

@@ -7,7 +7,6 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.api import examples
-from app.compiled_dump import CompiledSchema
 from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES
 from app.models.types import MAX_ID
 from app.representations import SlotSchema
@@ -59,7 +58,7 @@ class AvailabilityArgsSchema(Schema):
 MAX_DAY_SLOTS = 300
 
 
-class AvailabilityDaySchema(CompiledSchema):
+class AvailabilityDaySchema(Schema):
     date = fields.Date(required=True)
     slots = fields.List(
         fields.Nested(SlotSchema), required=True, validate=validate.Length(max=MAX_DAY_SLOTS)

@@ -6,7 +6,6 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
-from app.compiled_dump import CompiledSchema
 from app.models.limits import EMAIL_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from app.models.types import MAX_ID
 from app.representations import STATUSES, BookingSchema
@@ -16,7 +15,7 @@ from app.validation import InstantField, Text
 MAX_OFFSET = 2**31 - 1
 
 
-class BookingListSchema(CompiledSchema):
+class BookingListSchema(Schema):
     bookings = fields.List(
         fields.Nested(BookingSchema), required=True, validate=validate.Length(max=LIST_LIMIT_MAX)
     )

@@ -70,12 +70,9 @@ class SubAccountNameDoc(Schema):
     timezone = TimezoneField(load_default="UTC")
 
 
-class CalendarSettingsDoc(SettingsDoc):
+class CalendarSettingsDoc(SettingsDoc, SubAccountNameDoc):
     """``SettingsDoc`` plus the sub account's ``name`` and ``timezone`` as ``SubAccountNameDoc``
-    reads them (the same field objects, so the rules cannot drift apart)."""
-
-    name = SubAccountNameDoc._declared_fields["name"]
-    timezone = SubAccountNameDoc._declared_fields["timezone"]
+    reads them (inherited, so the rules cannot drift apart)."""
 
 
 @dataclass(frozen=True)

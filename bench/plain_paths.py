@@ -6,7 +6,8 @@ for what ``HOT_PATH_PLAIN`` (comma-separated) names:
   one) instead of the operating system's (``app.database``).
 
 The swap keeps the answers (both polls see the same socket); only the cost differs.
-Bench-only: nothing under ``app/`` reads ``HOT_PATH_PLAIN``. (Two more were measured until what they compared was removed:
+Bench-only: nothing under ``app/`` reads ``HOT_PATH_PLAIN``. (Two more were measured until
+what they compared was removed:
 ``limiter``, the one-trip rate-limit storage against limits' own ``RedisStorage``, and
 ``dump``, compiled dump plans against marshmallow's own ``Schema.dump``: docs/performance.md,
 "Library internals: kept and removed".)

@@ -34,35 +34,6 @@ from app.scheduling.timezones import format_utc
 EVENT_SCHEMA_VERSION = 1
 VERSION_KEY = "schemaVersion"
 READABLE_VERSIONS = frozenset({1})
-# Version 1's fields, in the order they are written (receivers see this order too).
-BOOKING_FIELDS_V1 = (
-    "id",
-    "uid",
-    "startTime",
-    "endTime",
-    "status",
-    "title",
-    "description",
-    "location",
-    "timezone",
-    "metadata",
-    "attendees",
-    "confirmedAt",
-    "cancelledAt",
-    "completedAt",
-)
-ATTENDEE_FIELDS_V1 = (
-    "id",
-    "email",
-    "name",
-    "firstName",
-    "lastName",
-    "phone",
-    "timezone",
-    "isOrganizer",
-    "createdAt",
-    "updatedAt",
-)
 
 
 class UnknownEventSchema(ValueError):

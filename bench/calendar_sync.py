@@ -103,7 +103,7 @@ from app.models import BlockedTime, CalendarConnection, Permission
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
 from app.services.integrations.calendars.busy_time import CalendarObject, busy_periods
-from app.services.integrations.calendars.caldav_calendar import CTAG, SYNC_TOKEN
+from app.services.integrations.calendars.providers.caldav import CTAG, SYNC_TOKEN
 from app.services.integrations.calendars.sync import (
     LOOK_BACK,
     READ_AHEAD,

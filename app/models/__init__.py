@@ -9,7 +9,12 @@ from app.models.availability import (
     WeeklyHours,
 )
 from app.models.booking import ACTIVE_STATUSES, Attendee, Booking, BookingStatus, Contact
-from app.models.calendar_connection import CalendarConnection
+from app.models.calendar_connection import (
+    CalendarConnection,
+    CalendarItem,
+    ConnectedCalendar,
+    ConnectionKind,
+)
 from app.models.event_type import EventType
 from app.models.hold import SlotHold
 from app.models.notification import MailMessage, MailStatus
@@ -42,7 +47,10 @@ __all__ = [
     "Booking",
     "BookingStatus",
     "CalendarConnection",
+    "CalendarItem",
     "CalendarSettings",
+    "ConnectedCalendar",
+    "ConnectionKind",
     "Contact",
     "DashboardSession",
     "DateOverride",

@@ -94,7 +94,7 @@ class BlockedTime(db.Model):
     """Time the calendar is busy outside of bookings.
 
     ``manual`` rows are entered in the dashboard; ``external`` rows are the busy time of a
-    connected calendar, replaced by each sync of that connection.
+    connected calendar's item (``CalendarItem``), replaced when a sync finds that item changed.
     """
 
     __tablename__ = "blocked_times"
@@ -121,6 +121,10 @@ class BlockedTime(db.Model):
     source: Mapped[str] = mapped_column(String(16), default=BlockedTimeSource.MANUAL)
     calendar_connection_id: Mapped[int | None] = mapped_column(
         ForeignKey("calendar_connections.id", ondelete="CASCADE"), index=True
+    )
+    # The connected calendar's item whose busy period this is (its UID repeated beside it).
+    calendar_item_id: Mapped[int | None] = mapped_column(
+        ForeignKey("calendar_items.id", ondelete="CASCADE"), index=True
     )
     external_uid: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,37 +1,54 @@
-"""External calendars whose busy time keeps the calendar from double booking."""
+"""External calendars whose busy time keeps the calendar from double booking.
+
+A ``CalendarConnection`` is one account at one provider (its ``kind``); the calendars of it that
+are read are its ``ConnectedCalendar`` rows, each with its own sync state; what was read of a
+calendar is kept per item (``CalendarItem``: one CalDAV resource, one Google or Microsoft
+event, one event of a feed), and each item's busy periods are ``BlockedTime`` rows pointing at
+it. So a change to one event touches only that event's rows.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
-from app.models.limits import CALDAV_URL_MAX, NAME_MAX, TIMEZONE_MAX
+from app.models.limits import CALDAV_URL_MAX, ETAG_MAX, NAME_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
+class ConnectionKind(StrEnum):
+    """Where a connection's calendars live; it picks the adapter that reads and writes them."""
+
+    CALDAV = "caldav"
+    GOOGLE = "google"
+    MICROSOFT = "microsoft"
+    ICS = "ics"  # a read-only feed (webcal:// or https://)
+
+
 class CalendarConnection(db.Model):
-    """A CalDAV calendar whose busy time blocks the sub account's calendar
-    (``app.services.calendar_sync``). The password is stored encrypted
-    (``app.services.common.encryption``) and never shown.
+    """An account whose calendars' busy time blocks the sub account's calendar
+    (``app.services.integrations.calendars``). Its secret (a CalDAV password, an OAuth grant)
+    is stored encrypted (``app.services.common.encryption``) and never shown.
 
     Three groups of columns:
 
-    - configuration: ``name`` (unique in the sub account), ``url`` (the CalDAV server or
-      principal URL), ``calendar`` (the calendar's URL or display name; None: the account's only
-      calendar), ``username``, ``encrypted_secret``, ``write_back``, ``active``;
-    - sync state, which lets a sync skip an unchanged calendar: ``calendar_url`` (where the
-      calendar was found), ``sync_token`` and ``ctag`` (the server's change markers when the
-      stored busy time was read; ``ctag`` holds ``etags:<digest>`` for servers with neither),
-      ``synced_until`` and ``synced_timezone`` (the end of the window that was read, and the
-      timezone all-day and floating events were placed in);
+    - configuration: ``name`` (unique in the sub account), ``kind``, ``url`` (the CalDAV server
+      or principal URL, the feed's URL; for Google and Microsoft the provider's name),
+      ``calendar`` (CalDAV: the calendar's URL or display name; None: the account's only
+      calendar), ``username``, ``encrypted_secret``, ``write_back``, ``write_calendar`` (Google
+      and Microsoft: the id of the calendar bookings are written into), ``active``;
     - outcome, for operators: ``last_attempt_at``, ``last_success_at``, ``last_error`` and
       ``last_error_at`` (the latest failure, kept after a success so flapping shows),
-      ``consecutive_failures`` (0 = healthy), ``busy_count`` (busy periods stored);
+      ``consecutive_failures`` (0 = healthy), ``busy_count`` (busy periods stored),
+      ``skipped_count`` and ``skipped_reason`` (events the latest sync could not read);
     - write-back outcome (bookings written into the calendar, ``write_back``): ``last_write_at``
       (the latest successful write), ``last_write_error`` and ``last_write_error_at``.
+
+    The sync state is per calendar, on ``ConnectedCalendar``.
     """
 
     __tablename__ = "calendar_connections"
@@ -42,19 +59,14 @@ class CalendarConnection(db.Model):
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
     name: Mapped[str] = mapped_column(String(NAME_MAX))
-    provider: Mapped[str] = mapped_column(String(32), default="caldav")
+    kind: Mapped[str] = mapped_column(String(32), default=ConnectionKind.CALDAV)
     url: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
     calendar: Mapped[str | None] = mapped_column(String(CALDAV_URL_MAX))
     username: Mapped[str | None] = mapped_column(String(255))
     encrypted_secret: Mapped[str | None] = mapped_column(Text)
     write_back: Mapped[bool] = mapped_column(Boolean, default=True)
+    write_calendar: Mapped[str | None] = mapped_column(String(CALDAV_URL_MAX))
     active: Mapped[bool] = mapped_column(Boolean, default=True)
-
-    calendar_url: Mapped[str | None] = mapped_column(String(CALDAV_URL_MAX))
-    sync_token: Mapped[str | None] = mapped_column(Text)
-    ctag: Mapped[str | None] = mapped_column(Text)
-    synced_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    synced_timezone: Mapped[str | None] = mapped_column(String(TIMEZONE_MAX))
 
     last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_success_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -62,6 +74,8 @@ class CalendarConnection(db.Model):
     last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
     busy_count: Mapped[int] = mapped_column(Integer, default=0)
+    skipped_count: Mapped[int] = mapped_column(Integer, default=0)
+    skipped_reason: Mapped[str | None] = mapped_column(Text)
     last_write_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_write_error: Mapped[str | None] = mapped_column(Text)
     last_write_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -72,10 +86,59 @@ class CalendarConnection(db.Model):
         """The latest sync attempt failed."""
         return self.consecutive_failures > 0
 
+
+class ConnectedCalendar(db.Model):
+    """One calendar of a connection that is read for busy time, with what lets the next sync
+    read only what changed since the last one:
+
+    - ``remote_id``: where the calendar is (a CalDAV calendar's URL, a Google or Microsoft
+      calendar id, a feed's URL); ``name`` as the provider shows it;
+    - ``sync_token``: the provider's marker for "changes since" (CalDAV's ``DAV:sync-token``,
+      Google's ``nextSyncToken``, Microsoft's delta link, a feed's ``ETag``);
+    - ``ctag``: a second marker for an unchanged calendar (CalendarServer's ``getctag``, a
+      digest of the members' ETags, a feed's ``Last-Modified``);
+    - ``synced_until`` and ``synced_timezone``: the end of the window that was read, and the
+      timezone all-day and floating events were placed in. A sync whose window reaches past
+      ``synced_until``, or whose timezone differs, reads the calendar in full.
+    """
+
+    __tablename__ = "connected_calendars"
+    __table_args__ = (UniqueConstraint("calendar_connection_id", "remote_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    calendar_connection_id: Mapped[int] = mapped_column(
+        ForeignKey("calendar_connections.id", ondelete="CASCADE"), index=True
+    )
+    remote_id: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
+    name: Mapped[str | None] = mapped_column(String(NAME_MAX))
+    sync_token: Mapped[str | None] = mapped_column(Text)
+    ctag: Mapped[str | None] = mapped_column(Text)
+    synced_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    synced_timezone: Mapped[str | None] = mapped_column(String(TIMEZONE_MAX))
+
     def forget_sync_state(self) -> None:
-        """Make the next sync read the calendar in full (after the configuration changed)."""
-        self.calendar_url = None
+        """Make the next sync read the calendar in full."""
         self.sync_token = None
         self.ctag = None
         self.synced_until = None
         self.synced_timezone = None
+
+
+class CalendarItem(db.Model):
+    """One item of a connected calendar as last read: ``key`` is where it is (a CalDAV
+    resource's href, a Google or Microsoft event id, an event's UID in a feed), ``etag`` its
+    version there, ``uid`` its iCalendar UID (the service's own written-back events are not
+    busy time). Its busy periods are the ``BlockedTime`` rows that point at it. ``problem``:
+    why the item could not be read (its earlier busy periods, if any, stay in force)."""
+
+    __tablename__ = "calendar_items"
+    __table_args__ = (UniqueConstraint("connected_calendar_id", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    connected_calendar_id: Mapped[int] = mapped_column(
+        ForeignKey("connected_calendars.id", ondelete="CASCADE"), index=True
+    )
+    key: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
+    etag: Mapped[str | None] = mapped_column(String(ETAG_MAX))
+    uid: Mapped[str | None] = mapped_column(String(500))
+    problem: Mapped[str | None] = mapped_column(Text)

@@ -33,6 +33,8 @@ DIGEST_LENGTH = 64
 # A webhook's target URL; a CalDAV server's or calendar's URL.
 WEBHOOK_URL_MAX = 2000
 CALDAV_URL_MAX = 1000
+# An HTTP entity tag as a calendar server sends it (quoted; servers keep them short).
+ETAG_MAX = 255
 # A password as typed (only its hash is stored): long enough for any passphrase, short enough
 # that hashing it costs nothing unusual.
 PASSWORD_MIN = 8

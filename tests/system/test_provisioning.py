@@ -187,7 +187,7 @@ def test_calendar_connections_keep_the_password_encrypted(app, tmp_path):
     assert list(ids) == ["Dentist's calendar", "Family"]
 
     personal = db.session.get(CalendarConnection, ids["Dentist's calendar"])
-    assert (personal.sub_account_id, personal.provider, personal.active) == (
+    assert (personal.sub_account_id, personal.kind, personal.active) == (
         sub["id"],
         "caldav",
         True,

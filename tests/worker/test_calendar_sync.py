@@ -19,18 +19,18 @@ from caldav.elements.base import BaseElement
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import BlockedTime, CalendarConnection, CalendarSettings
+from app.models import BlockedTime, CalendarConnection, CalendarSettings, ConnectedCalendar
 from app.models.types import utcnow
 from app.scheduling.intervals import Interval
 from app.services.common.encryption import encrypt_secret
 from app.services.integrations.calendars import (
-    caldav_calendar,
     probe_connection,
     sync_all_connections,
     sync_connection,
 )
 from app.services.integrations.calendars.busy_time import CalendarObject, busy_periods
 from app.services.integrations.calendars.errors import MalformedCalendarData, TooManyBusyPeriods
+from app.services.integrations.calendars.providers import caldav as caldav_provider
 from tests.factories import NEW_YORK, make_booking, next_monday, ny, z
 from tests.radicale_servers import (
     PASSWORD,
@@ -102,6 +102,16 @@ def connection(connection_id) -> CalendarConnection:
     return db.session.get(CalendarConnection, connection_id, populate_existing=True)
 
 
+def calendar_state(connection_id) -> ConnectedCalendar:
+    """The sync state of the connection's one calendar."""
+    (row,) = db.session.scalars(
+        select(ConnectedCalendar)
+        .where(ConnectedCalendar.calendar_connection_id == connection_id)
+        .execution_options(populate_existing=True)
+    )
+    return row
+
+
 def at(tz, day: date, hour: int, minute: int = 0) -> datetime:
     return datetime.combine(day, time(hour, minute), tzinfo=tz).astimezone(UTC)
 
@@ -122,6 +132,21 @@ def reads(monkeypatch):
 
     monkeypatch.setattr(caldav.Calendar, "search", counting)
     return calls
+
+
+@pytest.fixture
+def fetched(monkeypatch):
+    """The resources fetched one by one (calendar-multiget REPORTs), by path."""
+    paths = []
+    multiget = caldav.Calendar.multiget
+
+    def counting(self, urls, *args, **kwargs):
+        urls = list(urls)
+        paths.extend(url.path for url in urls)
+        return multiget(self, urls, *args, **kwargs)
+
+    monkeypatch.setattr(caldav.Calendar, "multiget", counting)
+    return paths
 
 
 # The use case, through the API
@@ -353,7 +378,7 @@ def test_a_resync_of_an_unchanged_calendar_touches_nothing(tenants, radicale, re
     first = sync(connection_id)
     assert first.status == "synced" and first.busy_count == 11  # 1 + Wednesdays to 03-12
     rows = busy_rows(connection_id)
-    state = connection(connection_id)
+    state = calendar_state(connection_id)
     assert state.sync_token and state.synced_until == NOW + timedelta(days=67)
 
     assert len(reads) == 1
@@ -399,13 +424,15 @@ class Absent(BaseElement):
     tag = "{urn:example:absent}property"
 
 
-def test_without_sync_token_or_ctag_the_etags_tell_a_change(tenants, radicale, reads, monkeypatch):
-    monkeypatch.setattr(caldav_calendar, "SYNC_TOKEN", Absent)
-    monkeypatch.setattr(caldav_calendar, "CTAG", Absent)
+def test_without_sync_token_or_ctag_the_etags_tell_a_change(
+    tenants, radicale, reads, fetched, monkeypatch
+):
+    monkeypatch.setattr(caldav_provider, "SYNC_TOKEN", Absent)
+    monkeypatch.setattr(caldav_provider, "CTAG", Absent)
     _, connection_id, calendar = connect(tenants, radicale)
     event = put(calendar, vevent("one", "DTSTART:20310107T150000Z", "DTEND:20310107T160000Z"))
     assert sync(connection_id).status == "synced"
-    state = connection(connection_id)
+    state = calendar_state(connection_id)
     assert state.sync_token is None and state.ctag.startswith("etags:")
 
     assert sync(connection_id).status == "unchanged"
@@ -413,7 +440,8 @@ def test_without_sync_token_or_ctag_the_etags_tell_a_change(tenants, radicale, r
     event.save()
     assert sync(connection_id).status == "synced"
     assert busy(connection_id) == [("one", utc(2031, 1, 7, 17), utc(2031, 1, 7, 18))]
-    assert len(reads) == 2
+    assert len(reads) == 1  # the window was read once; then only the changed event was fetched
+    assert fetched == [event.url.path]
 
 
 def test_a_new_timezone_places_all_day_events_again(tenants, radicale):
@@ -457,7 +485,7 @@ def test_the_calendar_is_found_by_name_by_url_or_as_the_only_one(tenants, radica
     assert sync(by_name).ok and [u for u, _, _ in busy(by_name)] == ["home"]
     assert sync(by_url).ok and [u for u, _, _ in busy(by_url)] == ["work"]
     assert sync(by_path).ok and [u for u, _, _ in busy(by_path)] == ["work"]
-    assert connection(by_name).calendar_url == str(home.url)
+    assert calendar_state(by_name).remote_id == str(home.url)
 
     several = sync(unnamed)
     assert (several.status, several.retryable) == ("failed", False)
@@ -557,23 +585,48 @@ def basic_auth(user, password):
     return base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
-def test_a_calendar_holding_an_event_that_cannot_be_read(tenants, radicale):
-    connection_id, calendar, healthy_id = synced_pair(tenants, radicale, radicale)
-    rows = busy_rows(connection_id)
+JULIAN = "VERSION:2.0\r\nCALSCALE:JULIAN\r\n"  # recurrence no one computes here
+
+
+def test_an_event_that_cannot_be_read_is_skipped_and_the_rest_kept_current(tenants, radicale):
+    _, connection_id, calendar = connect(tenants, radicale)
+    put(calendar, vevent("kept", "DTSTART:20310107T150000Z", "DTEND:20310107T160000Z"))
+    assert sync(connection_id).status == "synced"
     # Radicale stores it; recurrence in a non-Gregorian calendar cannot be computed here.
     put(
         calendar,
         vevent("julian", "DTSTART:20310109T150000Z", "DTEND:20310109T160000Z").replace(
-            "VERSION:2.0\r\n", "VERSION:2.0\r\nCALSCALE:JULIAN\r\n"
+            "VERSION:2.0\r\n", JULIAN
         ),
     )
-    later = NOW + timedelta(minutes=5)
-    results = sync_all_connections(later)
-    failed = assert_failure_recorded(
-        connection_id, rows, results, healthy_id, later, "cannot read the event at"
+    put(calendar, vevent("added", "DTSTART:20310110T150000Z", "DTEND:20310110T160000Z"))
+    result = sync(connection_id, now=NOW + timedelta(minutes=5))
+    assert (result.status, result.ok, result.skipped, result.busy_count) == ("synced", True, 1, 2)
+    assert [uid for uid, _, _ in busy(connection_id)] == ["kept", "added"]
+    state = connection(connection_id)
+    assert (state.consecutive_failures, state.skipped_count) == (1 - 1, 1)
+    assert "julian.ics" in state.skipped_reason and "Gregorian" in state.skipped_reason
+
+
+def test_an_event_that_becomes_unreadable_keeps_its_busy_time(tenants, radicale):
+    _, connection_id, calendar = connect(tenants, radicale)
+    event = put(calendar, vevent("meeting", "DTSTART:20310107T150000Z", "DTEND:20310107T160000Z"))
+    assert sync(connection_id).busy_count == 1
+    rows = busy_rows(connection_id)
+    event.data = vevent("meeting", "DTSTART:20310107T170000Z", "DTEND:20310107T180000Z").replace(
+        "VERSION:2.0\r\n", JULIAN
     )
-    assert "julian.ics" in failed.error and "Gregorian" in failed.error
-    assert not failed.retryable
+    event.save()
+    result = sync(connection_id, now=NOW + timedelta(minutes=5))
+    assert (result.status, result.skipped) == ("synced", 1)
+    assert busy_rows(connection_id) == rows  # the last good busy time stays in force
+
+    event.data = vevent("meeting", "DTSTART:20310107T170000Z", "DTEND:20310107T180000Z")
+    event.save()
+    mended = sync(connection_id, now=NOW + timedelta(minutes=10))
+    assert (mended.status, mended.skipped) == ("synced", 0)
+    assert busy(connection_id) == [("meeting", utc(2031, 1, 7, 17), utc(2031, 1, 7, 18))]
+    assert connection(connection_id).skipped_reason is None
 
 
 def test_a_probe_reads_the_calendar_and_stores_nothing(tenants, radicale):
@@ -589,7 +642,15 @@ def test_a_probe_reads_the_calendar_and_stores_nothing(tenants, radicale):
     db.session.commit()
     for probed_id in (connection_id, missing):
         state = connection(probed_id)
-        assert (state.last_attempt_at, state.last_error, state.sync_token) == (None, None, None)
+        assert (state.last_attempt_at, state.last_error) == (None, None)
+        assert (
+            db.session.scalars(
+                select(ConnectedCalendar).where(
+                    ConnectedCalendar.calendar_connection_id == probed_id
+                )
+            ).all()
+            == []
+        )
         assert busy(probed_id) == []
 
 

@@ -129,8 +129,11 @@ def test_broken_calendars_are_recorded_and_the_healthy_one_still_syncs(
                     "busy-later",
                 ]
                 assert state(ids["healthy"]).consecutive_failures == 0
+                malformed = state(ids["malformed"])  # the unreadable event alone is skipped
+                assert (malformed.consecutive_failures, malformed.skipped_count) == (0, 1)
+                assert "cannot read the event at" in malformed.skipped_reason
+                assert busy_rows(ids["malformed"]) == first["malformed"]
                 expected_errors = {
-                    "malformed": "cannot read the event at",
                     "stopped": "Connection refused",
                     "wrong-password": "rejected the username or password (HTTP 401)",
                     "never-answers": "did not answer within 2 s",

@@ -1,5 +1,7 @@
-"""Connected calendars: inbound CalDAV sync of busy time (``sync``), the CalDAV side
-(``caldav_calendar``), iCalendar expansion (``busy_time``) and the failures (``errors``)."""
+"""Connected calendars: the inbound sync of busy time (``sync``), write-back of bookings
+(``write_back``), the connections themselves (``connections``), each kind of provider behind
+one interface (``providers``: CalDAV, …), iCalendar expansion (``busy_time``) and the failures
+(``errors``)."""
 
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.sync import (

@@ -4,11 +4,13 @@ and timeout, shared by the inbound sync and write-back."""
 from __future__ import annotations
 
 from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import object_session
 
-from app.models import CalendarConnection
+from app.models import CalendarConnection, ConnectedCalendar
 from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
-from app.services.integrations.calendars.caldav_calendar import CalendarAccess
 from app.services.integrations.calendars.errors import CalendarSyncError, CredentialsUnreadable
+from app.services.integrations.calendars.providers.caldav import CalendarAccess
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _ERROR_LENGTH = 2000
@@ -39,10 +41,23 @@ def connection_access(
         username=connection.username,
         password=password,
         calendar=connection.calendar,
-        calendar_url=connection.calendar_url,
+        calendar_url=_found_calendar(connection),
         timeout=timeout,
     )
     return access, problem
+
+
+def _found_calendar(connection: CalendarConnection) -> str | None:
+    """Where a sync last found the connection's calendar (a write goes there directly)."""
+    return object_session(connection).scalar(
+        select(ConnectedCalendar.remote_id)
+        .where(
+            ConnectedCalendar.calendar_connection_id == connection.id,
+            ConnectedCalendar.sync_token.is_not(None) | ConnectedCalendar.ctag.is_not(None),
+        )
+        .order_by(ConnectedCalendar.id)
+        .limit(1)
+    )
 
 
 def redacted(message: str, access: CalendarAccess) -> str:

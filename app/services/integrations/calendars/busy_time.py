@@ -16,6 +16,7 @@ RECURRENCE-ID overrides). The rules on top:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -60,33 +61,46 @@ def busy_periods(
     *,
     limit: int = MAX_BUSY_PERIODS,
 ) -> list[BusyPeriod]:
-    """Every busy occurrence overlapping ``window``, from all ``objects``.
-
-    Raises ``MalformedCalendarData`` naming the resource when one cannot be read, and
-    ``TooManyBusyPeriods`` past ``limit``: one unreadable event fails the whole read, so a
-    calendar is never taken as free because part of it could not be understood.
-    """
+    """Every busy occurrence overlapping ``window``, from all ``objects``: for a reader that
+    needs all or nothing. Raises ``MalformedCalendarData`` naming the first resource that
+    cannot be read, and ``TooManyBusyPeriods`` past ``limit`` in all."""
     periods: list[BusyPeriod] = []
     for obj in objects:
-        try:
-            periods.extend(_object_periods(obj.data, window, tz, limit - len(periods)))
-        except TooManyBusyPeriods:
-            raise TooManyBusyPeriods(
-                f"more than {limit} busy periods between {window.start:%Y-%m-%d} and"
-                f" {window.end:%Y-%m-%d} (a runaway recurrence rule?); last read: {obj.href}"
-            ) from None
-        except Exception as err:  # icalendar and recurring-ical-events raise many kinds
-            raise MalformedCalendarData(
-                f"cannot read the event at {obj.href}: {type(err).__name__}: {_short(err)}"
-            ) from err
+        _, found = object_busy_periods(obj, window, tz, limit=limit - len(periods))
+        periods.extend(found)
     return periods
 
 
-def _object_periods(data: str, window: Interval, tz: ZoneInfo, room: int) -> list[BusyPeriod]:
-    """The object's busy periods. A recurring object is expanded slice by slice (7 days, then
-    doubling) so that a runaway rule is caught after computing about ``room`` occurrences, not
-    all of them; any other (most of a calendar) in one go."""
+def object_busy_periods(
+    obj: CalendarObject, window: Interval, tz: ZoneInfo, *, limit: int = MAX_BUSY_PERIODS
+) -> tuple[str | None, list[BusyPeriod]]:
+    """One resource's UID and busy occurrences overlapping ``window``.
+
+    Raises ``MalformedCalendarData`` naming the resource when it cannot be read, and
+    ``TooManyBusyPeriods`` when it has more than ``limit`` occurrences in the window.
+    """
+    try:
+        return _object_periods(obj.data, window, tz, limit)
+    except TooManyBusyPeriods:
+        raise TooManyBusyPeriods(
+            f"more than {limit} busy periods between {window.start:%Y-%m-%d} and"
+            f" {window.end:%Y-%m-%d} (a runaway recurrence rule?) in {obj.href}"
+        ) from None
+    except Exception as err:  # icalendar and recurring-ical-events raise many kinds
+        raise MalformedCalendarData(
+            f"cannot read the event at {obj.href}: {type(err).__name__}: {_short(err)}"
+        ) from err
+
+
+def _object_periods(
+    data: str, window: Interval, tz: ZoneInfo, room: int
+) -> tuple[str | None, list[BusyPeriod]]:
+    """The object's UID and busy periods. A recurring object is expanded slice by slice (7
+    days, then doubling) so that a runaway rule is caught after computing about ``room``
+    occurrences, not all of them; any other (most of a calendar) in one go."""
     calendar = icalendar.Calendar.from_ical(data)
+    uid = next((str(e["UID"]) for e in calendar.walk("VEVENT") if "UID" in e), None)
+    durations = _exact_durations(calendar)
     query = recurring_ical_events.of(calendar)
     periods: list[BusyPeriod] = []
     seen: set[tuple[datetime, datetime]] = set()  # an occurrence across a slice edge is in both
@@ -98,7 +112,11 @@ def _object_periods(data: str, window: Interval, tz: ZoneInfo, room: int) -> lis
             if not _is_busy(occurrence):
                 continue
             begin = _instant(occurrence.start, tz)
-            end = _instant(occurrence.end, tz, ceil=True)
+            exact = _duration_of(occurrence, durations)
+            if exact is None:
+                end = _instant(occurrence.end, tz, ceil=True)
+            else:
+                end = _instant(occurrence.start + exact[0], tz, ceil=True) + exact[1]
             if not (begin < end and begin < window.end and end > window.start):
                 continue
             if (begin, end) in seen:
@@ -106,9 +124,71 @@ def _object_periods(data: str, window: Interval, tz: ZoneInfo, room: int) -> lis
             if len(periods) >= room:
                 raise TooManyBusyPeriods("")
             seen.add((begin, end))
-            periods.append(BusyPeriod(begin, end, str(occurrence.get("UID", ""))))
+            periods.append(BusyPeriod(begin, end, str(occurrence.get("UID", uid or ""))))
         start, span = stop, span * 2
-    return periods
+    return uid, periods
+
+
+# RFC 5545 3.3.6: a duration's weeks and days are nominal (the same wall time that many days
+# later, whatever a DST change does), its hours, minutes and seconds exact (elapsed time).
+_DURATION = re.compile(
+    r"^(?P<sign>[+-])?P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
+    r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+)S)?)?$"
+)
+_Duration = tuple[timedelta, timedelta]  # (nominal part, exact part)
+
+
+def _exact_durations(
+    calendar: icalendar.Calendar,
+) -> dict[tuple[str, str | None], _Duration | None]:
+    """Each timed VEVENT's DURATION, split into its nominal and exact parts (None: it has a
+    DTEND, or no duration to correct), by (UID, RECURRENCE-ID or None for the series):
+    recurring-ical-events adds a whole duration in wall time, which is an hour off for hours
+    across a DST change. Empty when no event needs the correction."""
+    found: dict[tuple[str, str | None], _Duration | None] = {}
+    for event in calendar.walk("VEVENT"):
+        key = (str(event.get("UID", "")), _recurrence_id(event))
+        found[key] = _exact_duration(event)
+    return found if any(found.values()) else {}
+
+
+def _exact_duration(event: icalendar.cal.Component) -> _Duration | None:
+    if "DURATION" not in event or "DTEND" in event or "DTSTART" not in event:
+        return None
+    if not isinstance(event.decoded("DTSTART"), datetime):
+        return None  # all-day: a duration of dates says only days
+    parts = _DURATION.match(event["DURATION"].to_ical().decode().strip().upper())
+    if parts is None:
+        return None
+    sign = -1 if parts["sign"] == "-" else 1
+    number = {name: int(value or 0) for name, value in parts.groupdict().items() if name != "sign"}
+    nominal = timedelta(weeks=number["weeks"], days=number["days"])
+    exact = timedelta(hours=number["hours"], minutes=number["minutes"], seconds=number["seconds"])
+    return nominal * sign, exact * sign
+
+
+def _duration_of(
+    occurrence: icalendar.cal.Component,
+    durations: dict[tuple[str, str | None], _Duration | None],
+) -> _Duration | None:
+    """The duration to correct an occurrence's end with: its own override's, else its
+    series'."""
+    if not durations or not isinstance(occurrence.start, datetime):
+        return None
+    uid = str(occurrence.get("UID", ""))
+    own = (uid, _recurrence_id(occurrence))
+    return durations[own] if own in durations else durations.get((uid, None))
+
+
+def _recurrence_id(component: icalendar.cal.Component) -> str | None:
+    if "RECURRENCE-ID" not in component:
+        return None
+    value = component.decoded("RECURRENCE-ID")
+    return (
+        value.astimezone(UTC).isoformat()
+        if isinstance(value, datetime) and value.tzinfo
+        else str(value)
+    )
 
 
 def _recurs(calendar: icalendar.Calendar) -> bool:

@@ -28,16 +28,20 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
-from app.models import CalendarConnection, SubAccount
+from app.models import CalendarConnection, ConnectionKind, SubAccount
 from app.scheduling.timezones import format_utc
 from app.services.common.encryption import encrypt_secret
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import load_named
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
-from app.services.integrations.calendars.caldav_calendar import account_calendars
 from app.services.integrations.calendars.errors import CalendarSyncError
-from app.services.integrations.calendars.sync import SyncResult, sync_connection
+from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.sync import (
+    SyncResult,
+    forget_sync_state,
+    sync_connection,
+)
 from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
 from app.validation import Text, describe_errors, flatten_errors
 
@@ -101,7 +105,7 @@ def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
     connection = CalendarConnection(
         sub_account_id=sub_account.id,
         name=doc["name"],
-        provider="caldav",
+        kind=ConnectionKind.CALDAV,
         url=doc["url"],
         calendar=doc["calendar"],
         username=doc["username"],
@@ -253,7 +257,7 @@ def update_connection(
             doc["password"], current_app.config["SECRET_KEY"]
         )
     if reconnect:
-        connection.forget_sync_state()
+        forget_sync_state(connection.id)
     try:
         db.session.flush()
     except IntegrityError:  # the name was taken meanwhile
@@ -273,8 +277,8 @@ def list_calendars(
     if problem is not None:
         raise ConnectionTestFailed(problem.message)
     try:
-        found = account_calendars(access, MAX_LISTED_CALENDARS)
-        return [CalendarChoice(name, url) for name, url in found]
+        found = provider_for(connection.kind).calendars(access, MAX_LISTED_CALENDARS)
+        return [CalendarChoice(c.name, c.remote_id) for c in found]
     except CalendarSyncError as err:
         raise ConnectionTestFailed(redacted(err.message, access)) from None
     except Exception as err:  # the library failing in a way not foreseen
@@ -316,7 +320,7 @@ def _name_taken(sub_account: SubAccount, name: str) -> bool:
 
 def _calendar_url(url: str, calendar: str | None) -> str | None:
     """Where a calendar reference leads, if it is a URL (absolute, or a path on the server);
-    as ``caldav_calendar`` resolves it. A display name leads nowhere of its own."""
+    as the CalDAV provider resolves it. A display name leads nowhere of its own."""
     if calendar and (calendar.startswith("/") or "://" in calendar):
         return urljoin(url, calendar)
     return None

@@ -1,23 +1,26 @@
-"""Inbound CalDAV sync: a connection's calendar becomes the sub account's external busy time.
+"""Inbound sync: a connection's calendars become the sub account's external busy time.
 
 ``sync_connection`` is one use case in the caller's transaction (it flushes; the caller, a
 Celery task or a CLI command, commits). It reads the connection in a short transaction of its
-own first, so no transaction stays open while the CalDAV server is waited for, then talks to
-the server (``caldav_calendar``), expands the events (``busy_time``), and only then writes, under
-the calendar's write lock (the one booking writes take):
+own first, so no transaction stays open while a server is waited for, then asks the
+connection's provider (``providers``) for each calendar's changes since the last read, and only
+then writes, under the calendar's write lock (the one booking writes take):
 
-- success: the connection's ``external`` blocked times become exactly the busy periods read,
-  by difference (a row whose (UID, start, end) is still busy is left as it is, same id; the
-  others are deleted or inserted), and the server's change markers are kept;
-- unchanged (the markers equal the kept ones and the stored busy time still covers the window
-  in the same timezone): nothing but the attempt is written;
+- success: each changed item's busy periods replace that item's ``external`` blocked times,
+  by difference (a row whose (start, end) is still busy is left as it is, same id), removed
+  items lose theirs, and the provider's markers are kept for the next read. A full read (the
+  first, or when the window moved past what was read, or the timezone changed) does the same
+  for every item, and drops the items it no longer finds. An item that cannot be read is
+  recorded with its problem and keeps the busy time it had: the rest of the calendar stays
+  current;
+- unchanged (the provider's markers equal the kept ones): nothing but the attempt is written;
 - failure: the error, its time and the attempt are recorded, the busy time stays as it was
   (an unreachable calendar does not become a free one), and the result says whether trying
   again later may help.
 
 The window is [now - 1 day, now + the sub account's longest booking horizon (its settings and
-any event type's) + 7 days]: the extra week lets an unchanged calendar be skipped for a week as
-the window moves on, before it is read again to pick up the occurrences that moved in.
+any event type's) + 7 days]: the extra week lets a calendar be read incrementally for a week as
+the window moves on, before it is read in full to pick up the occurrences that moved in.
 
 Events the service wrote itself (write-back: their UID is one of this sub account's bookings'
 ``uid``) are not busy time: the bookings occupy that time themselves.
@@ -32,7 +35,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.extensions import db
@@ -41,7 +44,9 @@ from app.models import (
     BlockedTimeSource,
     Booking,
     CalendarConnection,
+    CalendarItem,
     CalendarSettings,
+    ConnectedCalendar,
     EventType,
     SubAccount,
 )
@@ -50,16 +55,15 @@ from app.scheduling.timezones import zone
 from app.services.common.locking import lock_calendar
 from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
-from app.services.integrations.calendars.busy_time import BusyPeriod, busy_periods
-from app.services.integrations.calendars.caldav_calendar import (
-    CalendarAccess,
-    CalendarRead,
-    read_calendar,
-)
 from app.services.integrations.calendars.errors import (
     CalendarNotFound,
     CalendarSyncError,
     ServerError,
+)
+from app.services.integrations.calendars.providers import (
+    CalendarChanges,
+    Cursor,
+    provider_for,
 )
 
 log = logging.getLogger(__name__)
@@ -75,7 +79,8 @@ Status = Literal["synced", "unchanged", "probed", "failed", "skipped"]
 @dataclass(frozen=True)
 class SyncResult:
     """What one sync did. ``ok``: the busy time is current. On failure ``error`` says why and
-    ``retryable`` whether trying again later (without anyone changing anything) may help."""
+    ``retryable`` whether trying again later (without anyone changing anything) may help.
+    ``skipped``: events that could not be read (their earlier busy time, if any, kept)."""
 
     connection_id: int
     status: Status
@@ -84,6 +89,7 @@ class SyncResult:
     removed: int = 0
     error: str | None = None
     retryable: bool = False
+    skipped: int = 0
 
     @property
     def ok(self) -> bool:
@@ -97,14 +103,13 @@ class SyncResult:
 class _Plan:
     connection_id: int
     sub_account_id: int
+    kind: str
     configuration: tuple
-    access: CalendarAccess
-    access_error: CalendarSyncError | None  # the password could not be decrypted
+    access: Any
+    access_error: CalendarSyncError | None  # the secret could not be decrypted
     timezone: str
     window: Interval
-    sync_token: str | None
-    ctag: str | None
-    up_to_date: bool  # the stored busy time covers this window in this timezone
+    cursors: list[Cursor]  # one per calendar to read
 
 
 def sync_connection(
@@ -121,47 +126,44 @@ def sync_connection(
     if isinstance(plan, SyncResult):
         return plan
     try:
-        read, periods = _read(plan, incremental=True)
+        changes = _read(plan)
     except CalendarSyncError as err:
         return _record_failure(plan, err, now)
-    return _record_success(plan, read, periods, now)
+    return _record_success(plan, changes, now)
 
 
 def probe_connection(
     connection_id: int, *, now: datetime, timeout: float | None = None
 ) -> SyncResult:
-    """Reach the calendar and read its events in the window as a sync would, storing nothing
-    (not even the outcome): for an operator checking a connection. ``busy_count`` is what a
-    sync would store."""
+    """Reach the calendars and read their events in the window as a full sync would, storing
+    nothing (not even the outcome): for an operator checking a connection. ``busy_count`` is
+    what a sync would store."""
     with Session(db.engine) as read_session:
         plan = _plan(read_session, connection_id, now, caldav_timeout(timeout), probe=True)
     if isinstance(plan, SyncResult):
         return plan
     try:
-        _, periods = _read(plan, incremental=False)
+        changes = _read(plan)
     except CalendarSyncError as err:
         message = redacted(err.message, plan.access)
         return SyncResult(connection_id, "failed", error=message, retryable=err.retryable)
-    return SyncResult(connection_id, "probed", busy_count=len(periods or []))
+    items = [item for change in changes for item in change.changed]
+    return SyncResult(
+        connection_id,
+        "probed",
+        busy_count=sum(len(item.periods) for item in items),
+        skipped=sum(1 for item in items if item.problem),
+    )
 
 
-def _read(plan: _Plan, *, incremental: bool) -> tuple[CalendarRead, list[BusyPeriod] | None]:
-    """The server's markers and, unless the calendar is unchanged, its busy periods (None:
-    unchanged). Every failure comes out as a ``CalendarSyncError``."""
+def _read(plan: _Plan) -> list[CalendarChanges]:
+    """Each calendar's changes. Every failure comes out as a ``CalendarSyncError``."""
     try:
         if plan.access_error is not None:
             raise plan.access_error
-        known = incremental and plan.up_to_date
-        read = read_calendar(
-            plan.access,
-            plan.window.start,
-            plan.window.end,
-            known_sync_token=plan.sync_token if known else None,
-            known_ctag=plan.ctag if known else None,
-        )
-        if read.objects is None:
-            return read, None
-        return read, busy_periods(read.objects, plan.window, zone(plan.timezone))
+        provider = provider_for(plan.kind)
+        tz = zone(plan.timezone)
+        return [provider.read(plan.access, cursor, plan.window, tz) for cursor in plan.cursors]
     except CalendarSyncError:
         raise
     except Exception as err:  # a bug, or a library failing in a way not foreseen
@@ -221,29 +223,64 @@ def _plan(
     )
     horizon = max(settings.booking_horizon_days, longest_event_type_horizon or 0)
     window = Interval(now - LOOK_BACK, now + timedelta(days=horizon) + READ_AHEAD)
-    up_to_date = (
-        connection.synced_until is not None
-        and connection.synced_until >= now + timedelta(days=horizon)
-        and connection.synced_timezone == settings.timezone
-    )
+    covered_until = now + timedelta(days=horizon)
+    calendars = session.scalars(
+        select(ConnectedCalendar)
+        .where(ConnectedCalendar.calendar_connection_id == connection.id)
+        .order_by(ConnectedCalendar.id)
+    ).all()
+    cursors = [
+        Cursor(
+            # A calendar whose state was forgotten (its configuration changed, or it was not
+            # found) is looked up afresh: the provider may find another one.
+            remote_id=row.remote_id if row.sync_token or row.ctag else None,
+            sync_token=row.sync_token,
+            ctag=row.ctag,
+            incremental=(
+                not probe
+                and row.synced_until is not None
+                and row.synced_until >= covered_until
+                and row.synced_timezone == settings.timezone
+            ),
+            known_etags=_etags_loader(row.id),
+        )
+        for row in calendars
+    ] or [Cursor(remote_id=None)]
     access, access_error = connection_access(connection, timeout)
     return _Plan(
         connection_id=connection.id,
         sub_account_id=connection.sub_account_id,
+        kind=connection.kind,
         configuration=_configuration(connection),
         access=access,
         access_error=access_error,
         timezone=settings.timezone,
         window=window,
-        sync_token=connection.sync_token,
-        ctag=connection.ctag,
-        up_to_date=up_to_date,
+        cursors=cursors,
     )
+
+
+def _etags_loader(connected_calendar_id: int):
+    """The stored items' ETags by key, read when a provider asks (in a session of its own:
+    the sync holds no transaction while a server is waited for)."""
+
+    def load() -> dict[str, str | None]:
+        with Session(db.engine) as session:
+            return dict(
+                session.execute(
+                    select(CalendarItem.key, CalendarItem.etag).where(
+                        CalendarItem.connected_calendar_id == connected_calendar_id
+                    )
+                ).all()
+            )
+
+    return load
 
 
 def _configuration(connection: CalendarConnection) -> tuple:
     """What the sync read with: if it changed meanwhile, the result is stale."""
     return (
+        connection.kind,
         connection.url,
         connection.calendar,
         connection.username,
@@ -272,7 +309,7 @@ def _record_failure(plan: _Plan, err: CalendarSyncError, now: datetime) -> SyncR
     connection.last_error_at = now
     connection.consecutive_failures += 1
     if isinstance(err, CalendarNotFound):
-        connection.calendar_url = None  # look it up afresh next time
+        forget_sync_state(connection.id)  # look it up afresh next time
     db.session.flush()
     return SyncResult(
         plan.connection_id,
@@ -280,12 +317,11 @@ def _record_failure(plan: _Plan, err: CalendarSyncError, now: datetime) -> SyncR
         busy_count=connection.busy_count,
         error=message,
         retryable=err.retryable,
+        skipped=connection.skipped_count,
     )
 
 
-def _record_success(
-    plan: _Plan, read: CalendarRead, periods: list[BusyPeriod] | None, now: datetime
-) -> SyncResult:
+def _record_success(plan: _Plan, changes: list[CalendarChanges], now: datetime) -> SyncResult:
     lock_calendar(plan.sub_account_id)
     connection = _current(plan)
     if connection is None:
@@ -293,47 +329,206 @@ def _record_success(
     connection.last_attempt_at = now
     connection.last_success_at = now
     connection.consecutive_failures = 0
-    connection.calendar_url = read.markers.calendar_url
-    connection.sync_token = read.markers.sync_token
-    connection.ctag = read.markers.ctag
-    if periods is None:
+    rows = {row.remote_id: row for row in _calendar_rows(connection.id)}
+    for remote_id in rows.keys() - {change.remote_id for change in changes}:
+        _drop_calendar(rows.pop(remote_id))  # no longer read (another calendar was found)
+    added = removed = 0
+    for change in changes:
+        row = rows.get(change.remote_id)
+        if row is None:
+            row = ConnectedCalendar(
+                calendar_connection_id=connection.id, remote_id=change.remote_id
+            )
+            db.session.add(row)
+            db.session.flush()
+        row.name = change.name
+        row.sync_token, row.ctag = change.sync_token, change.ctag
+        if change.unchanged:
+            continue
+        more, fewer = _apply(connection, row, change)
+        added, removed = added + more, removed + fewer
+        if change.complete:
+            row.synced_until = plan.window.end
+            row.synced_timezone = plan.timezone
+    if all(change.unchanged for change in changes):
         db.session.flush()
-        return SyncResult(plan.connection_id, "unchanged", busy_count=connection.busy_count)
-
-    added, removed, count = _replace_busy_time(connection, periods)
-    connection.busy_count = count
-    connection.synced_until = plan.window.end
-    connection.synced_timezone = plan.timezone
+        return SyncResult(
+            plan.connection_id,
+            "unchanged",
+            busy_count=connection.busy_count,
+            skipped=connection.skipped_count,
+        )
+    if any(change.complete for change in changes):
+        removed += _drop_unitemised(connection.id)
+    _count(connection)
     db.session.flush()
     log.info(
-        "calendar connection %s: %s busy periods (%s added, %s removed)",
+        "calendar connection %s: %s busy periods (%s added, %s removed, %s events skipped)",
         plan.connection_id,
-        count,
+        connection.busy_count,
         added,
         removed,
+        connection.skipped_count,
     )
-    return SyncResult(plan.connection_id, "synced", busy_count=count, added=added, removed=removed)
+    return SyncResult(
+        plan.connection_id,
+        "synced",
+        busy_count=connection.busy_count,
+        added=added,
+        removed=removed,
+        skipped=connection.skipped_count,
+    )
 
 
-def _replace_busy_time(
-    connection: CalendarConnection, periods: list[BusyPeriod]
-) -> tuple[int, int, int]:
-    """Make the connection's external blocked times exactly ``periods`` (minus the service's
-    own events), touching only what changed. Returns (added, removed, total)."""
-    own = _booking_uids(connection.sub_account_id, {p.uid for p in periods})
-    wanted = Counter((p.uid[:_UID_LENGTH], p.start, p.end) for p in periods if p.uid not in own)
-    stale_ids = []
-    for row_id, uid, start, end in db.session.execute(
-        select(BlockedTime.id, BlockedTime.external_uid, BlockedTime.start_at, BlockedTime.end_at)
+def forget_sync_state(connection_id: int) -> None:
+    """Make the next sync look the connection's calendars up afresh and read them in full
+    (its configuration changed). Their busy time stays until that sync replaces it."""
+    for row in _calendar_rows(connection_id):
+        row.forget_sync_state()
+
+
+def _calendar_rows(connection_id: int) -> list[ConnectedCalendar]:
+    return list(
+        db.session.scalars(
+            select(ConnectedCalendar)
+            .where(ConnectedCalendar.calendar_connection_id == connection_id)
+            .order_by(ConnectedCalendar.id)
+        )
+    )
+
+
+def _drop_calendar(row: ConnectedCalendar) -> None:
+    """A calendar no longer read: its items and their busy time go with it."""
+    item_ids = select(CalendarItem.id).where(CalendarItem.connected_calendar_id == row.id)
+    db.session.execute(delete(BlockedTime).where(BlockedTime.calendar_item_id.in_(item_ids)))
+    db.session.execute(delete(CalendarItem).where(CalendarItem.connected_calendar_id == row.id))
+    db.session.delete(row)
+    db.session.flush()
+
+
+def _drop_unitemised(connection_id: int) -> int:
+    """Busy time stored before items were kept (migration 0012): a full read replaces it."""
+    result = db.session.execute(
+        delete(BlockedTime).where(
+            BlockedTime.calendar_connection_id == connection_id,
+            BlockedTime.calendar_item_id.is_(None),
+        )
+    )
+    return result.rowcount or 0
+
+
+def _count(connection: CalendarConnection) -> None:
+    """The connection's totals for operators: busy periods stored, events skipped and why."""
+    connection.busy_count = db.session.scalar(
+        select(func.count())
+        .select_from(BlockedTime)
         .where(BlockedTime.calendar_connection_id == connection.id)
-        .order_by(BlockedTime.id)
-    ):
-        key = (uid or "", start, end)
-        if wanted[key] > 0:
-            wanted[key] -= 1  # still busy: the row stays as it is
+    )
+    problems = db.session.scalars(
+        select(CalendarItem.problem)
+        .join(ConnectedCalendar, ConnectedCalendar.id == CalendarItem.connected_calendar_id)
+        .where(
+            ConnectedCalendar.calendar_connection_id == connection.id,
+            CalendarItem.problem.is_not(None),
+        )
+        .order_by(CalendarItem.id)
+    ).all()
+    connection.skipped_count = len(problems)
+    connection.skipped_reason = problems[0] if problems else None
+
+
+def _apply(
+    connection: CalendarConnection, row: ConnectedCalendar, change: CalendarChanges
+) -> tuple[int, int]:
+    """Store one calendar's changes, touching only the rows of items whose busy time changed.
+    Returns (busy periods added, removed)."""
+    changed = {item.key: item for item in change.changed}
+    stored = _stored_items(
+        row.id, None if change.complete else changed.keys() | set(change.removed)
+    )
+    gone = (
+        (stored.keys() - changed.keys()) if change.complete else set(change.removed) & stored.keys()
+    )
+    gone_ids = [stored[key][0] for key in sorted(gone)]
+    removed = 0
+    for chunk in _chunks(gone_ids):
+        removed += (
+            db.session.execute(
+                delete(BlockedTime).where(BlockedTime.calendar_item_id.in_(chunk))
+            ).rowcount
+            or 0
+        )
+        db.session.execute(delete(CalendarItem).where(CalendarItem.id.in_(chunk)))
+
+    own = _booking_uids(connection.sub_account_id, {i.uid for i in changed.values() if i.uid})
+    updates, new = [], []
+    for key, item in changed.items():
+        values = {"etag": item.etag, "uid": item.uid, "problem": item.problem}
+        if key in stored:
+            updates.append({"id": stored[key][0], **values})
         else:
-            stale_ids.append(row_id)
-    for chunk in _chunks(stale_ids):
+            new.append({"connected_calendar_id": row.id, "key": key, **values})
+    if updates:
+        db.session.execute(update(CalendarItem), updates)
+    item_ids = {key: item_id for key, (item_id, _) in stored.items() if key in changed}
+    for chunk in _chunks(new):
+        item_ids.update(
+            (key, item_id)
+            for item_id, key in db.session.execute(
+                insert(CalendarItem).returning(CalendarItem.id, CalendarItem.key), chunk
+            )
+        )
+    wanted = {
+        item_ids[key]: [] if item.uid in own else item.periods
+        for key, item in changed.items()
+        if item.problem is None  # unreadable: its earlier busy time stays
+    }
+    added, fewer = _replace_periods(connection, wanted)
+    return added, removed + fewer
+
+
+def _stored_items(
+    connected_calendar_id: int, keys: set[str] | None
+) -> dict[str, tuple[int, str | None]]:
+    """The calendar's stored items (or those of ``keys``) as key → (id, etag)."""
+    query = select(CalendarItem.key, CalendarItem.id, CalendarItem.etag).where(
+        CalendarItem.connected_calendar_id == connected_calendar_id
+    )
+    if keys is None:
+        return {key: (item_id, etag) for key, item_id, etag in db.session.execute(query)}
+    found: dict[str, tuple[int, str | None]] = {}
+    for chunk in _chunks(sorted(keys)):
+        for key, item_id, etag in db.session.execute(query.where(CalendarItem.key.in_(chunk))):
+            found[key] = (item_id, etag)
+    return found
+
+
+def _replace_periods(connection: CalendarConnection, wanted: dict[int, list]) -> tuple[int, int]:
+    """Make each item's blocked times exactly its periods: rows still busy stay as they are,
+    the others are deleted, the missing ones inserted. Returns (added, removed)."""
+    missing: dict[int, Counter] = {
+        item_id: Counter((p.start, p.end, p.uid[:_UID_LENGTH]) for p in periods)
+        for item_id, periods in wanted.items()
+    }
+    stale: list[int] = []
+    for chunk in _chunks(sorted(wanted)):
+        for row_id, item_id, start, end, uid in db.session.execute(
+            select(
+                BlockedTime.id,
+                BlockedTime.calendar_item_id,
+                BlockedTime.start_at,
+                BlockedTime.end_at,
+                BlockedTime.external_uid,
+            )
+            .where(BlockedTime.calendar_item_id.in_(chunk))
+            .order_by(BlockedTime.id)
+        ):
+            key = (start, end, uid or "")
+            if missing[item_id][key] > 0:
+                missing[item_id][key] -= 1  # still busy: the row stays as it is
+            else:
+                stale.append(row_id)
+    for chunk in _chunks(stale):
         db.session.execute(delete(BlockedTime).where(BlockedTime.id.in_(chunk)))
     rows = [
         {
@@ -342,15 +537,16 @@ def _replace_busy_time(
             "end_at": end,
             "source": BlockedTimeSource.EXTERNAL,
             "calendar_connection_id": connection.id,
+            "calendar_item_id": item_id,
             "external_uid": uid,
         }
-        for (uid, start, end), n in sorted(wanted.items())
+        for item_id, counter in sorted(missing.items())
+        for (start, end, uid), n in sorted(counter.items())
         for _ in range(n)
     ]
-    if rows:
-        db.session.execute(insert(BlockedTime), rows)
-    total = sum(1 for p in periods if p.uid not in own)
-    return len(rows), len(stale_ids), total
+    for chunk in _chunks(rows):
+        db.session.execute(insert(BlockedTime), chunk)
+    return len(rows), len(stale)
 
 
 def _booking_uids(sub_account_id: int, uids: set[str]) -> set[str]:

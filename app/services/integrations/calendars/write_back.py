@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -27,12 +28,8 @@ from sqlalchemy.orm import Session
 from app.extensions import db
 from app.models import Booking, BookingStatus, CalendarConnection, SubAccount
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
-from app.services.integrations.calendars.caldav_calendar import (
-    CalendarAccess,
-    delete_event,
-    put_event,
-)
 from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.calendars.providers import provider_for
 from app.services.integrations.events import BookingEventKind
 from app.services.integrations.ical import booking_calendar
 from app.services.integrations.outbox import Delivery, DeliveryFailed
@@ -49,7 +46,8 @@ _MAX_ROUNDS = 3
 class _Target:
     connection_id: int
     name: str
-    access: CalendarAccess
+    kind: str
+    access: Any
     access_error: CalendarSyncError | None
 
 
@@ -118,8 +116,11 @@ def _plan(session: Session, booking_id: int, now: datetime, timeout: float) -> _
         .order_by(CalendarConnection.id)
     ).all()
     targets = [
-        _Target(connection.id, connection.name, *connection_access(connection, timeout))
+        _Target(
+            connection.id, connection.name, connection.kind, *connection_access(connection, timeout)
+        )
         for connection in connections
+        if provider_for(connection.kind).writes
     ]
     cancelled = booking.status == BookingStatus.CANCELLED
     return _Plan(
@@ -145,10 +146,11 @@ def _write(plan: _Plan, target: _Target) -> WriteOutcome:
     try:
         if target.access_error is not None:
             raise target.access_error
+        provider = provider_for(target.kind)
         if plan.data is None:
-            delete_event(target.access, plan.uid)
+            provider.delete_event(target.access, plan.uid)
         else:
-            put_event(target.access, plan.uid, plan.data)
+            provider.put_event(target.access, plan.uid, plan.data)
     except CalendarSyncError as err:
         message = redacted(err.message, target.access)
         log.warning(

@@ -1,0 +1,32 @@
+"""The kinds of calendar a connection may have, each behind ``CalendarProvider``
+(``providers.base``): ``provider_for(kind)`` is the one place a kind becomes its adapter."""
+
+from __future__ import annotations
+
+from app.services.integrations.calendars.providers.base import (
+    CalendarChanges,
+    CalendarProvider,
+    Cursor,
+    ItemRead,
+    RemoteCalendar,
+)
+from app.services.integrations.calendars.providers.caldav import CalDAVProvider
+
+_PROVIDERS: dict[str, CalendarProvider] = {
+    provider.kind: provider for provider in (CalDAVProvider(),)
+}
+
+
+def provider_for(kind: str) -> CalendarProvider:
+    """The adapter for connections of ``kind``."""
+    return _PROVIDERS[kind]
+
+
+__all__ = [
+    "CalendarChanges",
+    "CalendarProvider",
+    "Cursor",
+    "ItemRead",
+    "RemoteCalendar",
+    "provider_for",
+]

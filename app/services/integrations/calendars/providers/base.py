@@ -1,0 +1,119 @@
+"""What every kind of calendar provider answers, so the sync, write-back and the dashboard
+never ask which kind they talk to. No database here: a provider reaches its server and says
+what it found; ``app.services.integrations.calendars.sync`` decides what to store.
+
+A sync asks a provider for the changes of one calendar since a ``Cursor`` (the markers the last
+read left), within a window. The provider answers with a ``CalendarChanges``: either the whole
+calendar (``complete``: an item not listed is gone) or only what changed since the cursor
+(``changed`` and ``removed``), with each changed item already turned into busy periods. An item
+that cannot be read is listed with its ``problem`` instead of failing the calendar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+from app.scheduling.intervals import Interval
+from app.services.integrations.calendars.busy_time import (
+    BusyPeriod,
+    CalendarObject,
+    object_busy_periods,
+)
+from app.services.integrations.calendars.errors import MalformedCalendarData
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where the last read of a calendar left off. ``remote_id`` None: never read (a CalDAV
+    calendar is looked up by its name first). ``incremental``: the stored items cover the
+    window asked for, so only changes since the markers are needed; otherwise the provider
+    reads the calendar in full. ``known_etags``: the stored items' versions by key, for
+    providers that find changes by comparing them (loaded only when asked for)."""
+
+    remote_id: str | None
+    sync_token: str | None = None
+    ctag: str | None = None
+    incremental: bool = False
+    known_etags: Callable[[], Mapping[str, str | None]] = field(default=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class ItemRead:
+    """One item as read: ``key`` (stable within its calendar), ``etag`` (its version, if the
+    provider has one), ``uid`` (its iCalendar UID), its busy periods in the window, or the
+    ``problem`` that kept it from being read."""
+
+    key: str
+    etag: str | None
+    uid: str | None
+    periods: list[BusyPeriod]
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class CalendarChanges:
+    """What a read found in one calendar, and the markers to keep for the next read."""
+
+    remote_id: str
+    name: str | None
+    complete: bool
+    changed: list[ItemRead]
+    removed: list[str]
+    sync_token: str | None
+    ctag: str | None
+
+    @property
+    def unchanged(self) -> bool:
+        return not self.complete and not self.changed and not self.removed
+
+
+@dataclass(frozen=True)
+class RemoteCalendar:
+    """A calendar a person may choose: its id (or URL) and the name the provider shows."""
+
+    remote_id: str
+    name: str | None
+    primary: bool = False
+    writable: bool = True
+
+
+class CalendarProvider(Protocol):
+    """The kind-specific part of a connection. ``access`` is whatever the provider needs to
+    reach the account (``app.services.integrations.calendars.access`` builds it)."""
+
+    kind: str
+    writes: bool  # it can receive bookings (a feed cannot)
+
+    def calendars(self, access: object, limit: int) -> list[RemoteCalendar]:
+        """The account's calendars, at most ``limit``."""
+
+    def read(
+        self,
+        access: object,
+        cursor: Cursor,
+        window: Interval,
+        tz: ZoneInfo,
+    ) -> CalendarChanges:
+        """The calendar's changes since ``cursor`` (or all of it), busy periods in ``window``
+        with all-day and floating times in ``tz``. Raises ``CalendarSyncError``s."""
+
+    def put_event(self, access: object, uid: str, data: bytes) -> str:
+        """Store the booking's event (UID ``uid``, iCalendar ``data``), replacing an earlier
+        version; returns the calendar's id."""
+
+    def delete_event(self, access: object, uid: str) -> None:
+        """Remove the booking's event; one already gone is no error."""
+
+
+def ical_item(key: str, etag: str | None, data: str, window: Interval, tz: ZoneInfo) -> ItemRead:
+    """An item holding iCalendar data (a CalDAV resource, one event of a feed) as read: its
+    busy periods, or, when it cannot be read, the problem (never an exception: one unreadable
+    event does not keep the rest of the calendar from being current)."""
+    try:
+        uid, periods = object_busy_periods(CalendarObject(key, data), window, tz)
+    except MalformedCalendarData as err:
+        return ItemRead(key, etag, None, [], problem=err.message)
+    return ItemRead(key, etag, uid, periods)

@@ -7,10 +7,11 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import object_session
 
-from app.models import CalendarConnection, ConnectedCalendar
+from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind
 from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
 from app.services.integrations.calendars.errors import CalendarSyncError, CredentialsUnreadable
 from app.services.integrations.calendars.providers.caldav import CalendarAccess
+from app.services.integrations.calendars.providers.feed import FeedAccess
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _ERROR_LENGTH = 2000
@@ -23,11 +24,20 @@ def caldav_timeout(timeout: float | None = None) -> float:
     return float(current_app.config.get("CALDAV_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS))
 
 
+# A feed is read in one answer; however slowly its server sends, a sync waits at most this
+# many of its per-read timeouts for the whole file.
+FEED_DEADLINE_TIMEOUTS = 6
+
+
 def connection_access(
     connection: CalendarConnection, timeout: float
-) -> tuple[CalendarAccess, CalendarSyncError | None]:
-    """The connection's ``CalendarAccess``, and the error to report instead of reaching the
-    server when the stored password cannot be decrypted."""
+) -> tuple[CalendarAccess | FeedAccess, CalendarSyncError | None]:
+    """How to reach the connection's calendars (what its kind's provider takes), and the error
+    to report instead of reaching the server when the stored secret cannot be decrypted."""
+    if connection.kind == ConnectionKind.ICS:
+        allow_private = bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
+        deadline = timeout * FEED_DEADLINE_TIMEOUTS
+        return FeedAccess(connection.url, timeout, deadline, allow_private), None
     password, problem = None, None
     if connection.encrypted_secret is not None:
         try:
@@ -60,8 +70,9 @@ def _found_calendar(connection: CalendarConnection) -> str | None:
     )
 
 
-def redacted(message: str, access: CalendarAccess) -> str:
+def redacted(message: str, access: object) -> str:
     """``message`` as it may be stored and shown: without the password, and not too long."""
-    if access.password and len(access.password) >= 4:
-        message = message.replace(access.password, "***")
+    password = getattr(access, "password", None)
+    if password and len(password) >= 4:
+        message = message.replace(password, "***")
     return message[:_ERROR_LENGTH]

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from flask import current_app
-from marshmallow import Schema, ValidationError, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
@@ -37,6 +37,7 @@ from app.services.common.lookups import load_named
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.providers.feed import feed_url
 from app.services.integrations.calendars.sync import (
     SyncResult,
     forget_sync_state,
@@ -86,11 +87,28 @@ def _calendar_reference(value: str) -> None:
         _http_url(value)
 
 
+def _feed_url(value: str) -> None:
+    """A feed's address: ``webcal://`` (a feed's own scheme), ``https://`` or ``http://``."""
+    scheme = urlsplit(value).scheme.lower()
+    _http_url(feed_url(value) if scheme == "webcal" else value)
+
+
+# The kinds a document may create today (Google and Microsoft arrive through their consent).
+_DOCUMENT_KINDS = (ConnectionKind.CALDAV, ConnectionKind.ICS)
+
+
 class CalendarConnectionDoc(Schema):
+    """A connection as provisioning, the CLI and the dashboard describe it. ``kind`` picks the
+    provider: ``caldav`` (the default: ``url``, ``username``, ``password``, optionally
+    ``calendar`` and ``writeBack``) or ``ics`` (a feed: ``url`` alone, read-only)."""
+
     name = Text(required=True, validate=validate.Length(min=1, max=255))
-    url = Text(required=True, validate=[validate.Length(max=1000), _http_url])
-    username = Text(required=True, validate=validate.Length(min=1, max=255))
-    password = Text(required=True, validate=validate.Length(min=1, max=1024))
+    kind = fields.String(
+        load_default=ConnectionKind.CALDAV, validate=validate.OneOf(list(_DOCUMENT_KINDS))
+    )
+    url = Text(required=True, validate=validate.Length(max=1000))
+    username = Text(validate=validate.Length(min=1, max=255))
+    password = Text(validate=validate.Length(min=1, max=1024))
     calendar = Text(
         load_default=None,
         allow_none=True,
@@ -98,19 +116,45 @@ class CalendarConnectionDoc(Schema):
     )
     writeBack = fields.Boolean(load_default=True)
 
+    @validates_schema
+    def _fields_of_the_kind(self, data: dict[str, Any], **kwargs: Any) -> None:
+        errors: dict[str, list[str]] = {}
+        kind = data.get("kind", ConnectionKind.CALDAV)
+        check = _feed_url if kind == ConnectionKind.ICS else _http_url
+        if "url" in data:
+            try:
+                check(data["url"])
+            except ValidationError as err:
+                errors["url"] = list(err.messages)
+        if kind == ConnectionKind.ICS:
+            for field in ("username", "password"):
+                if field in data:
+                    errors[field] = [
+                        "A calendar feed takes no credentials: its address is its key."
+                    ]
+        elif not kwargs.get("partial"):
+            for field in ("username", "password"):
+                if field not in data:
+                    errors[field] = ["Missing data for required field."]
+        if errors:
+            raise ValidationError(errors)
+
 
 def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
-    """A CalDAV connection; its password is stored encrypted
-    (``app.services.common.encryption``)."""
+    """A connection of the document's kind; a CalDAV password is stored encrypted
+    (``app.services.common.encryption``). A feed never writes back."""
+    feed = doc["kind"] == ConnectionKind.ICS
     connection = CalendarConnection(
         sub_account_id=sub_account.id,
         name=doc["name"],
-        kind=ConnectionKind.CALDAV,
+        kind=doc["kind"],
         url=doc["url"],
-        calendar=doc["calendar"],
-        username=doc["username"],
-        encrypted_secret=encrypt_secret(doc["password"], current_app.config["SECRET_KEY"]),
-        write_back=doc["writeBack"],
+        calendar=None if feed else doc["calendar"],
+        username=None if feed else doc["username"],
+        encrypted_secret=None
+        if feed
+        else encrypt_secret(doc["password"], current_app.config["SECRET_KEY"]),
+        write_back=False if feed else doc["writeBack"],
         active=True,
     )
     db.session.add(connection)
@@ -127,6 +171,7 @@ def describe(connection: CalendarConnection) -> dict[str, Any]:
         "id": connection.id,
         "subAccountId": connection.sub_account_id,
         "name": connection.name,
+        "kind": connection.kind,
         "url": connection.url,
         "username": connection.username,
         "calendar": connection.calendar,
@@ -137,6 +182,8 @@ def describe(connection: CalendarConnection) -> dict[str, Any]:
         "lastError": connection.last_error,
         "lastErrorAt": _stamp(connection.last_error_at),
         "busyCount": connection.busy_count,
+        "skippedEvents": connection.skipped_count,
+        "skippedReason": connection.skipped_reason,
         "consecutiveFailures": connection.consecutive_failures,
         "lastWriteAt": _stamp(connection.last_write_at),
         "lastWriteError": connection.last_write_error,

@@ -463,6 +463,8 @@ def _apply(
     own = _booking_uids(connection.sub_account_id, {i.uid for i in changed.values() if i.uid})
     updates, new = [], []
     for key, item in changed.items():
+        if item.kept:
+            continue
         values = {"etag": item.etag, "uid": item.uid, "problem": item.problem}
         if key in stored:
             updates.append({"id": stored[key][0], **values})
@@ -481,7 +483,7 @@ def _apply(
     wanted = {
         item_ids[key]: [] if item.uid in own else item.periods
         for key, item in changed.items()
-        if item.problem is None  # unreadable: its earlier busy time stays
+        if item.problem is None and not item.kept  # unreadable: its earlier busy time stays
     }
     added, fewer = _replace_periods(connection, wanted)
     return added, removed + fewer

@@ -29,11 +29,12 @@ class Answer:
         return self.status is not None and 200 <= self.status < 300
 
 
-def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
-    started = time.monotonic()
+def pinned_pool(target: Target, timeout: float) -> urllib3.HTTPConnectionPool:
+    """A connection pool to the address ``target`` was resolved to (TLS checked against its
+    host name), with ``timeout`` on connecting and on every read, and no retries."""
     limits = urllib3.Timeout(connect=timeout, read=timeout)
     if target.scheme == "https":
-        pool: urllib3.HTTPConnectionPool = urllib3.HTTPSConnectionPool(
+        return urllib3.HTTPSConnectionPool(
             target.address,
             target.port,
             timeout=limits,
@@ -42,14 +43,25 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -
             server_hostname=target.host,
             assert_hostname=target.host,
         )
-    else:
-        pool = urllib3.HTTPConnectionPool(
-            target.address, target.port, timeout=limits, retries=False
-        )
+    return urllib3.HTTPConnectionPool(target.address, target.port, timeout=limits, retries=False)
+
+
+def host_header(target: Target) -> str:
+    """The ``Host`` header for ``target``: its name (not the address), with a port that is not
+    the scheme's default."""
     default_port = 443 if target.scheme == "https" else 80
-    host = target.host if target.port == default_port else f"{target.host}:{target.port}"
-    if ":" in target.host and not target.host.startswith("["):
-        host = f"[{target.host}]" + ("" if target.port == default_port else f":{target.port}")
+    host = (
+        f"[{target.host}]"
+        if ":" in target.host and not target.host.startswith("[")
+        else target.host
+    )
+    return host if target.port == default_port else f"{host}:{target.port}"
+
+
+def post(target: Target, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
+    started = time.monotonic()
+    pool = pinned_pool(target, timeout)
+    host = host_header(target)
     try:
         with pool:
             response = pool.urlopen(

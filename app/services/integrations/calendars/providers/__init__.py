@@ -11,9 +11,10 @@ from app.services.integrations.calendars.providers.base import (
     RemoteCalendar,
 )
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider
+from app.services.integrations.calendars.providers.feed import FeedProvider
 
 _PROVIDERS: dict[str, CalendarProvider] = {
-    provider.kind: provider for provider in (CalDAVProvider(),)
+    provider.kind: provider for provider in (CalDAVProvider(), FeedProvider())
 }
 
 

@@ -44,13 +44,15 @@ class Cursor:
 class ItemRead:
     """One item as read: ``key`` (stable within its calendar), ``etag`` (its version, if the
     provider has one), ``uid`` (its iCalendar UID), its busy periods in the window, or the
-    ``problem`` that kept it from being read."""
+    ``problem`` that kept it from being read. ``kept``: the provider found it as it was last
+    read (a feed lists every event every time) and did not expand it again."""
 
     key: str
     etag: str | None
     uid: str | None
     periods: list[BusyPeriod]
     problem: str | None = None
+    kept: bool = False  # the same as the stored item: its busy time stays as it is
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,294 @@
+"""Calendar feeds (``kind = "ics"``): the "secret address in iCal format" Google, Outlook and
+Apple offer, or any ``webcal://``/``https://`` address serving an iCalendar file. Read-only:
+busy time comes in, nothing is written back.
+
+A read is one GET of the whole file, conditional on what the last one answered
+(``If-None-Match`` with its ``ETag``, ``If-Modified-Since`` with its ``Last-Modified``): an
+unchanged feed costs one ``304``. A changed one is parsed and split into its events by UID
+(each with the time zones it names); an event whose text is the one read last time keeps its
+busy time without being expanded again, so a feed with one change costs one download, one
+parse and one expansion.
+
+Bounded, as anything read from outside must be: the address is resolved once and must be
+public unless ``CALDAV_ALLOW_PRIVATE`` is on (the connection goes to the address checked, as
+webhooks' do), redirects are followed at most ``MAX_REDIRECTS`` times and each is checked the
+same way, the file may be at most ``MAX_FEED_BYTES``, and the whole read must finish within
+``deadline_seconds`` however slowly the server sends (each read also has the timeout).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit, urlunsplit
+from zoneinfo import ZoneInfo
+
+import icalendar
+from urllib3.exceptions import HTTPError, TimeoutError
+
+from app.scheduling.intervals import Interval
+from app.services.integrations.calendars.errors import (
+    AuthenticationFailed,
+    CalendarNotFound,
+    MalformedCalendarData,
+    ServerError,
+    ServerTimeout,
+    ServerUnreachable,
+)
+from app.services.integrations.calendars.providers.base import (
+    CalendarChanges,
+    Cursor,
+    ItemRead,
+    RemoteCalendar,
+    ical_item,
+)
+from app.services.integrations.webhooks.http import host_header, pinned_pool
+from app.services.integrations.webhooks.targets import Target, UnsafeWebhookUrl, resolve_target
+
+# A real calendar's feed is a few MB at most (a 4,770-event Google export is about 3 MB).
+MAX_FEED_BYTES = 20 * 1024 * 1024
+MAX_REDIRECTS = 3
+_CHUNK = 64 * 1024
+_USER_AGENT = "calendar-booking-service feed reader"
+
+
+@dataclass(frozen=True)
+class FeedAccess:
+    url: str  # as the person gave it: webcal:// or http(s)://
+    timeout: float  # connect and each read
+    deadline_seconds: float  # the whole read
+    allow_private: bool
+
+
+def feed_url(url: str) -> str:
+    """The address to fetch: ``webcal://`` (a feed's conventional scheme, which means "HTTP")
+    as ``https://``; anything else as it is."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() == "webcal":
+        return urlunsplit(("https", *parts[1:]))
+    return url
+
+
+class FeedProvider:
+    """A read-only calendar at one address."""
+
+    kind = "ics"
+    writes = False
+
+    def calendars(self, access: FeedAccess, limit: int) -> list[RemoteCalendar]:
+        """A feed is one calendar; its name is the file's ``X-WR-CALNAME`` when it has one."""
+        answer = _fetch(access, {})
+        name = _calendar_name(_parse(answer.body, access.url)) if answer.body else None
+        return [RemoteCalendar(feed_url(access.url), name, primary=True, writable=False)][:limit]
+
+    def read(
+        self, access: FeedAccess, cursor: Cursor, window: Interval, tz: ZoneInfo
+    ) -> CalendarChanges:
+        remote_id = feed_url(access.url)
+        known = cursor.incremental and cursor.remote_id == remote_id
+        conditions = {}
+        if known and cursor.sync_token:
+            conditions["If-None-Match"] = cursor.sync_token
+        if known and cursor.ctag:
+            conditions["If-Modified-Since"] = cursor.ctag
+        answer = _fetch(access, conditions)
+        if answer.body is None:  # 304 Not Modified
+            return CalendarChanges(remote_id, None, False, [], [], cursor.sync_token, cursor.ctag)
+        calendar = _parse(answer.body, access.url)
+        stored = cursor.known_etags() if known else {}
+        items = [
+            _item(uid, text, stored, window, tz) for uid, text in _events_by_uid(calendar).items()
+        ]
+        return CalendarChanges(
+            remote_id,
+            _calendar_name(calendar),
+            True,
+            items,
+            [],
+            answer.etag,
+            answer.last_modified,
+        )
+
+    def put_event(self, access: FeedAccess, uid: str, data: bytes) -> str:
+        raise NotImplementedError("a calendar feed is read-only")
+
+    def delete_event(self, access: FeedAccess, uid: str) -> None:
+        raise NotImplementedError("a calendar feed is read-only")
+
+
+def _item(
+    uid: str, text: str, stored: dict[str, str | None], window: Interval, tz: ZoneInfo
+) -> ItemRead:
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if stored.get(uid) == digest:
+        return ItemRead(uid, digest, uid, [], kept=True)  # as read last time
+    return ical_item(uid, digest, text, window, tz)
+
+
+def _events_by_uid(calendar: icalendar.Calendar) -> dict[str, str]:
+    """Each UID's events (the series and its overrides) as a calendar of their own, with the
+    time zones they name."""
+    zones = {str(tz["TZID"]): tz for tz in calendar.walk("VTIMEZONE") if "TZID" in tz}
+    events: dict[str, list[icalendar.cal.Component]] = {}
+    for index, event in enumerate(calendar.walk("VEVENT")):
+        events.setdefault(str(event.get("UID") or f"no-uid-{index}"), []).append(event)
+    texts = {}
+    for uid, components in events.items():
+        single = icalendar.Calendar()
+        single.add("VERSION", "2.0")
+        single.add("PRODID", "-//feed item//")
+        named = {_tzid(c, prop) for c in components for prop in ("DTSTART", "DTEND")} - {None}
+        for tzid in sorted(named):
+            if tzid in zones:
+                single.add_component(zones[tzid])
+        for component in components:
+            single.add_component(component)
+        texts[uid] = single.to_ical().decode("utf-8", errors="replace")
+    return texts
+
+
+def _tzid(component: icalendar.cal.Component, prop: str) -> str | None:
+    value = component.get(prop)
+    params = getattr(value, "params", None) or {}
+    return str(params["TZID"]) if "TZID" in params else None
+
+
+def _calendar_name(calendar: icalendar.Calendar) -> str | None:
+    name = calendar.get("X-WR-CALNAME")
+    return str(name).strip()[:255] or None if name is not None else None
+
+
+def _parse(body: bytes, url: str) -> icalendar.Calendar:
+    try:
+        return icalendar.Calendar.from_ical(body.decode("utf-8", errors="replace"))
+    except Exception as err:  # icalendar raises many kinds
+        raise MalformedCalendarData(
+            f"{_server(url)} sent a file that is not iCalendar ({type(err).__name__})"
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    body: bytes | None  # None: not modified
+    etag: str | None
+    last_modified: str | None
+
+
+def _fetch(access: FeedAccess, conditions: dict[str, str]) -> _Answer:
+    """GET the feed, following at most ``MAX_REDIRECTS`` redirects, each checked."""
+    started = time.monotonic()
+    url = feed_url(access.url)
+    for _ in range(MAX_REDIRECTS + 1):
+        target = _target(url, access)
+        status, headers, body = _get(target, conditions, access, started)
+        if status in (301, 302, 303, 307, 308) and headers.get("location"):
+            url = urljoin(url, headers["location"])
+            continue
+        return _answer(status, headers, body, access)
+    raise ServerError(f"{_server(access.url)} redirected more than {MAX_REDIRECTS} times")
+
+
+def _target(url: str, access: FeedAccess) -> Target:
+    try:
+        return resolve_target(
+            url,
+            require_https=False,
+            allow_private=access.allow_private,
+            setting="CALDAV_ALLOW_PRIVATE",
+        )
+    except UnsafeWebhookUrl as err:
+        raise CalendarNotFound(f"the feed's address is refused: {err.message}") from None
+
+
+def _answer(status: int, headers: dict[str, str], body: bytes, access: FeedAccess) -> _Answer:
+    server = _server(access.url)
+    if status == 304:
+        return _answer_of(None, headers)
+    if status in (401, 403):
+        raise AuthenticationFailed(
+            f"{server} refused the feed (HTTP {status}): its secret address may have been"
+            " reset; subscribe with the new one"
+        )
+    if status in (404, 410):
+        raise CalendarNotFound(
+            f"{server} has no feed at this address (HTTP {status}): it was removed or its"
+            " secret address reset; subscribe with the new one"
+        )
+    if status == 429 or status >= 500:
+        raise ServerError(f"{server} answered HTTP {status}")
+    if status != 200:
+        raise ServerError(f"{server} answered HTTP {status}, not the feed")
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "text/html" or body.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
+        raise MalformedCalendarData(
+            f"{server} answered with a web page, not a calendar (a sign-in or error page?):"
+            " check the feed's address"
+        )
+    if b"BEGIN:VCALENDAR" not in body[:4096].upper():
+        raise MalformedCalendarData(f"{server} sent something that is not an iCalendar file")
+    return _answer_of(body, headers)
+
+
+def _answer_of(body: bytes | None, headers: dict[str, str]) -> _Answer:
+    return _Answer(body, headers.get("etag"), headers.get("last-modified"))
+
+
+def _get(
+    target: Target, conditions: dict[str, str], access: FeedAccess, started: float
+) -> tuple[int, dict[str, str], bytes]:
+    """One GET to the checked address: (status, headers with lower-case names, body)."""
+    server = _server(target.url)
+    pool = pinned_pool(target, access.timeout)
+    headers = {
+        "Host": host_header(target),
+        "Accept": "text/calendar, */*;q=0.5",
+        "User-Agent": _USER_AGENT,
+        **conditions,
+    }
+    try:
+        with pool:
+            response = pool.urlopen(
+                "GET",
+                target.path,
+                headers=headers,
+                redirect=False,
+                assert_same_host=False,
+                preload_content=False,
+            )
+            try:
+                body = _bounded_body(response, access, started, server)
+            finally:
+                response.release_conn()
+                response.close()
+    except TimeoutError:
+        raise ServerTimeout(f"{server} did not answer within {access.timeout:g} s") from None
+    except HTTPError as err:
+        raise ServerUnreachable(
+            f"cannot fetch the feed from {server}: {type(err).__name__}"
+        ) from None
+    return response.status, {k.lower(): v for k, v in response.headers.items()}, body
+
+
+def _bounded_body(response, access: FeedAccess, started: float, server: str) -> bytes:
+    """The answer's body, refused past ``MAX_FEED_BYTES`` or the deadline. ``read1`` returns
+    what has arrived, so a server sending a byte at a time meets the deadline, not each
+    read's timeout alone."""
+    chunks, size = [], 0
+    while chunk := response.read1(_CHUNK):
+        size += len(chunk)
+        if size > MAX_FEED_BYTES:
+            raise MalformedCalendarData(
+                f"{server}'s feed is larger than {MAX_FEED_BYTES // (1024 * 1024)} MB"
+            )
+        if time.monotonic() - started > access.deadline_seconds:
+            raise ServerTimeout(
+                f"{server} did not send the feed within {access.deadline_seconds:g} s"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _server(url: str) -> str:
+    parts = urlsplit(feed_url(url))
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")

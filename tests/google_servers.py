@@ -1,0 +1,711 @@
+"""A fake of Google's OAuth 2.0 server and Calendar API v3 on a loopback port, for tests of the
+app's Google Calendar connections (which cannot reach Google from here). What it shares with
+the Microsoft fake (serving, OAuth, tokens, paging, sync tokens) is ``tests.oauth_fakes``.
+
+Endpoints, under ``FakeGoogle.url``:
+
+* ``GET /o/oauth2/v2/auth`` — the consent page (``POST`` is its form); ``POST /token`` —
+  ``authorization_code`` (PKCE) and ``refresh_token`` grants; ``POST /revoke``;
+* ``/calendar/v3``: ``GET users/me/calendarList``, ``GET calendars/{id}``,
+  ``GET|POST calendars/{id}/events`` (events.list, events.insert),
+  ``GET|PATCH|PUT|DELETE calendars/{id}/events/{eventId}``; ``primary`` names the account's
+  primary calendar.
+
+As documented: a refresh token only for ``access_type=offline``, and refreshing does not
+rotate it; revoking an access or refresh token revokes the grant (both stop working);
+``invalid_grant`` bodies ``{"error", "error_description"}``. events.list: ``timeMin`` (exclusive,
+on an event's end) and ``timeMax`` (exclusive, on its start) must be RFC 3339 with an offset;
+``singleEvents=true`` expands ``recurrence`` (``RRULE``/``EXDATE``) into instances whose ids are
+``{id}_{UTC start}`` (``{id}_{date}`` all day) with ``recurringEventId`` and
+``originalStartTime``; ``orderBy=startTime`` only with ``singleEvents``; ``maxResults``
+(default 250, at most 2500) pages with ``nextPageToken``, and the last page carries
+``nextSyncToken``; ``syncToken`` cannot be combined with iCalUID, orderBy,
+privateExtendedProperty, q, sharedExtendedProperty, timeMin, timeMax or updatedMin (400); an
+incremental sync answers only the events changed since its token, deleted ones as
+``status: cancelled``; an invalidated token answers 410 ``fullSyncRequired``. events.insert
+takes a client ``id`` (base32hex, 5–1024 characters; 409 ``duplicate`` when the calendar has
+or had it); delete answers 204, then 410 ``deleted``; errors are
+``{"error": {"errors": [{"domain", "reason", "message"}], "code", "message"}}``.
+
+Simplified: a sync token remembers the window and expansion of its full sync, and expands
+series only within that window (or two years from the window's start, or the series' first
+start); instances of a series cannot be edited one by one (``EXDATE`` removes one); a deleted
+event cannot be patched (410); search, extended properties, attendees and notifications are
+stored as given and not acted on.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import re
+import sys
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import Any
+
+from dateutil.rrule import rruleset, rrulestr
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.wrappers import Request, Response
+
+from tests.oauth_fakes import (
+    Account,
+    Invalid,
+    OAuthFake,
+    Refusal,
+    TokenGone,
+    UnknownToken,
+    Window,
+    expand,
+    iana_zone,
+    locked,
+    midnight,
+    parse_instant,
+    route,
+    serve_from_command_line,
+)
+
+CALENDAR_SCOPE = "https://www.googleapis.com/auth/calendar"
+EVENT_ID = re.compile(r"[a-v0-9]{5,1024}")
+RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+SYNC_TOKEN_RESTRICTIONS = (
+    "iCalUID",
+    "orderBy",
+    "privateExtendedProperty",
+    "q",
+    "sharedExtendedProperty",
+    "timeMin",
+    "timeMax",
+    "updatedMin",
+)
+# Fields the server writes; a client's values for them are ignored.
+SERVER_FIELDS = frozenset(
+    {"kind", "etag", "created", "updated", "htmlLink", "creator", "organizer", "sequence"}
+)
+# kind -> (status, error, error_description), as Google's token endpoint answers.
+OAUTH_REFUSALS = {
+    "invalid_client": (401, "invalid_client", "Unauthorized"),
+    "unsupported_grant_type": (400, "unsupported_grant_type", "Invalid grant_type"),
+    "code_invalid": (400, "invalid_grant", "Malformed auth code."),
+    "code_used": (400, "invalid_grant", "Bad Request"),
+    "code_expired": (400, "invalid_grant", "Bad Request"),
+    "redirect_mismatch": (400, "redirect_uri_mismatch", "Bad Request"),
+    "verifier_missing": (400, "invalid_grant", "Missing code verifier."),
+    "verifier_mismatch": (400, "invalid_grant", "Invalid code verifier."),
+    "refresh_invalid": (400, "invalid_grant", "Bad Request"),
+    "refresh_expired": (400, "invalid_grant", "Token has been expired or revoked."),
+    "grant_revoked": (400, "invalid_grant", "Token has been expired or revoked."),
+}
+UNAUTHENTICATED = (
+    "Request had invalid authentication credentials. Expected OAuth 2 access token, login "
+    "cookie or other valid authentication credential."
+)
+
+
+def google_error(
+    status: int, reason: str, message: str, *, headers: dict[str, str] | None = None, **more: str
+) -> Refusal:
+    """Google's error body: one entry in ``errors``, ``code`` and ``message`` beside it."""
+    error = {"domain": "global", "reason": reason, "message": message, **more}
+    return Refusal(
+        status, {"error": {"errors": [error], "code": status, "message": message}}, headers
+    )
+
+
+def base32hex_id() -> str:
+    """An event or calendar id as Google makes them: base32hex, lowercase."""
+    return base64.b32hexencode(uuid.uuid4().bytes).decode().lower().rstrip("=")
+
+
+def rfc3339(instant: datetime) -> str:
+    """An instant as Google writes a ``dateTime``: an offset, or ``Z`` in UTC."""
+    text = instant.isoformat(timespec="seconds")
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def stamp(instant: datetime) -> str:
+    """``created`` and ``updated``: UTC with milliseconds."""
+    utc = instant.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def time_field(value: datetime | date, time_zone: str | None = None) -> dict[str, str]:
+    """A start or end as Google writes it: ``{"date"}`` for a date (all day), else
+    ``{"dateTime"[, "timeZone"]}`` for an aware datetime (shown in ``time_zone`` if given)."""
+    if not isinstance(value, datetime):
+        return {"date": value.isoformat()}
+    if value.tzinfo is None:
+        raise ValueError(f"{value!r} is naive: give an aware datetime or a date")
+    if time_zone is None:
+        return {"dateTime": rfc3339(value)}
+    return {"dateTime": rfc3339(value.astimezone(iana_zone(time_zone))), "timeZone": time_zone}
+
+
+def moment(when: dict[str, Any], which: str) -> datetime | date:
+    """The instant (or date) of a stored or requested start/end."""
+    if when.get("date"):
+        try:
+            return date.fromisoformat(when["date"])
+        except (TypeError, ValueError) as err:
+            raise Invalid("invalid", f"Invalid {which} time.") from err
+    if not when.get("dateTime"):
+        raise Invalid("required", f"Missing {which} time.")
+    try:
+        naive_zone = iana_zone(when["timeZone"]) if when.get("timeZone") else None
+    except ValueError as err:
+        raise Invalid("invalid", f"Invalid time zone definition for {which} time.") from err
+    try:
+        instant = datetime.fromisoformat(when["dateTime"])
+    except (TypeError, ValueError) as err:
+        raise Invalid("invalid", f"Invalid {which} time.") from err
+    if instant.tzinfo is None and naive_zone is None:
+        raise Invalid("invalid", f"Missing time zone definition for {which} time.")
+    return parse_instant(when["dateTime"], naive_zone)
+
+
+@dataclass
+class GoogleCalendar:
+    """A calendar of an account; the primary one's id is the account's email."""
+
+    id: str
+    owner: str  # the account's email
+    summary: str
+    time_zone: str
+    primary: bool
+    # Its events as stored (series unexpanded); deleted ones stay, with status "cancelled".
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def zone(self) -> tzinfo:
+        return iana_zone(self.time_zone)
+
+
+class FakeGoogle(OAuthFake):
+    """Google's OAuth 2.0 server and Calendar API v3, on loopback (see the module)."""
+
+    calendars: dict[str, GoogleCalendar]
+    time_field = staticmethod(time_field)
+    title = "Fake Google"
+    authorize_rule = authorize_path = "/o/oauth2/v2/auth"
+    token_rule = token_path = "/token"
+    scope_word = "calendar"
+    rotates_refresh_tokens = False
+    revocation_ends_access_tokens = True
+    default_page_size = 250
+    prefixes = ("4/0A", "ya29.", "1//0")
+
+    # The URLs the app is configured with
+    @property
+    def revoke_url(self) -> str:
+        return self.url + "/revoke"
+
+    @property
+    def calendar_api_url(self) -> str:
+        return self.url + "/calendar/v3"
+
+    # Control: calendars and events
+    @locked
+    def add_calendar(self, email: str, summary: str, *, time_zone: str | None = None) -> str:
+        """A secondary calendar of ``email``'s account; returns its id."""
+        account = self.accounts[email]
+        calendar_id = f"{base32hex_id()}@group.calendar.google.com"
+        zone = time_zone or account.time_zone
+        self.calendars[calendar_id] = GoogleCalendar(calendar_id, email, summary, zone, False)
+        return calendar_id
+
+    def add_event(
+        self,
+        calendar_id: str,
+        start: datetime | date,
+        end: datetime | date,
+        *,
+        summary: str = "Busy",
+        event_id: str | None = None,
+        time_zone: str | None = None,
+        transparency: str | None = None,
+        status: str | None = None,
+        recurrence: list[str] | None = None,
+        **fields: Any,
+    ) -> str:
+        """An event as a person would make it; returns its id. ``start``/``end``: aware
+        datetimes (shown in ``time_zone`` when given, which a series needs) or dates (all
+        day, end exclusive); ``recurrence``: ``["RRULE:…", "EXDATE…"]``; ``fields``: any
+        other event fields, as the API writes them. Refused as the API would refuse it
+        (``Invalid``, a ValueError)."""
+        body: dict[str, Any] = {
+            "summary": summary,
+            "start": time_field(start, time_zone),
+            "end": time_field(end, time_zone),
+            **fields,
+        }
+        optional = {"id": event_id, "transparency": transparency, "status": status}
+        body.update({key: value for key, value in optional.items() if value is not None})
+        if recurrence is not None:
+            body["recurrence"] = recurrence
+        with self.lock:
+            return self._insert(self.calendars[calendar_id], body)["id"]
+
+    @locked
+    def events(self, calendar_id: str, *, include_deleted: bool = False) -> list[dict[str, Any]]:
+        """The calendar's events as stored (series unexpanded), to check what the app wrote."""
+        stored = self.calendars[calendar_id].events.values()
+        return [copy.deepcopy(e) for e in stored if include_deleted or e["status"] != "cancelled"]
+
+    @locked
+    def event(self, calendar_id: str, event_id: str) -> dict[str, Any]:
+        """One stored event (deleted ones too, as ``status: cancelled``)."""
+        return copy.deepcopy(self.calendars[calendar_id].events[event_id])
+
+    # Provider hooks
+    @property
+    def full_scope(self) -> str:
+        return CALENDAR_SCOPE
+
+    def new_account_id(self) -> str:
+        return str(uuid.uuid4().int)[:21]
+
+    def new_primary_calendar(self, account: Account) -> str:
+        calendar = GoogleCalendar(
+            account.email, account.email, account.email, account.time_zone, True
+        )
+        self.calendars[calendar.id] = calendar
+        return calendar.id
+
+    def offline(self, args: Any) -> bool:
+        return args.get("access_type") == "offline"
+
+    def id_claims(self, account: Account) -> dict[str, Any]:
+        return {
+            "iss": self.url,
+            "sub": account.id,
+            "email": account.email,
+            "email_verified": True,
+            "name": account.name,
+        }
+
+    def oauth_refusal(self, kind: str) -> Refusal:
+        status, error, description = OAUTH_REFUSALS[kind]
+        return Refusal(status, {"error": error, "error_description": description})
+
+    def unauthenticated(self, kind: str) -> Refusal:
+        if kind == "scope":
+            message = "Request had insufficient authentication scopes."
+            refusal = google_error(403, "insufficientPermissions", message)
+            refusal.body["error"]["status"] = "PERMISSION_DENIED"
+            return refusal
+        challenge = 'Bearer realm="https://accounts.google.com/", error="invalid_token"'
+        refusal = google_error(
+            401,
+            "authError",
+            "Invalid Credentials",
+            headers={"WWW-Authenticate": challenge},
+            location="Authorization",
+            locationType="header",
+        )
+        refusal.body["error"].update(message=UNAUTHENTICATED, status="UNAUTHENTICATED")
+        return refusal
+
+    def unreadable(self) -> Refusal:
+        return google_error(400, "parseError", "Parse Error")
+
+    def no_such_path(self, err: HTTPException) -> Refusal:
+        if isinstance(err, MethodNotAllowed):
+            return google_error(405, "httpMethodNotAllowed", "Method Not Allowed")
+        return google_error(404, "notFound", "Not Found")
+
+    def removal(self, item: dict[str, Any]) -> dict[str, Any]:
+        stub = {"kind": "calendar#event", "etag": item["etag"], "id": item["id"]}
+        for key in ("recurringEventId", "originalStartTime"):
+            if key in item:
+                stub[key] = item[key]
+        return {**stub, "status": "cancelled"}
+
+    # The OAuth endpoint Google has beyond the shared ones
+    @route("/revoke", "POST")
+    def revoke(self, request: Request) -> Response:
+        """Revoke a token (and so its grant): 200, or 400 ``invalid_token``."""
+        token = request.form.get("token") or request.args.get("token", "")
+        if not self.revoke_token(token):
+            refusal = {"error": "invalid_token", "error_description": "Token expired or revoked"}
+            return self.answer(refusal, 400)
+        return self.answer({})
+
+    # Calendar API v3
+    @route("/calendar/v3/users/me/calendarList")
+    def calendar_list(self, request: Request) -> Response:
+        """calendarList.list: the account's calendars, the primary one marked."""
+        grant = self.grant_of(request)
+        mine = [c for c in self.calendars.values() if c.owner == grant.account.email]
+        mine.sort(key=lambda c: (not c.primary, c.summary))
+        token = request.args.get("pageToken")
+        if token is None:
+            token = self.rounds.begin([self._list_entry(c) for c in mine], None)
+        items, next_page, _ = self._page(token, request.args, 250)
+        body: dict[str, Any] = {
+            "kind": "calendar#calendarList",
+            "etag": f'"{self.versions}"',
+            "items": items,
+        }
+        if next_page:
+            body["nextPageToken"] = next_page
+        return self.answer(body)
+
+    @route("/calendar/v3/calendars/<calendar_id>")
+    def calendar_resource(self, request: Request, calendar_id: str) -> Response:
+        """calendars.get."""
+        calendar = self._calendar_for(request, calendar_id)
+        return self.answer(
+            {
+                "kind": "calendar#calendar",
+                "etag": f'"{self.versions}"',
+                "id": calendar.id,
+                "summary": calendar.summary,
+                "timeZone": calendar.time_zone,
+            }
+        )
+
+    @route("/calendar/v3/calendars/<calendar_id>/events", "GET", "POST")
+    def event_collection(self, request: Request, calendar_id: str) -> Response:
+        """events.list (GET) and events.insert (POST)."""
+        calendar = self._calendar_for(request, calendar_id)
+        if request.method == "GET":
+            return self._list(calendar, request.args)
+        body = self.json_body(request)
+        return self._answer_event(calendar, lambda: self._insert(calendar, body))
+
+    @route(
+        "/calendar/v3/calendars/<calendar_id>/events/<event_id>", "GET", "PATCH", "PUT", "DELETE"
+    )
+    def event_resource(self, request: Request, calendar_id: str, event_id: str) -> Response:
+        """events.get, events.patch, events.update (PUT) and events.delete."""
+        calendar = self._calendar_for(request, calendar_id)
+        if event_id not in calendar.events:
+            raise google_error(404, "notFound", "Not Found")
+        if request.method == "DELETE":
+            self.remove_event(calendar, event_id)
+            return self.answer(None, 204)
+        if request.method == "GET":
+            return self._answer_event(calendar, lambda: calendar.events[event_id])
+        body = self.json_body(request)
+        replace = request.method == "PUT"
+        return self._answer_event(
+            calendar, lambda: self.change_event(calendar, event_id, body, replace)
+        )
+
+    # Reading
+    def _calendar_for(self, request: Request, calendar_id: str) -> GoogleCalendar:
+        grant = self.grant_of(request)
+        if calendar_id == "primary":
+            calendar_id = grant.account.email
+        calendar = self.calendars.get(calendar_id)
+        if calendar is None or calendar.owner != grant.account.email:
+            raise google_error(404, "notFound", "Not Found")
+        return calendar
+
+    def _answer_event(self, calendar: GoogleCalendar, action: Any) -> Response:
+        try:
+            event = action()
+        except Invalid as err:
+            status = 409 if err.reason == "duplicate" else 400
+            raise google_error(status, err.reason, err.message) from err
+        return self.answer(self._shown(event, calendar.zone))
+
+    def _list_entry(self, calendar: GoogleCalendar) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "kind": "calendar#calendarListEntry",
+            "etag": f'"{self.versions}"',
+            "id": calendar.id,
+            "summary": calendar.summary,
+            "timeZone": calendar.time_zone,
+            "colorId": "14",
+            "backgroundColor": "#9fe1e7",
+            "foregroundColor": "#000000",
+            "selected": True,
+            "accessRole": "owner",
+            "defaultReminders": [],
+        }
+        if calendar.primary:
+            entry["primary"] = True
+        return entry
+
+    def _page(self, token: str, args: Any, most: int) -> tuple[list, str | None, str | None]:
+        text = args.get("maxResults")
+        if text is not None and (not text.isdigit() or not 1 <= int(text) <= most):
+            message = f"Invalid value '{text}'. Values must be within the range: [1, {most}]"
+            raise google_error(400, "invalidParameter", message)
+        try:
+            return self.page_of(token, int(text) if text else None)
+        except UnknownToken as err:
+            raise google_error(400, "invalid", "Invalid page token value.") from err
+
+    def _list(self, calendar: GoogleCalendar, args: Any) -> Response:
+        sync_token = args.get("syncToken")
+        if sync_token is not None and any(name in args for name in SYNC_TOKEN_RESTRICTIONS):
+            message = "Sync token cannot be used with other request restrictions."
+            raise google_error(400, "syncTokenWithRequestRestrictions", message)
+        token = args.get("pageToken")
+        if token is None and sync_token is None:
+            params = self._list_params(calendar, args)
+            every = self._view(calendar, params, windowed=False)
+            shown = self._view(calendar, params, windowed=True)
+            token = self.begin_round(calendar.id, params, every, shown=shown)
+        elif token is None:
+            state = self._sync_state(calendar, sync_token)
+            every = self._view(calendar, state.params, windowed=False)
+            token = self.begin_round(calendar.id, state.params, every, told=state.snapshot)
+        items, next_page, next_sync = self._page(token, args, 2500)
+        body: dict[str, Any] = {
+            "kind": "calendar#events",
+            "etag": f'"{self.versions}"',
+            "summary": calendar.summary,
+            "description": "",
+            "updated": stamp(self.current_datetime()),
+            "timeZone": args.get("timeZone") or calendar.time_zone,
+            "accessRole": "owner",
+            "defaultReminders": [],
+        }
+        if next_page:
+            body["nextPageToken"] = next_page
+        else:
+            body["nextSyncToken"] = next_sync
+        return self.answer({**body, "items": items})
+
+    def _sync_state(self, calendar: GoogleCalendar, token: str) -> Any:
+        try:
+            state = self.sync_states.find(token)
+        except TokenGone as err:
+            message = "Sync token is no longer valid, a full sync is required."
+            raise google_error(
+                410,
+                "fullSyncRequired",
+                message,
+                locationType="parameter",
+                location="syncToken",
+            ) from err
+        except UnknownToken as err:
+            raise google_error(400, "invalid", "Invalid sync token value.") from err
+        if state.calendar_id != calendar.id:
+            raise google_error(400, "invalid", "Invalid sync token value.")
+        return state
+
+    def _list_params(self, calendar: GoogleCalendar, args: Any) -> dict[str, Any]:
+        def instant(name: str) -> datetime | None:
+            text = args.get(name)
+            if text is None:
+                return None
+            if not RFC3339.fullmatch(text):
+                raise google_error(400, "badRequest", "Bad Request")
+            return parse_instant(text.replace("z", "Z"))
+
+        single = args.get("singleEvents", "false").lower() == "true"
+        if args.get("orderBy") == "startTime" and not single:
+            message = "The requested ordering is not available for the particular query."
+            raise google_error(400, "badRequest", message)
+        zone = args.get("timeZone")
+        if zone is not None:
+            try:
+                iana_zone(zone)
+            except ValueError as err:
+                raise google_error(400, "invalid", "Invalid time zone definition.") from err
+        start, end = instant("timeMin"), instant("timeMax")
+        if start and end and end <= start:
+            raise google_error(400, "timeRangeEmpty", "The specified time range is empty.")
+        return {
+            "window": Window(start, end),
+            "single": single,
+            "deleted": args.get("showDeleted", "false").lower() == "true",
+            "zone": zone or calendar.time_zone,
+        }
+
+    def _view(
+        self, calendar: GoogleCalendar, params: dict[str, Any], *, windowed: bool
+    ) -> list[dict[str, Any]]:
+        """What a listing shows: within the window when ``windowed``, else every event (what a
+        sync token compares with); series expanded with ``singleEvents``."""
+        window: Window = params["window"]
+        found = []
+        for event in calendar.events.values():
+            if event["status"] == "cancelled" and not (windowed and params["deleted"]):
+                continue
+            if event.get("recurrence") and (params["single"] or windowed):
+                instances = self._instances(calendar, event, window)
+                if params["single"]:
+                    found += instances
+                elif instances:
+                    found.append(event)
+            elif (
+                event.get("recurrence")
+                or not windowed
+                or window.overlaps(*self._span(calendar, event))
+            ):
+                found.append(event)
+        found.sort(key=lambda item: (self._span(calendar, item)[0], item["id"]))
+        zone = iana_zone(params["zone"])
+        return [self._shown(item, zone) for item in found]
+
+    def _span(self, calendar: GoogleCalendar, event: dict[str, Any]) -> tuple[datetime, datetime]:
+        start, end = moment(event["start"], "start"), moment(event["end"], "end")
+        if not isinstance(start, datetime):
+            return midnight(start, calendar.zone), midnight(end, calendar.zone)
+        return start, end
+
+    def _series(
+        self, calendar: GoogleCalendar, event: dict[str, Any]
+    ) -> tuple[rruleset, datetime, timedelta, tzinfo | None]:
+        """A series' rules, first start and duration; all-day series run on naive midnights
+        (then the zone returned is None), timed ones on wall times in the event's zone."""
+        start, end = moment(event["start"], "start"), moment(event["end"], "end")
+        if isinstance(start, datetime):
+            zone = iana_zone(event["start"].get("timeZone") or calendar.time_zone)
+            first, duration, floating = start.astimezone(zone), end - start, None
+        else:
+            first = datetime.combine(start, time())
+            duration, floating = datetime.combine(end, time()) - first, calendar.zone
+        try:
+            rules = rrulestr("\n".join(event["recurrence"]), dtstart=first, forceset=True)
+        except (ValueError, TypeError) as err:
+            raise Invalid("invalid", "Invalid recurrence rule.") from err
+        return rules, first, duration, floating
+
+    def _instances(
+        self, calendar: GoogleCalendar, master: dict[str, Any], window: Window
+    ) -> list[dict[str, Any]]:
+        rules, first, duration, floating = self._series(calendar, master)
+        aware_first = first if floating is None else first.replace(tzinfo=floating)
+        start, end = window.bounds(aware_first)
+        if floating is not None:
+            start = start.astimezone(floating).replace(tzinfo=None)
+            end = end.astimezone(floating).replace(tzinfo=None)
+        try:
+            begins = expand(rules, duration, start, end)
+        except (ValueError, TypeError) as err:
+            raise Invalid("invalid", "Invalid recurrence rule.") from err
+        return [self._instance(master, begin, duration, floating is not None) for begin in begins]
+
+    def _instance(
+        self, master: dict[str, Any], begin: datetime, duration: timedelta, all_day: bool
+    ) -> dict[str, Any]:
+        item = {key: value for key, value in master.items() if key != "recurrence"}
+        if all_day:
+            item["start"] = {"date": begin.date().isoformat()}
+            item["end"] = {"date": (begin + duration).date().isoformat()}
+            suffix = begin.strftime("%Y%m%d")
+        else:
+            zone_name = master["start"].get("timeZone")
+            item["start"] = {"dateTime": rfc3339(begin), "timeZone": zone_name}
+            item["end"] = {"dateTime": rfc3339(begin + duration), "timeZone": zone_name}
+            suffix = begin.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+        item["originalStartTime"] = dict(item["start"])
+        item["id"] = f"{master['id']}_{suffix}"
+        item["recurringEventId"] = master["id"]
+        return item
+
+    def _shown(self, event: dict[str, Any], zone: tzinfo) -> dict[str, Any]:
+        """An event as an answer shows it: its times in the answer's zone."""
+        shown = copy.deepcopy(event)
+        for key in ("start", "end", "originalStartTime"):
+            when = shown.get(key)
+            if when and when.get("dateTime"):
+                when["dateTime"] = rfc3339(moment(when, key).astimezone(zone))
+        return shown
+
+    # Writing
+    def _validated(self, calendar: GoogleCalendar, event: dict[str, Any]) -> dict[str, Any]:
+        """``event`` as the API stores it, or ``Invalid`` for what it refuses."""
+        for which in ("start", "end"):
+            if not isinstance(event.get(which), dict):
+                raise Invalid("required", f"Missing {which} time.")
+        start, end = moment(event["start"], "start"), moment(event["end"], "end")
+        if isinstance(start, datetime) != isinstance(end, datetime):
+            message = "Start and end times must either both be date or both be dateTime."
+            raise Invalid("invalid", message)
+        if end <= start:
+            raise Invalid("timeRangeEmpty", "The specified time range is empty.")
+        if event.get("transparency", "opaque") not in ("opaque", "transparent"):
+            raise Invalid("invalid", "Invalid transparency value.")
+        if event.get("status", "confirmed") not in ("confirmed", "tentative", "cancelled"):
+            raise Invalid("invalid", "Invalid status value.")
+        if event.get("recurrence") is not None:
+            series = event["recurrence"]
+            if not isinstance(series, list) or not all(isinstance(line, str) for line in series):
+                raise Invalid("invalid", "Invalid recurrence rule.")
+            if isinstance(start, datetime) and not event["start"].get("timeZone"):
+                raise Invalid("invalid", "Missing time zone definition for start time.")
+            self._instances(calendar, event, Window())  # refuses rules that cannot run
+        else:
+            event.pop("recurrence", None)
+        return event
+
+    def _insert(self, calendar: GoogleCalendar, body: dict[str, Any]) -> dict[str, Any]:
+        event_id = body.get("id") or base32hex_id()
+        if not isinstance(event_id, str) or not EVENT_ID.fullmatch(event_id):
+            raise Invalid("invalid", "Invalid resource id value.")
+        if event_id in calendar.events:
+            raise Invalid("duplicate", "The requested identifier already exists.")
+        now = stamp(self.current_datetime())
+        event = {
+            "kind": "calendar#event",
+            "id": event_id,
+            "status": "confirmed",
+            "htmlLink": f"{self.url}/calendar/event?eid={event_id}",
+            "created": now,
+            "iCalUID": f"{event_id}@google.com",
+            "creator": {"email": calendar.owner, "self": True},
+            "organizer": {"email": calendar.id, "self": True},
+            "sequence": 0,
+            "reminders": {"useDefault": True},
+            "eventType": "default",
+            **{key: value for key, value in body.items() if key not in SERVER_FIELDS},
+        }
+        event = self._validated(calendar, event)
+        event.update(etag=f'"{self.next_version()}"', updated=now)
+        calendar.events[event_id] = event
+        return event
+
+    def change_event(
+        self, calendar: GoogleCalendar, event_id: str, body: dict[str, Any], replace: bool = False
+    ) -> dict[str, Any]:
+        stored = calendar.events[event_id]
+        if stored["status"] == "cancelled":
+            raise google_error(410, "deleted", "Resource has been deleted")
+        changes = {key: value for key, value in body.items() if key not in SERVER_FIELDS | {"id"}}
+        if replace:
+            event = {
+                key: value
+                for key, value in stored.items()
+                if key in SERVER_FIELDS | {"id", "iCalUID"}
+            }
+        else:
+            event = copy.deepcopy(stored)
+        for key, value in changes.items():
+            if value is None:
+                event.pop(key, None)
+            elif (
+                isinstance(value, dict)
+                and isinstance(event.get(key), dict)
+                and key not in ("start", "end")
+            ):
+                event[key] = {**event[key], **value}
+            else:
+                event[key] = value
+        event = self._validated(calendar, event)
+        if any(event.get(key) != stored.get(key) for key in ("start", "end", "recurrence")):
+            event["sequence"] = stored.get("sequence", 0) + 1
+        event.update(etag=f'"{self.next_version()}"', updated=stamp(self.current_datetime()))
+        calendar.events[event_id] = event
+        return event
+
+    def remove_event(self, calendar: GoogleCalendar, event_id: str) -> None:
+        event = calendar.events[event_id]
+        if event["status"] == "cancelled":
+            raise google_error(410, "deleted", "Resource has been deleted")
+        event.update(
+            status="cancelled",
+            etag=f'"{self.next_version()}"',
+            updated=stamp(self.current_datetime()),
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(serve_from_command_line(FakeGoogle))

@@ -1,0 +1,966 @@
+"""A fake of the Microsoft identity platform (v2.0) and Microsoft Graph v1.0 calendars on a
+loopback port, for tests of the app's Microsoft 365 connections (which cannot reach Microsoft
+from here). What it shares with the Google fake (serving, OAuth, tokens, paging, sync tokens)
+is ``tests.oauth_fakes``.
+
+Endpoints, under ``FakeMicrosoft.url``:
+
+* ``GET /{tenant}/oauth2/v2.0/authorize`` — the consent page (``POST`` is its form); ``POST
+  /{tenant}/oauth2/v2.0/token`` — ``authorization_code`` (PKCE) and ``refresh_token`` grants;
+  any tenant (``common``, ``organizations``, a GUID);
+* ``/v1.0``: ``GET me``, ``GET me/calendars``, ``GET me/calendar``, ``GET me/calendars/{id}``,
+  ``GET me/calendars/{id}/calendarView/delta`` (and ``me/calendarView/delta``, the default
+  calendar), ``POST me/calendars/{id}/events`` (and ``me/events``, ``me/calendar/events``),
+  ``GET|PATCH|DELETE me/events/{id}``.
+
+As documented: a refresh token only with the ``offline_access`` scope; each refresh answers a
+new refresh token (the old one keeps working until it expires); token errors carry ``error``,
+``error_description`` (``AADSTS…: …``) and ``error_codes``. Revoking a grant does not end the
+access tokens already handed out (they are self-contained until they expire; a test also calls
+``expire_access_tokens``). calendarView/delta: ``startDateTime``/``endDateTime`` (an instant
+without offset is UTC) on the first request only, ``@odata.nextLink`` with ``$skiptoken`` while
+pages remain, ``@odata.deltaLink`` with ``$deltatoken`` on the last; a round from a delta link
+answers what changed in the window since, a removed event as ``{"id", "@removed": {"reason":
+"deleted"}}``; ``Prefer: odata.maxpagesize=N``; a bad or invalidated token answers 410
+``SyncStateNotFound``. Events: ``start``/``end`` ``{dateTime, timeZone}`` with 7 fractional
+digits and no offset, in UTC unless ``Prefer: outlook.timezone="…"`` names a zone (IANA or
+Windows names); ``isAllDay``, ``showAs``, ``isCancelled``, ``type`` (``singleInstance``,
+``occurrence``, ``exception``, ``seriesMaster``), ``seriesMasterId``; a patterned recurrence
+(``daily``/``weekly`` with ``daysOfWeek`` and ``interval``; range ``endDate``, ``numbered`` or
+``noEnd``) is expanded into occurrences within the view; an occurrence changed or deleted on
+its own is an exception or gone. A create with a ``transactionId`` the mailbox already has
+answers that event; errors are ``{"error": {"code", "message", "innerError"}}``, 404
+``ErrorItemNotFound``, 401 ``InvalidAuthenticationToken``.
+
+The quirk: with ``answer_time_zone`` set (``set_answer_time_zone("W. Europe Standard Time")``)
+every answer's times come in that Windows zone, whatever the request preferred, as some
+mailboxes answer.
+
+Simplified: only ``daily`` and ``weekly`` patterns; an all-day event's dates are read in the
+answer's zone; the default page size (10) is this fake's choice; ``$select``, ``$filter`` and
+attendees are not acted on.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import Any
+
+from dateutil.rrule import DAILY, WEEKLY, rrule, rruleset
+from dateutil.rrule import weekday as rrule_weekday
+from dateutil.rrule import weekdays as rrule_weekdays
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
+from werkzeug.wrappers import Request, Response
+
+from tests import oauth_fakes
+from tests.oauth_fakes import Account, Invalid, OAuthFake, Refusal, Window, locked, route
+
+CALENDAR_SCOPES = "openid profile offline_access User.Read Calendars.ReadWrite"
+TENANT_ID = "9188040d-6c67-4c5b-b112-36a304b66dad"  # the tenant of personal accounts
+SHOW_AS = ("free", "tentative", "busy", "oof", "workingElsewhere", "unknown")
+DAYS: dict[str, rrule_weekday] = dict(
+    zip(
+        ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+        rrule_weekdays,
+        strict=True,
+    )
+)
+# Windows time zone names Graph uses, and their IANA zones (the common ones).
+WINDOWS_ZONES = {
+    "UTC": "UTC",
+    "GMT Standard Time": "Europe/London",
+    "Greenwich Standard Time": "Atlantic/Reykjavik",
+    "W. Europe Standard Time": "Europe/Berlin",
+    "Romance Standard Time": "Europe/Paris",
+    "Central Europe Standard Time": "Europe/Budapest",
+    "Central European Standard Time": "Europe/Warsaw",
+    "GTB Standard Time": "Europe/Bucharest",
+    "FLE Standard Time": "Europe/Kyiv",
+    "Russian Standard Time": "Europe/Moscow",
+    "Israel Standard Time": "Asia/Jerusalem",
+    "South Africa Standard Time": "Africa/Johannesburg",
+    "Arabian Standard Time": "Asia/Dubai",
+    "India Standard Time": "Asia/Kolkata",
+    "China Standard Time": "Asia/Shanghai",
+    "Singapore Standard Time": "Asia/Singapore",
+    "Tokyo Standard Time": "Asia/Tokyo",
+    "Korea Standard Time": "Asia/Seoul",
+    "AUS Eastern Standard Time": "Australia/Sydney",
+    "New Zealand Standard Time": "Pacific/Auckland",
+    "Atlantic Standard Time": "America/Halifax",
+    "Eastern Standard Time": "America/New_York",
+    "Central Standard Time": "America/Chicago",
+    "Mountain Standard Time": "America/Denver",
+    "US Mountain Standard Time": "America/Phoenix",
+    "Pacific Standard Time": "America/Los_Angeles",
+    "Alaskan Standard Time": "America/Anchorage",
+    "Hawaiian Standard Time": "Pacific/Honolulu",
+    "E. South America Standard Time": "America/Sao_Paulo",
+}
+# Fields the server writes; a client's values for them are ignored.
+SERVER_FIELDS = frozenset(
+    {
+        "id",
+        "@odata.etag",
+        "createdDateTime",
+        "lastModifiedDateTime",
+        "changeKey",
+        "type",
+        "seriesMasterId",
+        "iCalUId",
+        "webLink",
+        "originalStartTimeZone",
+        "originalEndTimeZone",
+    }
+)
+# kind -> (status, error, AADSTS number, text), as the v2.0 token endpoint answers.
+OAUTH_REFUSALS = {
+    "invalid_client": (
+        401,
+        "invalid_client",
+        7000215,
+        "Invalid client secret provided. Ensure the secret being sent in the request is the "
+        "client secret value, not the client secret ID.",
+    ),
+    "unsupported_grant_type": (
+        400,
+        "unsupported_grant_type",
+        70003,
+        "The app requested an unsupported grant type.",
+    ),
+    "code_invalid": (400, "invalid_grant", 9002313, "Invalid request. Request is malformed."),
+    "code_used": (
+        400,
+        "invalid_grant",
+        54005,
+        "OAuth2 Authorization code was already redeemed, please retry with a new valid code "
+        "or use an existing refresh token.",
+    ),
+    "code_expired": (
+        400,
+        "invalid_grant",
+        70008,
+        "The provided authorization code or refresh token has expired due to inactivity. "
+        "Send a new interactive authorization request for this user and resource.",
+    ),
+    "redirect_mismatch": (
+        400,
+        "invalid_grant",
+        500112,
+        "The reply address does not match the reply address provided when requesting "
+        "Authorization code.",
+    ),
+    "verifier_missing": (
+        400,
+        "invalid_request",
+        50148,
+        "The code_verifier does not match the code_challenge supplied in the authorization "
+        "request for PKCE.",
+    ),
+    "verifier_mismatch": (
+        400,
+        "invalid_grant",
+        501481,
+        "The Code_Verifier does not match the code_challenge supplied in the authorization "
+        "request.",
+    ),
+    "refresh_invalid": (400, "invalid_grant", 9002313, "Invalid request. Request is malformed."),
+    "refresh_expired": (
+        400,
+        "invalid_grant",
+        700082,
+        "The refresh token has expired due to inactivity. The token was inactive for 90.00:00:00.",
+    ),
+    "grant_revoked": (
+        400,
+        "invalid_grant",
+        50173,
+        "The provided grant has expired due to it being revoked, a fresh auth token is "
+        "needed. The user might have changed or reset their password.",
+    ),
+}
+UNAUTHENTICATED = {
+    "missing": "Access token is empty.",
+    "malformed": "CompactToken parsing failed with error code: 80049217",
+    "expired": "Access token has expired or is not yet valid.",
+}
+
+
+def graph_zone(name: str) -> tzinfo:
+    """The zone a Graph ``timeZone`` names: a Windows name or an IANA one."""
+    return oauth_fakes.iana_zone(WINDOWS_ZONES.get(name, name))
+
+
+def graph_datetime(wall_time: datetime) -> str:
+    """A wall time as Graph writes it: 7 fractional digits, no offset."""
+    return wall_time.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") + "0"
+
+
+def graph_stamp(instant: datetime) -> str:
+    """``createdDateTime`` and ``lastModifiedDateTime``: UTC, 7 digits and ``Z``."""
+    return graph_datetime(instant.astimezone(UTC)) + "Z"
+
+
+def graph_id() -> str:
+    """An id in the look of Exchange's (no ``_``: the fake marks occurrences with one)."""
+    return f"AAMkAD{uuid.uuid4().hex.upper()}AAA="
+
+
+def time_field(value: datetime | date, time_zone: str | None = None) -> dict[str, str]:
+    """A start or end as Graph writes it, from an aware datetime (shown in ``time_zone``, UTC
+    by default) or a date (midnight, for an all-day event)."""
+    time_zone = time_zone or "UTC"
+    if not isinstance(value, datetime):
+        return {"dateTime": graph_datetime(datetime.combine(value, time())), "timeZone": time_zone}
+    if value.tzinfo is None:
+        raise ValueError(f"{value!r} is naive: give an aware datetime or a date")
+    wall_time = value.astimezone(graph_zone(time_zone))
+    return {"dateTime": graph_datetime(wall_time), "timeZone": time_zone}
+
+
+def patterned_recurrence(
+    kind: str,
+    start_date: date,
+    *,
+    days_of_week: tuple[str, ...] = (),
+    interval: int = 1,
+    end_date: date | None = None,
+    occurrences: int | None = None,
+    time_zone: str | None = None,
+) -> dict[str, Any]:
+    """A Graph ``recurrence`` (patternedRecurrence): ``kind`` daily or weekly (on
+    ``days_of_week``, e.g. ``("monday",)``), from ``start_date`` until ``end_date``, for
+    ``occurrences``, or with no end."""
+    pattern = {
+        "type": kind,
+        "interval": interval,
+        "month": 0,
+        "dayOfMonth": 0,
+        "daysOfWeek": list(days_of_week),
+        "firstDayOfWeek": "sunday",
+        "index": "first",
+    }
+    limit = {"type": "noEnd", "endDate": "0001-01-01", "numberOfOccurrences": 0}
+    if end_date is not None:
+        limit.update(type="endDate", endDate=end_date.isoformat())
+    elif occurrences is not None:
+        limit.update(type="numbered", numberOfOccurrences=occurrences)
+    limit.update(startDate=start_date.isoformat(), recurrenceTimeZone=time_zone or "UTC")
+    return {"pattern": pattern, "range": limit}
+
+
+def preferences(request: Request) -> dict[str, str]:
+    """The request's ``Prefer`` header(s): ``{"odata.maxpagesize": "50", …}``."""
+    found = {}
+    for header in request.headers.getlist("Prefer"):
+        for name, quoted, bare in re.findall(r'([\w.-]+)\s*=\s*(?:"([^"]*)"|([^,\s]*))', header):
+            found[name.lower()] = quoted or bare
+    return found
+
+
+@dataclass
+class GraphEvent:
+    """A stored single event or series master, and the occurrences of a series changed on
+    their own (key: the occurrence's date, ``YYYYMMDD``; None: deleted)."""
+
+    resource: dict[str, Any]
+    calendar_id: str
+    exceptions: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+
+
+@dataclass
+class GraphCalendar:
+    """A calendar of a mailbox; ``is_default`` for the one ``/me/calendar`` names."""
+
+    id: str
+    owner: str  # the account's email
+    name: str
+    is_default: bool
+    events: dict[str, GraphEvent] = field(default_factory=dict)
+
+
+class FakeMicrosoft(OAuthFake):
+    """The Microsoft identity platform and Graph calendars, on loopback (see the module)."""
+
+    title = "Fake Microsoft"
+    authorize_rule = "/<tenant>/oauth2/v2.0/authorize"
+    token_rule = "/<tenant>/oauth2/v2.0/token"
+    authorize_path = "/common/oauth2/v2.0/authorize"
+    token_path = "/common/oauth2/v2.0/token"
+    scope_word = "Calendars."
+    rotates_refresh_tokens = True
+    revocation_ends_access_tokens = False
+    default_page_size = 10
+    prefixes = ("M.C5", "EwB", "M.C5_BAY.")
+    calendars: dict[str, GraphCalendar]
+    time_field = staticmethod(time_field)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.answer_time_zone: str | None = None
+        super().__init__(*args, **kwargs)
+
+    # The URLs the app is configured with
+    @property
+    def login_url(self) -> str:
+        """Where ``/{tenant}/oauth2/v2.0/authorize`` and ``…/token`` are."""
+        return self.url
+
+    @property
+    def graph_url(self) -> str:
+        return self.url + "/v1.0"
+
+    # Control: calendars, events, answers
+    @locked
+    def set_answer_time_zone(self, name: str | None) -> None:
+        """Answer every time in the Windows zone ``name`` (e.g. ``W. Europe Standard Time``)
+        whatever the request prefers, as some mailboxes do; None: as requested (UTC by
+        default)."""
+        if name is not None:
+            graph_zone(name)
+        self.answer_time_zone = name
+
+    @locked
+    def add_calendar(self, email: str, name: str) -> str:
+        """A further calendar of ``email``'s mailbox; returns its id."""
+        calendar = GraphCalendar(graph_id(), self.accounts[email].email, name, False)
+        self.calendars[calendar.id] = calendar
+        return calendar.id
+
+    @locked
+    def add_event(
+        self,
+        calendar_id: str,
+        start: datetime | date,
+        end: datetime | date,
+        time_zone: str = "UTC",
+        *,
+        subject: str = "Busy",
+        show_as: str = "busy",
+        is_cancelled: bool = False,
+        recurrence: dict[str, Any] | None = None,
+        transaction_id: str | None = None,
+        **fields: Any,
+    ) -> str:
+        """An event as a person would make it; returns its id. ``start``/``end``: aware
+        datetimes (kept in ``time_zone``, a Windows or IANA name) or dates (all day, end
+        exclusive); ``recurrence``: a patternedRecurrence (``patterned_recurrence``);
+        ``fields``: any other event fields as Graph writes them. Refused as the API would
+        refuse it (``Invalid``, a ValueError)."""
+        body = {
+            "subject": subject,
+            "showAs": show_as,
+            "isCancelled": is_cancelled,
+            "isAllDay": not isinstance(start, datetime),
+            "start": time_field(start, time_zone),
+            "end": time_field(end, time_zone),
+            "recurrence": recurrence,
+            **fields,
+        }
+        if transaction_id is not None:
+            body["transactionId"] = transaction_id
+        return self._create(self.calendars[calendar_id], body)["id"]
+
+    @locked
+    def events(self, calendar_id: str) -> list[dict[str, Any]]:
+        """The calendar's single events and series masters as stored, to check what the app
+        wrote (``event`` shows an occurrence)."""
+        stored = self.calendars[calendar_id].events.values()
+        return [copy.deepcopy(event.resource) for event in stored]
+
+    @locked
+    def event(self, calendar_id: str, event_id: str) -> dict[str, Any]:
+        """One event, series master or occurrence, as stored (times in its own zone)."""
+        event, key = self._found(self.calendars[calendar_id], event_id)
+        return copy.deepcopy(self._occurrence(event, key) if key else event.resource)
+
+    # Provider hooks
+    @property
+    def full_scope(self) -> str:
+        return CALENDAR_SCOPES
+
+    def new_primary_calendar(self, account: Account) -> str:
+        calendar = GraphCalendar(graph_id(), account.email, "Calendar", True)
+        self.calendars[calendar.id] = calendar
+        return calendar.id
+
+    def offline(self, args: Any) -> bool:
+        return "offline_access" in args.get("scope", "").split()
+
+    def token_fields(self) -> dict[str, Any]:
+        return {"ext_expires_in": self.access_token_lifetime}
+
+    def id_claims(self, account: Account) -> dict[str, Any]:
+        return {
+            "iss": f"{self.url}/{TENANT_ID}/v2.0",
+            "sub": account.id.replace("-", ""),
+            "oid": account.id,
+            "tid": TENANT_ID,
+            "preferred_username": account.email,
+            "email": account.email,
+            "name": account.name,
+            "ver": "2.0",
+        }
+
+    def oauth_refusal(self, kind: str) -> Refusal:
+        status, error, number, text = OAUTH_REFUSALS[kind]
+        when = self.current_datetime().strftime("%Y-%m-%d %H:%M:%SZ")
+        trace, correlation = str(uuid.uuid4()), str(uuid.uuid4())
+        description = (
+            f"AADSTS{number}: {text} Trace ID: {trace} Correlation ID: {correlation} "
+            f"Timestamp: {when}"
+        )
+        body = {
+            "error": error,
+            "error_description": description,
+            "error_codes": [number],
+            "timestamp": when,
+            "trace_id": trace,
+            "correlation_id": correlation,
+            "error_uri": f"{self.url}/error?code={number}",
+        }
+        return Refusal(status, body)
+
+    def unauthenticated(self, kind: str) -> Refusal:
+        if kind == "scope":
+            return self.graph_error(
+                403, "ErrorAccessDenied", "Access is denied. Check credentials and try again."
+            )
+        challenge = (
+            f'Bearer realm="", authorization_uri="{self.authorize_url}", '
+            'client_id="00000003-0000-0000-c000-000000000000"'
+        )
+        message = UNAUTHENTICATED.get(kind, UNAUTHENTICATED["expired"])
+        return self.graph_error(
+            401, "InvalidAuthenticationToken", message, {"WWW-Authenticate": challenge}
+        )
+
+    def unreadable(self) -> Refusal:
+        message = (
+            "Unable to read JSON request payload. Please ensure Content-Type header is set "
+            "and payload is of valid JSON format."
+        )
+        return self.graph_error(400, "BadRequest", message)
+
+    def no_such_path(self, err: HTTPException) -> Refusal:
+        if isinstance(err, MethodNotAllowed):
+            return self.graph_error(405, "BadRequest", "Specified HTTP method is not allowed.")
+        return self.graph_error(400, "BadRequest", "Resource not found for the segment.")
+
+    def removal(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "@odata.type": "#microsoft.graph.event",
+            "id": item["id"],
+            "@removed": {"reason": "deleted"},
+        }
+
+    def graph_error(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> Refusal:
+        """Graph's error body: ``code``, ``message`` and ``innerError``."""
+        inner = {
+            "date": self.current_datetime().strftime("%Y-%m-%dT%H:%M:%S"),
+            "request-id": str(uuid.uuid4()),
+            "client-request-id": str(uuid.uuid4()),
+        }
+        body = {"error": {"code": code, "message": message, "innerError": inner}}
+        return Refusal(status, body, headers)
+
+    def missing_item(self) -> Refusal:
+        """404 ``ErrorItemNotFound``: no such calendar or event in the mailbox."""
+        return self.graph_error(
+            404, "ErrorItemNotFound", "The specified object was not found in the store."
+        )
+
+    # Graph v1.0
+    @route("/v1.0/me")
+    def me(self, request: Request) -> Response:
+        """The signed-in user (needs no calendar scope)."""
+        account = self.grant_of(request, calendar=False).account
+        given, _, family = account.name.partition(" ")
+        return self.answer(
+            {
+                "@odata.context": f"{self.graph_url}/$metadata#users/$entity",
+                "businessPhones": [],
+                "displayName": account.name,
+                "givenName": given,
+                "surname": family or None,
+                "jobTitle": None,
+                "mail": account.email,
+                "mobilePhone": None,
+                "officeLocation": None,
+                "preferredLanguage": None,
+                "userPrincipalName": account.email,
+                "id": account.id,
+            }
+        )
+
+    @route("/v1.0/me/calendars")
+    def calendar_list(self, request: Request) -> Response:
+        """The mailbox's calendars, the default one first."""
+        account = self.grant_of(request).account
+        mine = [c for c in self.calendars.values() if c.owner == account.email]
+        mine.sort(key=lambda c: not c.is_default)
+        context = f"{self.graph_url}/$metadata#users('{account.id}')/calendars"
+        return self.answer(
+            {"@odata.context": context, "value": [self._calendar_resource(c) for c in mine]}
+        )
+
+    @route("/v1.0/me/calendar")
+    @route("/v1.0/me/calendars/<calendar_id>")
+    def calendar(self, request: Request, calendar_id: str | None = None) -> Response:
+        """One calendar (``/me/calendar``: the default one)."""
+        return self.answer(self._calendar_resource(self._calendar_for(request, calendar_id)))
+
+    @route("/v1.0/me/calendarView/delta")
+    @route("/v1.0/me/calendars/<calendar_id>/calendarView/delta")
+    def delta(self, request: Request, calendar_id: str | None = None) -> Response:
+        """calendarView/delta: a first round from a window, later ones from a delta link,
+        page by page (``$skiptoken``)."""
+        calendar = self._calendar_for(request, calendar_id)
+        args = {key.lower(): value for key, value in request.args.items()}
+        label, zone, applied = self._answer_zone(request)
+        token = args.get("$skiptoken")
+        if token is None:
+            told = None
+            if "$deltatoken" in args:
+                state = self._sync_state(calendar, args["$deltatoken"])
+                window, told = state.params["window"], state.snapshot
+            else:
+                window = self._window(args)
+            known = self._view(calendar, window, label, zone)
+            token = self.begin_round(calendar.id, {"window": window}, known, told=told)
+        requested = preferences(request).get("odata.maxpagesize", "")
+        if requested.isdigit():
+            applied.append(f"odata.maxpagesize={requested}")
+        try:
+            items, next_page, finish = self.page_of(
+                token, int(requested) if requested.isdigit() else None
+            )
+        except oauth_fakes.UnknownToken as err:
+            raise self._sync_state_gone() from err
+        link = self.url + request.path
+        body: dict[str, Any] = {
+            "@odata.context": f"{self.graph_url}/$metadata#Collection(event)",
+            "value": items,
+        }
+        if next_page:
+            body["@odata.nextLink"] = f"{link}?$skiptoken={next_page}"
+        else:
+            body["@odata.deltaLink"] = f"{link}?$deltatoken={finish}"
+        return self.answer(
+            body, headers={"Preference-Applied": ", ".join(applied)} if applied else None
+        )
+
+    @route("/v1.0/me/events", "POST")
+    @route("/v1.0/me/calendar/events", "POST")
+    @route("/v1.0/me/calendars/<calendar_id>/events", "POST")
+    def create(self, request: Request, calendar_id: str | None = None) -> Response:
+        """Create an event (201); a ``transactionId`` the mailbox has answers its event."""
+        calendar = self._calendar_for(request, calendar_id)
+        body = self.json_body(request)
+        earlier = self._transaction(calendar.owner, body.get("transactionId"))
+        resource = (
+            earlier if earlier is not None else self._checked(lambda: self._create(calendar, body))
+        )
+        label, zone, _ = self._answer_zone(request)
+        return self.answer(self._shown(resource, label, zone), 201)
+
+    @route("/v1.0/me/events/<event_id>", "GET", "PATCH", "DELETE")
+    @route("/v1.0/me/calendars/<calendar_id>/events/<event_id>", "GET", "PATCH", "DELETE")
+    def event_resource(
+        self, request: Request, event_id: str, calendar_id: str | None = None
+    ) -> Response:
+        """Get, patch or delete an event, a series master or one occurrence."""
+        grant = self.grant_of(request)
+        if calendar_id is None:
+            master_id = event_id.split("_")[0]
+            calendar_id = next((c.id for c in self.calendars.values() if master_id in c.events), "")
+        calendar = self.calendars.get(calendar_id)
+        if calendar is None or calendar.owner != grant.account.email:
+            raise self.missing_item()
+        try:
+            found = self._found(calendar, event_id)
+        except KeyError as err:
+            raise self.missing_item() from err
+        if request.method == "DELETE":
+            self._delete(found)
+            return self.answer(None, 204)
+        if request.method == "PATCH":
+            body = self.json_body(request)
+            self._checked(lambda: self._patch(found, body))
+        event, key = found
+        label, zone, _ = self._answer_zone(request)
+        return self.answer(
+            self._shown(self._occurrence(event, key) if key else event.resource, label, zone)
+        )
+
+    # Reading
+    def _calendar_for(self, request: Request, calendar_id: str | None) -> GraphCalendar:
+        grant = self.grant_of(request)
+        if calendar_id is None:
+            mine = (c for c in self.calendars.values() if c.owner == grant.account.email)
+            calendar_id = next((c.id for c in mine if c.is_default), "")
+        calendar = self.calendars.get(calendar_id)
+        if calendar is None or calendar.owner != grant.account.email:
+            raise self.missing_item()
+        return calendar
+
+    def _calendar_resource(self, calendar: GraphCalendar) -> dict[str, Any]:
+        account = self.accounts[calendar.owner]
+        return {
+            "id": calendar.id,
+            "name": calendar.name,
+            "color": "auto",
+            "hexColor": "",
+            "isDefaultCalendar": calendar.is_default,
+            "changeKey": f"calendar-{calendar.id[-8:]}",
+            "canShare": True,
+            "canViewPrivateItems": True,
+            "canEdit": True,
+            "isRemovable": not calendar.is_default,
+            "isTallyingResponses": True,
+            "allowedOnlineMeetingProviders": ["teamsForBusiness"],
+            "defaultOnlineMeetingProvider": "teamsForBusiness",
+            "owner": {"name": account.name, "address": account.email},
+        }
+
+    def _answer_zone(self, request: Request) -> tuple[str, tzinfo, list[str]]:
+        """The zone an answer's times are in, its label, and what ``Preference-Applied``
+        says of it."""
+        wanted = preferences(request).get("outlook.timezone")
+        name = self.answer_time_zone or wanted or "UTC"
+        try:
+            zone = graph_zone(name)
+        except ValueError:
+            name, zone = "UTC", UTC
+        honoured = wanted and not self.answer_time_zone and name == wanted
+        return name, zone, [f'outlook.timezone="{wanted}"'] if honoured else []
+
+    def _window(self, args: dict[str, str]) -> Window:
+        if "startdatetime" not in args or "enddatetime" not in args:
+            message = (
+                "This request requires a time window specified by the query string parameters "
+                "StartDateTime and EndDateTime."
+            )
+            raise self.graph_error(400, "ErrorInvalidParameter", message)
+        try:
+            start = oauth_fakes.parse_instant(args["startdatetime"], UTC)
+            end = oauth_fakes.parse_instant(args["enddatetime"], UTC)
+        except ValueError as err:
+            raise self.graph_error(
+                400, "ErrorInvalidParameter", "The value of the time window is invalid."
+            ) from err
+        return Window(start, end)
+
+    def _sync_state_gone(self) -> Refusal:
+        message = "The sync state generation is not found; a full synchronization is required."
+        return self.graph_error(410, "SyncStateNotFound", message)
+
+    def _sync_state(self, calendar: GraphCalendar, token: str) -> Any:
+        try:
+            state = self.sync_states.find(token)
+        except (oauth_fakes.TokenGone, oauth_fakes.UnknownToken) as err:
+            raise self._sync_state_gone() from err
+        if state.calendar_id != calendar.id:
+            raise self._sync_state_gone()
+        return state
+
+    def _view(
+        self, calendar: GraphCalendar, window: Window, label: str, zone: tzinfo
+    ) -> list[dict[str, Any]]:
+        """The calendar view: single events, occurrences and exceptions overlapping the
+        window, in the answer's zone."""
+        found = []
+        for event in calendar.events.values():
+            if event.resource.get("recurrence"):
+                candidates = [
+                    self._occurrence(event, key) for key in self._keys(event, window, zone)
+                ]
+            else:
+                candidates = [event.resource]
+            found += [item for item in candidates if window.overlaps(*self._span(item, zone))]
+        found.sort(key=lambda item: (self._span(item, zone)[0], item["id"]))
+        return [self._shown(item, label, zone) for item in found]
+
+    def _span(self, item: dict[str, Any], zone: tzinfo) -> tuple[datetime, datetime]:
+        """An event's start and end; an all-day one's dates read in ``zone``."""
+        if item.get("isAllDay"):
+            days = [
+                datetime.fromisoformat(item[key]["dateTime"]).date() for key in ("start", "end")
+            ]
+            return oauth_fakes.midnight(days[0], zone), oauth_fakes.midnight(days[1], zone)
+        return self._instant(item["start"]), self._instant(item["end"])
+
+    def _instant(self, when: dict[str, Any]) -> datetime:
+        try:
+            return oauth_fakes.parse_instant(
+                when["dateTime"], graph_zone(when.get("timeZone") or "UTC")
+            )
+        except ValueError as err:
+            zone = when.get("timeZone")
+            raise Invalid(
+                "TimeZoneNotSupportedException",
+                f"A valid TimeZone value must be specified. The following TimeZone value is not supported: '{zone}'.",
+            ) from err
+        except (KeyError, TypeError) as err:
+            raise Invalid(
+                "RequestBodyRead", "A start and end with dateTime and timeZone are required."
+            ) from err
+
+    def _shown(self, item: dict[str, Any], label: str, zone: tzinfo) -> dict[str, Any]:
+        """An event as an answer shows it: its times in the answer's zone (an all-day one's
+        midnights stay midnights)."""
+        shown = copy.deepcopy(item)
+        for key in ("start", "end"):
+            if item.get("isAllDay"):
+                wall_time = datetime.fromisoformat(item[key]["dateTime"])
+            else:
+                wall_time = self._instant(item[key]).astimezone(zone)
+            shown[key] = {"dateTime": graph_datetime(wall_time), "timeZone": label}
+        return shown
+
+    def _series(self, event: GraphEvent) -> tuple[rruleset, timedelta, tzinfo | None]:
+        """A series' rules and duration; all-day series run on naive midnights (then the zone
+        returned is None), timed ones on wall times in the series' zone."""
+        resource = event.resource
+        pattern, limit = resource["recurrence"]["pattern"], resource["recurrence"]["range"]
+        zone = graph_zone(limit.get("recurrenceTimeZone") or resource["start"]["timeZone"])
+        start, end = self._instant(resource["start"]), self._instant(resource["end"])
+        first_day = date.fromisoformat(limit["startDate"])
+        all_day = bool(resource.get("isAllDay"))
+        if all_day:
+            first = datetime.combine(first_day, time())
+            until = datetime.combine(
+                date.fromisoformat(limit.get("endDate") or "9999-12-30"), time(23, 59)
+            )
+        else:
+            first = datetime.combine(first_day, start.astimezone(zone).time(), tzinfo=zone)
+            until = datetime.combine(
+                date.fromisoformat(limit.get("endDate") or "9999-12-30"), time(23, 59), tzinfo=zone
+            )
+        rule: dict[str, Any] = {
+            "dtstart": first,
+            "interval": max(int(pattern.get("interval") or 1), 1),
+        }
+        if pattern["type"] == "weekly":
+            rule.update(
+                freq=WEEKLY,
+                byweekday=[DAYS[day.lower()] for day in pattern["daysOfWeek"]],
+                wkst=DAYS[(pattern.get("firstDayOfWeek") or "sunday").lower()],
+            )
+        else:
+            rule["freq"] = DAILY
+        if limit["type"] == "endDate":
+            rule["until"] = until
+        elif limit["type"] == "numbered":
+            rule["count"] = int(limit["numberOfOccurrences"])
+        rules = rruleset()
+        rules.rrule(rrule(**rule))
+        return rules, end - start, None if all_day else zone
+
+    def _keys(self, event: GraphEvent, window: Window, zone: tzinfo) -> list[str]:
+        """The keys (dates) of a series' occurrences, not deleted, that start near the
+        window."""
+        rules, duration, series_zone = self._series(event)
+        start, end = window.bounds(self._instant(event.resource["start"]))
+        if series_zone is None:
+            start, end = (bound.astimezone(zone).replace(tzinfo=None) for bound in (start, end))
+        begins = oauth_fakes.expand(rules, duration, start, end)
+        keys = [begin.strftime("%Y%m%d") for begin in begins]
+        return [key for key in keys if event.exceptions.get(key, {}) is not None]
+
+    def _occurrence(self, event: GraphEvent, key: str) -> dict[str, Any]:
+        """The occurrence of a series on the date ``key`` (an exception if changed alone)."""
+        master = event.resource
+        _, duration, series_zone = self._series(event)
+        day = datetime.strptime(key, "%Y%m%d")
+        if series_zone is None:
+            begin = day
+        else:
+            begin = datetime.combine(
+                day.date(),
+                self._instant(master["start"]).astimezone(series_zone).time(),
+                tzinfo=series_zone,
+            )
+        item = {
+            **master,
+            "id": f"{master['id']}_{key}",
+            "type": "occurrence",
+            "seriesMasterId": master["id"],
+            "recurrence": None,
+        }
+        label = master["start"]["timeZone"]
+        if series_zone is None:
+            item["start"] = {"dateTime": graph_datetime(begin), "timeZone": label}
+            item["end"] = {"dateTime": graph_datetime(begin + duration), "timeZone": label}
+        else:
+            local = graph_zone(label)
+            item["start"] = {"dateTime": graph_datetime(begin.astimezone(local)), "timeZone": label}
+            item["end"] = {
+                "dateTime": graph_datetime((begin + duration).astimezone(local)),
+                "timeZone": label,
+            }
+        changes = event.exceptions.get(key)
+        if changes:
+            item.update(changes, type="exception")
+        return item
+
+    def _found(self, calendar: GraphCalendar, event_id: str) -> tuple[GraphEvent, str | None]:
+        """The stored event of ``event_id`` and, for an occurrence, its key; KeyError when the
+        calendar has no such event (or the series no such occurrence)."""
+        master_id, _, key = event_id.partition("_")
+        event = calendar.events[master_id]
+        if not key:
+            return event, None
+        if not event.resource.get("recurrence") or not re.fullmatch(r"\d{8}", key):
+            raise KeyError(event_id)
+        day = datetime.strptime(key, "%Y%m%d").replace(tzinfo=UTC)
+        window = Window(day - timedelta(days=2), day + timedelta(days=3))
+        if key not in self._keys(event, window, UTC):
+            raise KeyError(event_id)
+        return event, key
+
+    def _transaction(self, email: str, transaction_id: str | None) -> dict[str, Any] | None:
+        """The event of the mailbox created with ``transaction_id``, if any."""
+        if not transaction_id:
+            return None
+        for calendar in self.calendars.values():
+            for event in calendar.events.values():
+                if (
+                    calendar.owner == email
+                    and event.resource.get("transactionId") == transaction_id
+                ):
+                    return event.resource
+        return None
+
+    # Writing
+    def _checked(self, action: Any) -> Any:
+        try:
+            return action()
+        except Invalid as err:
+            raise self.graph_error(400, err.reason, err.message) from err
+
+    def _validated(self, resource: dict[str, Any]) -> dict[str, Any]:
+        """``resource`` as Graph stores it, or ``Invalid`` for what it refuses."""
+        start, end = (
+            self._instant(resource.get("start") or {}),
+            self._instant(resource.get("end") or {}),
+        )
+        if end < start:
+            raise Invalid(
+                "ErrorInvalidRequest", "The end of the event must not be before its start."
+            )
+        if resource.get("showAs") not in SHOW_AS:
+            raise Invalid(
+                "RequestBodyRead", f"Requested value '{resource.get('showAs')}' was not found."
+            )
+        if resource.get("isAllDay"):
+            for key in ("start", "end"):
+                if datetime.fromisoformat(resource[key]["dateTime"]).time() != time():
+                    message = "An all-day event's start and end must be midnight."
+                    raise Invalid("ErrorInvalidRequest", message)
+        series = resource.get("recurrence")
+        if series is not None:
+            try:
+                kind = series["pattern"]["type"]
+                days = series["pattern"].get("daysOfWeek") or []
+                if kind not in ("daily", "weekly") or (kind == "weekly" and not days):
+                    raise ValueError(kind)
+                self._keys(GraphEvent(resource, ""), Window(start, start + timedelta(days=7)), UTC)
+            except (KeyError, TypeError, ValueError) as err:
+                message = "The recurrence pattern is not valid (this fake knows daily and weekly)."
+                raise Invalid("ErrorInvalidRequest", message) from err
+        resource["type"] = "seriesMaster" if series else "singleInstance"
+        resource["originalStartTimeZone"] = resource["start"]["timeZone"]
+        resource["originalEndTimeZone"] = resource["end"]["timeZone"]
+        for key in ("start", "end"):
+            wall_time = datetime.fromisoformat(resource[key]["dateTime"])
+            resource[key] = {
+                "dateTime": graph_datetime(wall_time),
+                "timeZone": resource[key]["timeZone"],
+            }
+        return resource
+
+    def _stamped(self, resource: dict[str, Any]) -> dict[str, Any]:
+        change_key = f"{self.next_version():08d}{uuid.uuid4().hex[:16]}"
+        resource.update(
+            {
+                "@odata.etag": f'W/"{change_key}"',
+                "changeKey": change_key,
+                "lastModifiedDateTime": graph_stamp(self.current_datetime()),
+            }
+        )
+        return resource
+
+    def _create(self, calendar: GraphCalendar, body: dict[str, Any]) -> dict[str, Any]:
+        account = self.accounts[calendar.owner]
+        event_id = graph_id()
+        resource = {
+            "id": event_id,
+            "createdDateTime": graph_stamp(self.current_datetime()),
+            "categories": [],
+            "iCalUId": f"040000008200E00074C5B7101A82E008{uuid.uuid4().hex.upper()}",
+            "reminderMinutesBeforeStart": 15,
+            "isReminderOn": True,
+            "hasAttachments": False,
+            "subject": "",
+            "bodyPreview": "",
+            "importance": "normal",
+            "sensitivity": "normal",
+            "isAllDay": False,
+            "isCancelled": False,
+            "isOrganizer": True,
+            "responseRequested": True,
+            "seriesMasterId": None,
+            "showAs": "busy",
+            "webLink": f"{self.url}/owa/?itemid={event_id}",
+            "onlineMeetingUrl": None,
+            "isOnlineMeeting": False,
+            "recurrence": None,
+            "responseStatus": {"response": "organizer", "time": "0001-01-01T00:00:00Z"},
+            "body": {"contentType": "html", "content": ""},
+            "location": {"displayName": ""},
+            "locations": [],
+            "attendees": [],
+            "organizer": {"emailAddress": {"name": account.name, "address": account.email}},
+            **{key: value for key, value in body.items() if key not in SERVER_FIELDS},
+        }
+        if not resource.get("transactionId"):
+            resource.pop("transactionId", None)
+        resource = self._stamped(self._validated(resource))
+        calendar.events[event_id] = GraphEvent(resource, calendar.id)
+        return resource
+
+    def _patch(self, found: tuple[GraphEvent, str | None], body: dict[str, Any]) -> None:
+        event, key = found
+        changes = {k: v for k, v in body.items() if k not in SERVER_FIELDS | {"transactionId"}}
+        if key is None:
+            merged = {**copy.deepcopy(event.resource), **changes}
+            event.resource = self._stamped(self._validated(merged))
+            return
+        occurrence = {**self._occurrence(event, key), **changes, "recurrence": None}
+        self._validated(occurrence)
+        own = {k: occurrence[k] for k in (*changes, "start", "end")}
+        event.exceptions[key] = self._stamped({**(event.exceptions.get(key) or {}), **own})
+
+    def change_event(self, calendar: GraphCalendar, event_id: str, fields: dict[str, Any]) -> None:
+        self._patch(self._found(calendar, event_id), fields)
+
+    def remove_event(self, calendar: GraphCalendar, event_id: str) -> None:
+        self._delete(self._found(calendar, event_id))
+
+    def _delete(self, found: tuple[GraphEvent, str | None]) -> None:
+        event, key = found
+        if key is None:
+            del self.calendars[event.calendar_id].events[event.resource["id"]]
+        else:
+            event.exceptions[key] = None
+
+
+if __name__ == "__main__":
+    sys.exit(oauth_fakes.serve_from_command_line(FakeMicrosoft))

@@ -30,7 +30,7 @@ class FeedRequest:
 class Feed:
     def __init__(self) -> None:
         self.body = b""
-        self.modified = time.time()
+        self.modified = 1_900_000_000.0  # Last-Modified: a fixed instant, one second per version
         self.answer: int | str = 200
         self.drip_seconds = 1.0
         self.requests: list[FeedRequest] = []
@@ -41,7 +41,7 @@ class Feed:
         """Serve ``ics`` from now on (a new version: new ETag and Last-Modified)."""
         with self.lock:
             self.body = ics.encode() if isinstance(ics, str) else ics
-            self.modified = max(time.time(), self.modified + 1)
+            self.modified += 1
 
     @property
     def etag(self) -> str:

@@ -3,6 +3,8 @@ and timeout, shared by the inbound sync and write-back."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import object_session
@@ -10,8 +12,10 @@ from sqlalchemy.orm import object_session
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind
 from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
 from app.services.integrations.calendars.errors import CalendarSyncError, CredentialsUnreadable
+from app.services.integrations.calendars.oauth import oauth_provider, valid_access_token
 from app.services.integrations.calendars.providers.caldav import CalendarAccess
 from app.services.integrations.calendars.providers.feed import FeedAccess
+from app.services.integrations.calendars.providers.http_json import ApiAccess
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _ERROR_LENGTH = 2000
@@ -24,16 +28,27 @@ def caldav_timeout(timeout: float | None = None) -> float:
     return float(current_app.config.get("CALDAV_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS))
 
 
-# A feed is read in one answer; however slowly its server sends, a sync waits at most this
-# many of its per-read timeouts for the whole file.
+# However slowly a feed's server sends its one answer, or a provider's API its pages, a read
+# waits at most this many of its per-request timeouts in all.
 FEED_DEADLINE_TIMEOUTS = 6
 
 
 def connection_access(
     connection: CalendarConnection, timeout: float
-) -> tuple[CalendarAccess | FeedAccess, CalendarSyncError | None]:
+) -> tuple[CalendarAccess | FeedAccess | ApiAccess, CalendarSyncError | None]:
     """How to reach the connection's calendars (what its kind's provider takes), and the error
     to report instead of reaching the server when the stored secret cannot be decrypted."""
+    if connection.kind in (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT):
+        provider = oauth_provider(connection.kind)
+        access = ApiAccess(
+            api_url=provider.api_url,
+            label=provider.label,
+            timeout=timeout,
+            deadline_seconds=timeout * FEED_DEADLINE_TIMEOUTS,
+            token=partial(valid_access_token, connection.id, timeout),
+            write_calendar=connection.write_calendar,
+        )
+        return access, None
     if connection.kind == ConnectionKind.ICS:
         allow_private = bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
         deadline = timeout * FEED_DEADLINE_TIMEOUTS

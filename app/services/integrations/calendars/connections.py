@@ -28,14 +28,15 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
-from app.models import CalendarConnection, ConnectionKind, SubAccount
+from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind, SubAccount
 from app.scheduling.timezones import format_utc
-from app.services.common.encryption import encrypt_secret
+from app.services.common.encryption import SecretUnreadable, encrypt_secret, secret_keys
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import load_named
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.calendars.oauth import Grant, oauth_provider, revoke
 from app.services.integrations.calendars.providers import provider_for
 from app.services.integrations.calendars.providers.feed import feed_url
 from app.services.integrations.calendars.sync import (
@@ -93,20 +94,42 @@ def _feed_url(value: str) -> None:
     _http_url(feed_url(value) if scheme == "webcal" else value)
 
 
-# The kinds a document may create today (Google and Microsoft arrive through their consent).
-_DOCUMENT_KINDS = (ConnectionKind.CALDAV, ConnectionKind.ICS)
+_DOCUMENT_KINDS = tuple(ConnectionKind)
+_OAUTH_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
+_FIELDS_OF_KIND = {
+    ConnectionKind.CALDAV: {"url", "username", "password", "calendar", "writeBack"},
+    ConnectionKind.ICS: {"url"},
+    ConnectionKind.GOOGLE: {"refreshToken", "calendars", "writeCalendar", "writeBack"},
+    ConnectionKind.MICROSOFT: {"refreshToken", "calendars", "writeCalendar", "writeBack"},
+}
+_REQUIRED_OF_KIND = {
+    ConnectionKind.CALDAV: ("url", "username", "password"),
+    ConnectionKind.ICS: ("url",),
+    ConnectionKind.GOOGLE: ("refreshToken",),
+    ConnectionKind.MICROSOFT: ("refreshToken",),
+}
+# Google and Microsoft: the calendar checked for conflicts and written into when none is named.
+PRIMARY = "primary"
 
 
 class CalendarConnectionDoc(Schema):
     """A connection as provisioning, the CLI and the dashboard describe it. ``kind`` picks the
-    provider: ``caldav`` (the default: ``url``, ``username``, ``password``, optionally
-    ``calendar`` and ``writeBack``) or ``ics`` (a feed: ``url`` alone, read-only)."""
+    provider and the fields that apply:
+
+    - ``caldav`` (the default): ``url``, ``username``, ``password``, optionally ``calendar``
+      and ``writeBack``;
+    - ``ics`` (a feed, read-only): ``url``;
+    - ``google`` and ``microsoft`` (the headless form of the dashboard's consent, for scripts
+      and tests): ``refreshToken``, ``calendars`` (the ids checked for conflicts; default the
+      primary), ``writeCalendar`` (the id bookings are written into; default the primary) and
+      ``writeBack``.
+    """
 
     name = Text(required=True, validate=validate.Length(min=1, max=255))
     kind = fields.String(
         load_default=ConnectionKind.CALDAV, validate=validate.OneOf(list(_DOCUMENT_KINDS))
     )
-    url = Text(required=True, validate=validate.Length(max=1000))
+    url = Text(validate=validate.Length(max=1000))
     username = Text(validate=validate.Length(min=1, max=255))
     password = Text(validate=validate.Length(min=1, max=1024))
     calendar = Text(
@@ -114,50 +137,60 @@ class CalendarConnectionDoc(Schema):
         allow_none=True,
         validate=[validate.Length(min=1, max=1000), _calendar_reference],
     )
+    refreshToken = Text(validate=validate.Length(min=1, max=4096))
+    calendars = fields.List(
+        Text(validate=validate.Length(min=1, max=1000)), validate=validate.Length(min=1, max=20)
+    )
+    writeCalendar = Text(allow_none=True, validate=validate.Length(min=1, max=1000))
     writeBack = fields.Boolean(load_default=True)
 
-    @validates_schema
-    def _fields_of_the_kind(self, data: dict[str, Any], **kwargs: Any) -> None:
+    @validates_schema(pass_original=True)
+    def _fields_of_the_kind(self, data: dict[str, Any], original: Any, **kwargs: Any) -> None:
         errors: dict[str, list[str]] = {}
         kind = data.get("kind", ConnectionKind.CALDAV)
-        check = _feed_url if kind == ConnectionKind.ICS else _http_url
-        if "url" in data:
-            try:
-                check(data["url"])
-            except ValidationError as err:
-                errors["url"] = list(err.messages)
-        if kind == ConnectionKind.ICS:
-            for field in ("username", "password"):
-                if field in data:
-                    errors[field] = [
-                        "A calendar feed takes no credentials: its address is its key."
-                    ]
-        elif not kwargs.get("partial"):
-            for field in ("username", "password"):
+        allowed = _FIELDS_OF_KIND[kind] | {"name", "kind", "active"}
+        given = original.keys() if isinstance(original, dict) else data.keys()
+        for field in sorted((given & self.fields.keys()) - allowed):
+            errors[field] = [f"Not a field of a {kind} connection."]
+        if not kwargs.get("partial"):
+            for field in _REQUIRED_OF_KIND[kind]:
                 if field not in data:
                     errors[field] = ["Missing data for required field."]
+        if "url" in data and kind in (ConnectionKind.CALDAV, ConnectionKind.ICS):
+            try:
+                (_feed_url if kind == ConnectionKind.ICS else _http_url)(data["url"])
+            except ValidationError as err:
+                errors["url"] = list(err.messages)
         if errors:
             raise ValidationError(errors)
 
 
 def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
-    """A connection of the document's kind; a CalDAV password is stored encrypted
-    (``app.services.common.encryption``). A feed never writes back."""
-    feed = doc["kind"] == ConnectionKind.ICS
-    connection = CalendarConnection(
-        sub_account_id=sub_account.id,
-        name=doc["name"],
-        kind=doc["kind"],
-        url=doc["url"],
-        calendar=None if feed else doc["calendar"],
-        username=None if feed else doc["username"],
-        encrypted_secret=None
-        if feed
-        else encrypt_secret(doc["password"], current_app.config["SECRET_KEY"]),
-        write_back=False if feed else doc["writeBack"],
-        active=True,
-    )
+    """A connection of the document's kind. Its secret (a CalDAV password, an OAuth grant) is
+    stored encrypted (``app.services.common.encryption``); a feed never writes back; the
+    calendars a Google or Microsoft connection reads are its ``ConnectedCalendar`` rows."""
+    kind = doc["kind"]
+    key = current_app.config["SECRET_KEY"]
+    connection = CalendarConnection(sub_account_id=sub_account.id, name=doc["name"], kind=kind)
+    if kind == ConnectionKind.CALDAV:
+        connection.url, connection.calendar = doc["url"], doc["calendar"]
+        connection.username = doc["username"]
+        connection.encrypted_secret = encrypt_secret(doc["password"], key)
+        connection.write_back = doc["writeBack"]
+    elif kind == ConnectionKind.ICS:
+        connection.url, connection.write_back = doc["url"], False
+    else:
+        connection.url = kind  # the provider's endpoints are configuration, not the row's
+        connection.encrypted_secret = Grant(doc["refreshToken"]).sealed(key)
+        connection.write_back = doc["writeBack"]
+        connection.write_calendar = doc.get("writeCalendar") or PRIMARY
     db.session.add(connection)
+    if kind in _OAUTH_KINDS:
+        db.session.flush()
+        for remote_id in dict.fromkeys(doc.get("calendars") or [PRIMARY]):
+            db.session.add(
+                ConnectedCalendar(calendar_connection_id=connection.id, remote_id=remote_id)
+            )
     return connection
 
 
@@ -222,8 +255,17 @@ def add_connection(sub_account_id: int, document: dict[str, Any]) -> CalendarCon
 
 
 def remove_connection(connection_id: int) -> None:
-    """Delete the connection and the busy time it brought (its external blocked times)."""
-    db.session.delete(get_connection(connection_id))
+    """Delete the connection and the busy time it brought (its external blocked times). A
+    Google grant is revoked first (best effort: a provider that cannot be reached does not
+    keep a person from removing the connection)."""
+    connection = get_connection(connection_id)
+    if connection.kind in _OAUTH_KINDS and connection.encrypted_secret:
+        try:
+            grant = Grant.opened(connection.encrypted_secret, secret_keys(current_app.config))
+            revoke(oauth_provider(connection.kind), grant, caldav_timeout())
+        except (SecretUnreadable, CalendarSyncError):
+            log.warning("calendar connection %s: grant not revoked", connection.id)
+    db.session.delete(connection)
     db.session.flush()
 
 

@@ -47,6 +47,7 @@ from app.models import (
     CalendarItem,
     CalendarSettings,
     ConnectedCalendar,
+    ConnectionKind,
     EventType,
     SubAccount,
 )
@@ -231,9 +232,7 @@ def _plan(
     ).all()
     cursors = [
         Cursor(
-            # A calendar whose state was forgotten (its configuration changed, or it was not
-            # found) is looked up afresh: the provider may find another one.
-            remote_id=row.remote_id if row.sync_token or row.ctag else None,
+            remote_id=row.remote_id,
             sync_token=row.sync_token,
             ctag=row.ctag,
             incremental=(
@@ -278,13 +277,15 @@ def _etags_loader(connected_calendar_id: int):
 
 
 def _configuration(connection: CalendarConnection) -> tuple:
-    """What the sync read with: if it changed meanwhile, the result is stale."""
+    """What the sync read with: if it changed meanwhile, the result is stale. (An OAuth grant
+    changes when its access token is refreshed, which the sync itself may do: not counted.)"""
+    oauth = connection.kind in (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
     return (
         connection.kind,
         connection.url,
         connection.calendar,
         connection.username,
-        connection.encrypted_secret,
+        None if oauth else connection.encrypted_secret,
         connection.active,
     )
 

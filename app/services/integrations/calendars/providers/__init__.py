@@ -12,9 +12,10 @@ from app.services.integrations.calendars.providers.base import (
 )
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider
 from app.services.integrations.calendars.providers.feed import FeedProvider
+from app.services.integrations.calendars.providers.google import GoogleProvider
 
 _PROVIDERS: dict[str, CalendarProvider] = {
-    provider.kind: provider for provider in (CalDAVProvider(), FeedProvider())
+    provider.kind: provider for provider in (CalDAVProvider(), FeedProvider(), GoogleProvider())
 }
 
 

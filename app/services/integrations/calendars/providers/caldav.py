@@ -108,8 +108,11 @@ class CalDAVProvider:
         self, access: CalendarAccess, cursor: Cursor, window: Interval, tz: ZoneInfo
     ) -> CalendarChanges:
         """The calendar's changes since ``cursor``, or all of it (see the module docstring)."""
+        # A calendar whose markers were forgotten (its configuration changed, or it was not
+        # found) is looked up afresh: another one may be meant now.
+        remembered = cursor.remote_id if cursor.sync_token or cursor.ctag else None
         with _translated_errors(access), _client(access) as client:
-            calendar, name, markers = _open(client, access, cursor.remote_id)
+            calendar, name, markers = _open(client, access, remembered)
             remote_id = str(calendar.url)
             known = cursor.incremental and cursor.remote_id == remote_id
             if known and markers.same_as(cursor.sync_token, cursor.ctag):

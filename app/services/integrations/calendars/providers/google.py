@@ -1,0 +1,180 @@
+"""Google Calendar (API v3): busy time read incrementally, bookings written into one chosen
+calendar. No database here; the access token comes from ``ApiAccess.token``.
+
+A read lists the calendar's events with ``singleEvents=true`` (recurring events as their
+instances). The first read, and any read after the window moved past what was read, asks for
+the window (``timeMin``/``timeMax``) and keeps the ``nextSyncToken`` of the last page; later
+reads send that token and get only what changed since, deleted events as
+``status: cancelled``. A token Google no longer knows answers ``410 Gone``: the calendar is
+read in full again. Free time is not busy: ``transparency: transparent``, cancelled events and
+working-location entries; all-day events (``date``) block their days in the sub account's
+timezone.
+
+A booking's event has an id derived from the booking's UID (base32hex, as Google requires), so
+writing it is an insert that, when the event exists (a retry, a change), becomes an update; its
+``iCalUID`` is the booking's UID, so the sync knows it as the service's own.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, date, datetime, time
+from typing import Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+import icalendar
+
+from app.scheduling.intervals import Interval
+from app.scheduling.timezones import local_to_utc
+from app.services.integrations.calendars.busy_time import BusyPeriod
+from app.services.integrations.calendars.providers.base import (
+    CalendarChanges,
+    Cursor,
+    ItemRead,
+    RemoteCalendar,
+)
+from app.services.integrations.calendars.providers.http_json import ApiAccess, ApiSession, Gone
+
+PAGE_SIZE = 2500  # events.list's largest page
+
+
+def event_id(uid: str) -> str:
+    """The Google event id of the booking with UID ``uid``: base32hex of its bytes."""
+    return base64.b32hexencode(uid.encode()).decode().rstrip("=").lower()
+
+
+class GoogleProvider:
+    kind = "google"
+    writes = True
+
+    def calendars(self, access: ApiAccess, limit: int) -> list[RemoteCalendar]:
+        found: list[RemoteCalendar] = []
+        with ApiSession(access) as api:
+            params: dict[str, Any] = {"maxResults": 250}
+            while len(found) < limit:
+                _, page = api.request("GET", "users/me/calendarList", params=params)
+                found += [
+                    RemoteCalendar(
+                        item["id"],
+                        item.get("summaryOverride") or item.get("summary"),
+                        primary=bool(item.get("primary")),
+                        writable=item.get("accessRole") in ("owner", "writer"),
+                    )
+                    for item in page.get("items", [])
+                ]
+                if not page.get("nextPageToken"):
+                    break
+                params["pageToken"] = page["nextPageToken"]
+        return found[:limit]
+
+    def read(
+        self, access: ApiAccess, cursor: Cursor, window: Interval, tz: ZoneInfo
+    ) -> CalendarChanges:
+        calendar_id = cursor.remote_id or "primary"
+        path = f"calendars/{quote(calendar_id, safe='')}/events"
+        with ApiSession(access) as api:
+            if cursor.incremental and cursor.sync_token:
+                try:
+                    items, token = _pages(api, path, {"syncToken": cursor.sync_token})
+                    changed = [_item(e, window, tz) for e in items if not _deleted(e)]
+                    removed = [e["id"] for e in items if _deleted(e)]
+                    return CalendarChanges(calendar_id, None, False, changed, removed, token, None)
+                except Gone:
+                    pass  # the token expired: read it all
+            window_params = {
+                "timeMin": _rfc3339(window.start),
+                "timeMax": _rfc3339(window.end),
+            }
+            items, token = _pages(api, path, window_params)
+            changed = [_item(e, window, tz) for e in items if not _deleted(e)]
+            return CalendarChanges(calendar_id, None, True, changed, [], token, None)
+
+    def put_event(self, access: ApiAccess, uid: str, data: bytes) -> str:
+        calendar_id = access.write_calendar or "primary"
+        path = f"calendars/{quote(calendar_id, safe='')}/events"
+        body = {"id": event_id(uid), "iCalUID": uid, **_event_body(data)}
+        with ApiSession(access) as api:
+            status, _ = api.request(
+                "POST", path, json=body, accept=(409,), what="the calendar to write into"
+            )
+            if status == 409:  # written before: this is a change, or a retry
+                api.request("PUT", f"{path}/{event_id(uid)}", json=body)
+        return calendar_id
+
+    def delete_event(self, access: ApiAccess, uid: str) -> None:
+        calendar_id = access.write_calendar or "primary"
+        path = f"calendars/{quote(calendar_id, safe='')}/events/{event_id(uid)}"
+        with ApiSession(access) as api:
+            api.request("DELETE", path, accept=(404, 410))  # already gone: done
+
+
+def _pages(
+    api: ApiSession, path: str, params: dict[str, Any]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Every event of every page, and the sync token of the last."""
+    params = {**params, "singleEvents": "true", "maxResults": PAGE_SIZE}
+    items: list[dict[str, Any]] = []
+    while True:
+        _, page = api.request("GET", path, params=params)
+        items += page.get("items", [])
+        if not page.get("nextPageToken"):
+            return items, page.get("nextSyncToken")
+        params["pageToken"] = page["nextPageToken"]
+
+
+def _deleted(event: dict[str, Any]) -> bool:
+    return event.get("status") == "cancelled"
+
+
+def _item(event: dict[str, Any], window: Interval, tz: ZoneInfo) -> ItemRead:
+    """One event (or instance) as an item: busy unless free, cancelled or a working location."""
+    key, uid = event["id"], event.get("iCalUID")
+    free = event.get("transparency") == "transparent" or event.get("eventType") in (
+        "workingLocation",
+    )
+    if free:
+        return ItemRead(key, event.get("etag"), uid, [])
+    try:
+        start = _instant(event["start"], tz)
+        end = _instant(event["end"], tz)
+    except (KeyError, ValueError) as err:
+        return ItemRead(
+            key, event.get("etag"), uid, [], problem=f"event {key}: no readable time ({err})"
+        )
+    if not (start < end and start < window.end and end > window.start):
+        return ItemRead(key, event.get("etag"), uid, [])
+    return ItemRead(key, event.get("etag"), uid, [BusyPeriod(start, end, uid or key)])
+
+
+def _instant(moment: dict[str, Any], tz: ZoneInfo) -> datetime:
+    """``{"dateTime": RFC 3339}`` as that instant; ``{"date": …}`` as the day's first instant
+    in ``tz`` (all-day events block their days where the calendar's owner is)."""
+    if "dateTime" in moment:
+        value = datetime.fromisoformat(moment["dateTime"].replace("Z", "+00:00"))
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=ZoneInfo(moment.get("timeZone") or "UTC"))
+        return value.astimezone(UTC)
+    return local_to_utc(date.fromisoformat(moment["date"]), time(0), tz)
+
+
+def _rfc3339(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _event_body(data: bytes) -> dict[str, Any]:
+    """The booking's iCalendar event as Google's event resource."""
+    event = next(iter(icalendar.Calendar.from_ical(data).walk("VEVENT")))
+    body: dict[str, Any] = {
+        "summary": str(event.get("SUMMARY", "")),
+        "start": {"dateTime": _rfc3339(event.decoded("DTSTART"))},
+        "end": {"dateTime": _rfc3339(event.decoded("DTEND"))},
+        "transparency": "opaque",
+        "status": "tentative"
+        if str(event.get("STATUS", "")).upper() == "TENTATIVE"
+        else "confirmed",
+    }
+    for prop, name in (("DESCRIPTION", "description"), ("LOCATION", "location")):
+        if prop in event:
+            body[name] = str(event[prop])
+    return body

@@ -94,7 +94,8 @@ def _feed_url(value: str) -> None:
     _http_url(feed_url(value) if scheme == "webcal" else value)
 
 
-_DOCUMENT_KINDS = tuple(ConnectionKind)
+# Microsoft 365 joins when its provider does.
+_DOCUMENT_KINDS = (ConnectionKind.CALDAV, ConnectionKind.ICS, ConnectionKind.GOOGLE)
 _OAUTH_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
 _FIELDS_OF_KIND = {
     ConnectionKind.CALDAV: {"url", "username", "password", "calendar", "writeBack"},

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import swagger_ui_bundle
@@ -70,13 +70,23 @@ def database_url_from_env(url: str) -> str:
     return url
 
 
+Default = TypeVar("Default")
+
+
+def configured_number(config: Mapping[str, Any], name: str, default: Default) -> float | Default:
+    """The setting ``name`` as a number (the environment gives text), else ``default``: unset
+    and empty alike mean "not configured"."""
+    value = config.get(name)
+    return float(value) if value not in (None, "") else default
+
+
 def configured_duration(
     config: Mapping[str, Any], name: str, default: timedelta, unit: str = "seconds"
 ) -> timedelta:
     """The setting ``name`` (a number of ``unit``, as the environment gives it), else
     ``default``."""
-    value = config.get(name)
-    return timedelta(**{unit: float(value)}) if value not in (None, "") else default
+    amount = configured_number(config, name, None)
+    return default if amount is None else timedelta(**{unit: amount})
 
 
 def beside_database(database_url: str | URL, instance_path: str, name: str) -> Path:

@@ -54,6 +54,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
+from app.config import configured_number
 from app.deadlines import seconds_left, waiting_on_postgres
 
 DEFAULT_CONNECT_TIMEOUT_S = 3
@@ -67,19 +68,16 @@ DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 3000
 ANSWER_MARGIN_S = 0.5
 
 
-def _setting(config: Mapping[str, Any], name: str, default: float) -> float:
-    value = config.get(name)
-    return float(value) if value not in (None, "") else default
-
-
 def statement_timeout_ms(config: Mapping[str, Any]) -> int:
-    return int(_setting(config, "DB_STATEMENT_TIMEOUT_MS", DEFAULT_STATEMENT_TIMEOUT_MS))
+    return int(configured_number(config, "DB_STATEMENT_TIMEOUT_MS", DEFAULT_STATEMENT_TIMEOUT_MS))
 
 
 def migration_lock_timeout_ms(config: Mapping[str, Any]) -> int:
     """How long a migration may wait for a table's lock (``DB_MIGRATION_LOCK_TIMEOUT_MS``):
     while it waits, every request touching that table waits behind it."""
-    return int(_setting(config, "DB_MIGRATION_LOCK_TIMEOUT_MS", DEFAULT_MIGRATION_LOCK_TIMEOUT_MS))
+    return int(
+        configured_number(config, "DB_MIGRATION_LOCK_TIMEOUT_MS", DEFAULT_MIGRATION_LOCK_TIMEOUT_MS)
+    )
 
 
 def answer_deadline_s(config: Mapping[str, Any]) -> float | None:
@@ -98,12 +96,12 @@ def engine_options(config: Mapping[str, Any]) -> dict[str, Any]:
     timeout_ms = statement_timeout_ms(config)
     options: dict[str, Any] = dict(
         poolclass=DeadlinePool,
-        pool_size=int(_setting(config, "DB_POOL_SIZE", DEFAULT_POOL_SIZE)),
+        pool_size=int(configured_number(config, "DB_POOL_SIZE", DEFAULT_POOL_SIZE)),
         max_overflow=0,
-        pool_timeout=_setting(config, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
+        pool_timeout=configured_number(config, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
         connect_args={
             "connect_timeout": int(
-                _setting(config, "DB_CONNECT_TIMEOUT_S", DEFAULT_CONNECT_TIMEOUT_S)
+                configured_number(config, "DB_CONNECT_TIMEOUT_S", DEFAULT_CONNECT_TIMEOUT_S)
             ),
             # A transaction left open by a stuck client must not hold locks for ever either.
             # Sessions speak UTC, whatever the server's default: timestamps then arrive tagged

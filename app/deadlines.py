@@ -44,24 +44,21 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from app.config import configured_number
+
 DEFAULT_REQUEST_WAIT_S = 1.5
 DEFAULT_REDIS_TIMEOUT_S = 0.25
-
-
-def _seconds(config: Mapping[str, Any], name: str, default: float) -> float:
-    value = config.get(name)
-    return float(value) if value not in (None, "") else default
 
 
 def request_wait_s(config: Mapping[str, Any]) -> float:
     """``DB_REQUEST_WAIT_S``: how long one web request may wait on PostgreSQL in all; 0
     switches the request's budget off (the per-wait limits of ``app.database`` remain)."""
-    return _seconds(config, "DB_REQUEST_WAIT_S", DEFAULT_REQUEST_WAIT_S)
+    return configured_number(config, "DB_REQUEST_WAIT_S", DEFAULT_REQUEST_WAIT_S)
 
 
 def redis_timeout_s(config: Mapping[str, Any]) -> float:
     """``REDIS_TIMEOUT_S``: the socket and connect timeout of every Redis client."""
-    return _seconds(config, "REDIS_TIMEOUT_S", DEFAULT_REDIS_TIMEOUT_S)
+    return configured_number(config, "REDIS_TIMEOUT_S", DEFAULT_REDIS_TIMEOUT_S)
 
 
 class WaitBudget:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from app.client.models import Slot
 
@@ -60,16 +61,9 @@ class SlotUnavailable(InvalidRequest):
     the time asked for (the same day first), open when the answer was given; empty when none
     is, or when the server sends none."""
 
-    def __init__(
-        self,
-        status_code: int,
-        message: str,
-        *,
-        retry_after: float | None = None,
-        code: str | None = None,
-        suggested_slots: Sequence[Slot] = (),
-    ):
-        super().__init__(status_code, message, retry_after=retry_after, code=code)
+    def __init__(self, *args: Any, suggested_slots: Sequence[Slot] = (), **kwargs: Any):
+        # The other arguments are ``CalendarApiError``'s.
+        super().__init__(*args, **kwargs)
         self.suggested_slots = list(suggested_slots)
 
 

@@ -1,12 +1,21 @@
 """The API's resources as typed values: times are timezone-aware ``datetime``s (the API's ISO
 8601 strings, parsed), names are snake_case. Fields the API leaves out of an answer (the
-update's reduced booking, for one) are ``None``."""
+update's reduced booking, for one) are ``None``.
+
+Each model reads its answer by its own fields (``FromJson``): a field's name in the JSON is its
+camelCase (``api_name``), its type says how the value is read. ``tests/api/test_client_models.py``
+holds the fields to the OpenAPI document, so the models stay the one statement of the shapes."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Self
 
 
 def without_none(fields: dict[str, Any]) -> dict[str, Any]:
@@ -18,31 +27,66 @@ def parse_instant(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+def api_name(name: str) -> str:
+    """A field's name in the API's JSON: ``first_name`` → ``firstName``."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _reader(hint: Any) -> Callable[[Any], Any]:
+    """How a JSON value becomes a value of the type ``hint`` (``X | None`` reads as ``X``):
+    instants and dates are parsed, lists of models read item by item, the rest kept as is."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        (hint,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    if hint is datetime:
+        return parse_instant
+    if hint is date:
+        return date.fromisoformat
+    if typing.get_origin(hint) is list and hasattr(typing.get_args(hint)[0], "from_json"):
+        model = typing.get_args(hint)[0]
+        return lambda items: [model.from_json(item) for item in items]
+    return lambda value: value
+
+
+@functools.cache
+def _fields(model: type) -> list[tuple[str, str, dataclasses.Field, Callable[[Any], Any]]]:
+    """Per field of ``model``: its name, its API name, the field, and its ``_reader``."""
+    hints = typing.get_type_hints(model)
+    return [
+        (f.name, api_name(f.name), f, _reader(hints[f.name])) for f in dataclasses.fields(model)
+    ]
+
+
+class FromJson:
+    """``from_json`` for a dataclass model: a field without a default is required (its absence
+    a ``KeyError``), one with a default takes it when the answer leaves the field out or null."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        values = {}
+        for name, key, spec, read in _fields(cls):
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+                value = data[key]
+                values[name] = None if value is None else read(value)
+            elif data.get(key) is not None:
+                values[name] = read(data[key])
+        return cls(**values)
+
+
 @dataclass(frozen=True)
-class Slot:
+class Slot(FromJson):
     start: datetime
     end: datetime
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Slot:
-        return cls(parse_instant(data["start"]), parse_instant(data["end"]))
-
 
 @dataclass(frozen=True)
-class AvailabilityDay:
+class AvailabilityDay(FromJson):
     date: date
     slots: list[Slot]
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> AvailabilityDay:
-        return cls(
-            date=date.fromisoformat(data["date"]),
-            slots=[Slot.from_json(slot) for slot in data["slots"]],
-        )
-
 
 @dataclass(frozen=True)
-class Attendee:
+class Attendee(FromJson):
     id: int
     email: str
     name: str | None = None
@@ -53,21 +97,6 @@ class Attendee:
     is_organizer: bool | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Attendee:
-        return cls(
-            id=data["id"],
-            email=data["email"],
-            name=data.get("name"),
-            first_name=data.get("firstName"),
-            last_name=data.get("lastName"),
-            phone=data.get("phone"),
-            timezone=data.get("timezone"),
-            is_organizer=data.get("isOrganizer"),
-            created_at=parse_instant(data.get("createdAt")),
-            updated_at=parse_instant(data.get("updatedAt")),
-        )
 
 
 @dataclass(frozen=True)
@@ -82,18 +111,12 @@ class NewAttendee:
 
     def to_json(self) -> dict[str, str]:
         return without_none(
-            {
-                "email": self.email,
-                "name": self.name,
-                "firstName": self.first_name,
-                "lastName": self.last_name,
-                "phone": self.phone,
-            }
+            {api_name(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
         )
 
 
 @dataclass(frozen=True)
-class Booking:
+class Booking(FromJson):
     id: int
     start_time: datetime
     end_time: datetime
@@ -109,62 +132,25 @@ class Booking:
     cancelled_at: datetime | None = None
     completed_at: datetime | None = None
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Booking:
-        return cls(
-            id=data["id"],
-            start_time=parse_instant(data["startTime"]),
-            end_time=parse_instant(data["endTime"]),
-            status=data["status"],
-            uid=data.get("uid"),
-            title=data.get("title"),
-            description=data.get("description"),
-            location=data.get("location"),
-            timezone=data.get("timezone"),
-            metadata=data.get("metadata") or {},
-            attendees=[Attendee.from_json(a) for a in data.get("attendees", [])],
-            confirmed_at=parse_instant(data.get("confirmedAt")),
-            cancelled_at=parse_instant(data.get("cancelledAt")),
-            completed_at=parse_instant(data.get("completedAt")),
-        )
-
 
 @dataclass(frozen=True)
-class BookingPage:
+class BookingPage(FromJson):
     bookings: list[Booking]
     total: int
     limit: int
     offset: int
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BookingPage:
-        return cls(
-            bookings=[Booking.from_json(b) for b in data["bookings"]],
-            total=data["total"],
-            limit=data["limit"],
-            offset=data["offset"],
-        )
-
 
 @dataclass(frozen=True)
-class Cancellation:
+class Cancellation(FromJson):
     id: int
     status: str
     cancelled_at: datetime
     cancellation_reason: str | None = None
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Cancellation:
-        return cls(
-            id=data["id"],
-            status=data["status"],
-            cancelled_at=parse_instant(data["cancelledAt"]),
-            cancellation_reason=data.get("cancellationReason"),
-        )
-
 
 @dataclass(frozen=True)
-class Hold:
+class Hold(FromJson):
     """A slot held for a short while: book it with ``create_booking(…, hold_token=…)`` before
     ``expires_at``. ``hold_token`` is shown only in this answer."""
 
@@ -175,26 +161,9 @@ class Hold:
     expires_at: datetime
     hold_token: str
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Hold:
-        return cls(
-            id=data["id"],
-            event_type_id=data["eventTypeId"],
-            start_time=parse_instant(data["startTime"]),
-            end_time=parse_instant(data["endTime"]),
-            expires_at=parse_instant(data["expiresAt"]),
-            hold_token=data["holdToken"],
-        )
-
 
 @dataclass(frozen=True)
-class ReleasedHold:
+class ReleasedHold(FromJson):
     id: int
     status: str
     released_at: datetime
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ReleasedHold:
-        return cls(
-            id=data["id"], status=data["status"], released_at=parse_instant(data["releasedAt"])
-        )

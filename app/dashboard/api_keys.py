@@ -6,7 +6,7 @@ request, so a change here holds from the next call."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
@@ -14,11 +14,10 @@ from wtforms import HiddenField, StringField
 from wtforms.fields.choices import SelectChoice
 
 from app.dashboard.areas import owners_only
-from app.dashboard.changes import Refused, commit_or_show
-from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField
-from app.dashboard.show_once import issue_ticket, show_secret, ticket_valid
+from app.dashboard.changes import Page, press_button
+from app.dashboard.forms import MultiCheckboxField
+from app.dashboard.show_once import issue_ticket, save_secret_form, show_secret
 from app.dashboard.views import dashboard
-from app.extensions import db
 from app.models import SubAccount
 from app.models.limits import NAME_MAX
 from app.models.types import utcnow
@@ -57,7 +56,7 @@ def _keys_url(sub_account: SubAccount) -> str:
 
 @dashboard.route("/s/<int:sub_account_id>/api-keys", methods=["GET", "POST"])
 @owners_only
-def api_keys(sub_account_id: int) -> str | Response | tuple[str, int]:
+def api_keys(sub_account_id: int) -> Page:
     """The keys and the form for a new one; a new key's page answers the POST itself, so its
     plain key is in that one answer and nowhere else."""
     sub_account = open_sub_account(current_user, sub_account_id)
@@ -65,26 +64,26 @@ def api_keys(sub_account_id: int) -> str | Response | tuple[str, int]:
     if request.method == "GET":
         form.ticket.data = issue_ticket()
         return _list_page(sub_account, form)
-    if not form.validate_on_submit():
-        return _list_page(sub_account, form), 400
-    if not ticket_valid(form.ticket.data):  # a reload of the new key's page
-        flash("That form was already sent: its key is listed below and is not shown again.")
-        return redirect(_keys_url(sub_account), 303)
-    try:
-        api_key, plain = commit_or_show(
-            form,
-            lambda: create_api_key(
-                sub_account,
-                name=form.name.data,
-                permissions=form.permissions.data or [],
-                expires_at=form.expires_at.data,
-                now=utcnow(),
-                created_by_user_id=current_user.id,
-            ),
-            {"expiresAt": "expires_at"},
-        )
-    except Refused:
-        return _list_page(sub_account, form)
+    made, answer = save_secret_form(
+        form,
+        lambda: create_api_key(
+            sub_account,
+            name=form.name.data,
+            permissions=form.permissions.data or [],
+            expires_at=form.expires_at.data,
+            now=utcnow(),
+            created_by_user_id=current_user.id,
+        ),
+        lambda: _list_page(sub_account, form),
+        {"expiresAt": "expires_at"},
+        resent=(
+            _keys_url(sub_account),
+            "That form was already sent: its key is listed below and is not shown again.",
+        ),
+    )
+    if answer is not None:
+        return answer
+    api_key, plain = made
     return show_secret(
         form.ticket.data,
         "dashboard/api_key_created.html",
@@ -122,15 +121,14 @@ def api_key_reactivate(sub_account_id: int, key_id: int) -> Response:
 
 
 def _change(sub_account_id: int, key_id: int, action, done: str) -> Response:
-    """Check the sub account, the key and the form's token, then run ``action`` and commit."""
+    """Check the sub account and the key, then run ``action`` as a button's change."""
     sub_account = open_sub_account(current_user, sub_account_id)
     api_key = get_key(sub_account, key_id)  # another sub account's key: 404
-    if not KeyActionForm().validate_on_submit():
-        flash(FORM_EXPIRED)
-        return redirect(_keys_url(sub_account))
-    action(sub_account, api_key.id)
-    db.session.commit()
-    flash(f"API key “{api_key.name}” {done}.")
+    press_button(
+        KeyActionForm(),
+        lambda: action(sub_account, api_key.id),
+        f"API key “{api_key.name}” {done}.",
+    )
     return redirect(_keys_url(sub_account))
 
 
@@ -145,11 +143,9 @@ def api_key_delete(sub_account_id: int, key_id: int) -> str | Response:
         return render_template(
             "dashboard/api_key_delete.html", sub_account=sub_account, api_key=api_key, form=form
         )
-    if not form.validate_on_submit():
-        flash(FORM_EXPIRED)
-        return redirect(_keys_url(sub_account))
-    name = api_key.name
-    delete_key(sub_account, api_key.id)
-    db.session.commit()
-    flash(f"API key “{name}” deleted: the API refuses it now.")
+    press_button(
+        form,
+        lambda: delete_key(sub_account, api_key.id),
+        f"API key “{api_key.name}” deleted: the API refuses it now.",
+    )
     return redirect(_keys_url(sub_account))

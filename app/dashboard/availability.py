@@ -20,7 +20,7 @@ from app.dashboard.availability_forms import (
     PreviewForm,
     ProfileForm,
 )
-from app.dashboard.changes import Refused, commit_or_show, press_button
+from app.dashboard.changes import Page, press_button, save_form
 from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
 from app.models import SubAccount
@@ -36,8 +36,6 @@ from app.services.availability.blocked_times import (
 from app.services.availability.event_types import list_event_types
 from app.services.availability.preview import preview_open_slots
 from app.services.availability.profiles import create_profile, list_profiles, profile_users
-
-Page = str | Response | tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -73,14 +71,14 @@ def availability_preview(sub_account_id: int) -> str | Response:
 def availability_profile_create(sub_account_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
     form = ProfileForm()
-    if not form.validate_on_submit():
-        return _page(sub_account, profile_form=form), 400 if form.csrf_token.errors else 200
-    try:
-        profile = commit_or_show(
-            form, lambda: create_profile(sub_account, form.document()), PROFILE_FIELDS
-        )
-    except Refused:
-        return _page(sub_account, profile_form=form)
+    profile, answer = save_form(
+        form,
+        lambda: create_profile(sub_account, form.document()),
+        lambda: _page(sub_account, profile_form=form),
+        PROFILE_FIELDS,
+    )
+    if answer is not None:
+        return answer
     flash(f"Created the profile {profile.name}. Add its weekly hours below.")
     return redirect(
         url_for(
@@ -93,12 +91,14 @@ def availability_profile_create(sub_account_id: int) -> Page:
 def blocked_time_add(sub_account_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
     form = BlockedTimeForm()
-    if not form.validate_on_submit():
-        return _page(sub_account, blocked_form=form), 400 if form.csrf_token.errors else 200
-    try:
-        commit_or_show(form, lambda: add_blocked_time(sub_account, form.document()), BLOCKED_FIELDS)
-    except Refused:
-        return _page(sub_account, blocked_form=form)
+    _, answer = save_form(
+        form,
+        lambda: add_blocked_time(sub_account, form.document()),
+        lambda: _page(sub_account, blocked_form=form),
+        BLOCKED_FIELDS,
+    )
+    if answer is not None:
+        return answer
     flash("Blocked time added.")
     return redirect(url_for("dashboard.availability", sub_account_id=sub_account.id) + "#blocked")
 

@@ -5,8 +5,11 @@ making it the default, and deleting it once no event type uses it, through
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
+from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
@@ -20,10 +23,10 @@ from app.dashboard.availability_forms import (
     ProfileForm,
     WeeklyHoursForm,
 )
-from app.dashboard.changes import Refused, commit_or_show, press_button
+from app.dashboard.changes import Page, press_button, save_form
 from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
-from app.models import AvailabilityProfile, SubAccount
+from app.models import AvailabilityProfile, DateOverride, SubAccount, WeeklyHours
 from app.scheduling.timezones import zone
 from app.services.accounts.users import open_sub_account
 from app.services.availability.profiles import (
@@ -41,8 +44,27 @@ from app.services.availability.profiles import (
     update_profile,
 )
 
-Page = str | Response | tuple[str, int]
 PROFILE = "/s/<int:sub_account_id>/availability/profiles/<int:profile_id>"
+
+
+@dataclass(frozen=True)
+class ProfileRows:
+    """A profile's rows of one kind, as their remove buttons need them: the services that find
+    and remove one (``(sub_account, profile_id, row_id)``), what is said when one is removed,
+    and the page's section that shows them."""
+
+    find: Callable[[SubAccount, int, int], Any]
+    remove: Callable[[SubAccount, int, int], Any]
+    removed: str
+    section: str
+
+
+WEEKLY_HOURS = ProfileRows(
+    get_weekly_hours, remove_weekly_hours, "Opening hours removed.", "weekly"
+)
+DATE_OVERRIDES = ProfileRows(
+    get_date_override, remove_date_override, "Date override removed.", "overrides"
+)
 
 
 def clock(minutes: int) -> str:
@@ -53,100 +75,69 @@ def clock(minutes: int) -> str:
 @dashboard.route(PROFILE, methods=["GET", "POST"])
 def availability_profile(sub_account_id: int, profile_id: int) -> Page:
     """The profile's page; a POST renames it or sets its timezone."""
-    sub_account = open_sub_account(current_user, sub_account_id)
-    profile = get_profile(sub_account, profile_id)
+    sub_account, profile = _open(sub_account_id, profile_id)
     if request.method == "GET":
         return _page(sub_account, profile)
     form = ProfileForm()
-    if not form.validate_on_submit():
-        status = 400 if form.csrf_token.errors else 200
-        return _page(sub_account, profile, details_form=form), status
-    try:
-        commit_or_show(
-            form, lambda: update_profile(sub_account, profile.id, form.document()), PROFILE_FIELDS
-        )
-    except Refused:
-        return _page(sub_account, profile, details_form=form)
+    _, answer = save_form(
+        form,
+        lambda: update_profile(sub_account, profile.id, form.document()),
+        lambda: _page(sub_account, profile, details_form=form),
+        PROFILE_FIELDS,
+    )
+    if answer is not None:
+        return answer
     flash(f"Saved the profile {profile.name} ({profile.timezone}).")
     return _back(sub_account, profile)
 
 
 @dashboard.route(f"{PROFILE}/hours", methods=["POST"])
 def weekly_hours_add(sub_account_id: int, profile_id: int) -> Page:
-    sub_account = open_sub_account(current_user, sub_account_id)
-    profile = get_profile(sub_account, profile_id)
+    sub_account, profile = _open(sub_account_id, profile_id)
     form = WeeklyHoursForm()
-    if not form.validate_on_submit():
-        status = 400 if form.csrf_token.errors else 200
-        return _page(sub_account, profile, weekly_form=form), status
-    try:
-        hours = commit_or_show(
-            form, lambda: add_weekly_hours(sub_account, profile.id, form.document()), RANGE_FIELDS
-        )
-    except Refused:
-        return _page(sub_account, profile, weekly_form=form)
-    flash(
-        f"{WEEKDAY_NAMES[hours.weekday]}: open {clock(hours.start_minute)}"
-        f" to {clock(hours.end_minute)} added."
+    hours, answer = save_form(
+        form,
+        lambda: add_weekly_hours(sub_account, profile.id, form.document()),
+        lambda: _page(sub_account, profile, weekly_form=form),
+        RANGE_FIELDS,
     )
+    if answer is not None:
+        return answer
+    flash(f"{WEEKDAY_NAMES[hours.weekday]}: {_opened(hours)}")
     return _back(sub_account, profile, "weekly")
 
 
 @dashboard.route(f"{PROFILE}/hours/<int:hours_id>/remove", methods=["POST"])
 def weekly_hours_remove(sub_account_id: int, profile_id: int, hours_id: int) -> Response:
-    sub_account = open_sub_account(current_user, sub_account_id)
-    profile = get_profile(sub_account, profile_id)
-    get_weekly_hours(sub_account, profile.id, hours_id)  # another profile's: 404
-    press_button(
-        ActionForm(),
-        lambda: remove_weekly_hours(sub_account, profile.id, hours_id),
-        "Opening hours removed.",
-    )
-    return _back(sub_account, profile, "weekly")
+    return _remove(sub_account_id, profile_id, hours_id, WEEKLY_HOURS)
 
 
 @dashboard.route(f"{PROFILE}/overrides", methods=["POST"])
 def date_override_add(sub_account_id: int, profile_id: int) -> Page:
-    sub_account = open_sub_account(current_user, sub_account_id)
-    profile = get_profile(sub_account, profile_id)
+    sub_account, profile = _open(sub_account_id, profile_id)
     form = DateOverrideForm()
-    if not form.validate_on_submit():
-        status = 400 if form.csrf_token.errors else 200
-        return _page(sub_account, profile, override_form=form), status
     change = close_date if form.closed.data else add_date_hours
-    try:
-        override = commit_or_show(
-            form, lambda: change(sub_account, profile.id, form.document()), RANGE_FIELDS
-        )
-    except Refused:
-        return _page(sub_account, profile, override_form=form)
-    if override.start_minute is None:
-        flash(f"{override.date:%a} {override.date.isoformat()}: closed all day.")
-    else:
-        flash(
-            f"{override.date:%a} {override.date.isoformat()}: open {clock(override.start_minute)}"
-            f" to {clock(override.end_minute)} added."
-        )
+    override, answer = save_form(
+        form,
+        lambda: change(sub_account, profile.id, form.document()),
+        lambda: _page(sub_account, profile, override_form=form),
+        RANGE_FIELDS,
+    )
+    if answer is not None:
+        return answer
+    said = "closed all day." if override.start_minute is None else _opened(override)
+    flash(f"{override.date:%a} {override.date.isoformat()}: {said}")
     return _back(sub_account, profile, "overrides")
 
 
 @dashboard.route(f"{PROFILE}/overrides/<int:override_id>/remove", methods=["POST"])
 def date_override_remove(sub_account_id: int, profile_id: int, override_id: int) -> Response:
-    sub_account = open_sub_account(current_user, sub_account_id)
-    profile = get_profile(sub_account, profile_id)
-    get_date_override(sub_account, profile.id, override_id)  # another profile's: 404
-    press_button(
-        ActionForm(),
-        lambda: remove_date_override(sub_account, profile.id, override_id),
-        "Date override removed.",
-    )
-    return _back(sub_account, profile, "overrides")
+    return _remove(sub_account_id, profile_id, override_id, DATE_OVERRIDES)
 
 
 @dashboard.route(f"{PROFILE}/default", methods=["POST"])
 def availability_profile_default(sub_account_id: int, profile_id: int) -> Response:
-    sub_account = open_sub_account(current_user, sub_account_id)
-    profile = get_profile(sub_account, profile_id)
+    sub_account, profile = _open(sub_account_id, profile_id)
     press_button(
         ActionForm(),
         lambda: make_default(sub_account, profile.id),
@@ -158,8 +149,7 @@ def availability_profile_default(sub_account_id: int, profile_id: int) -> Respon
 @dashboard.route(f"{PROFILE}/delete", methods=["POST"])
 def availability_profile_delete(sub_account_id: int, profile_id: int) -> Response:
     """Delete the profile, or say which event types keep it."""
-    sub_account = open_sub_account(current_user, sub_account_id)
-    profile = get_profile(sub_account, profile_id)
+    sub_account, profile = _open(sub_account_id, profile_id)
     deleted = press_button(
         ActionForm(),
         lambda: delete_profile(sub_account, profile.id),
@@ -168,6 +158,26 @@ def availability_profile_delete(sub_account_id: int, profile_id: int) -> Respons
     if deleted:
         return redirect(url_for("dashboard.availability", sub_account_id=sub_account.id))
     return _back(sub_account, profile)
+
+
+def _opened(hours: WeeklyHours | DateOverride) -> str:
+    """What is said of an open range just added."""
+    return f"open {clock(hours.start_minute)} to {clock(hours.end_minute)} added."
+
+
+def _open(sub_account_id: int, profile_id: int) -> tuple[SubAccount, AvailabilityProfile]:
+    """The sub account the user may open, and its profile (another one's: 404)."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    return sub_account, get_profile(sub_account, profile_id)
+
+
+def _remove(sub_account_id: int, profile_id: int, row_id: int, rows: ProfileRows) -> Response:
+    """A row's remove button: the row must be the profile's (another profile's: 404), then
+    it is removed as a button's change, and the page shows the rows' section again."""
+    sub_account, profile = _open(sub_account_id, profile_id)
+    rows.find(sub_account, profile.id, row_id)
+    press_button(ActionForm(), lambda: rows.remove(sub_account, profile.id, row_id), rows.removed)
+    return _back(sub_account, profile, rows.section)
 
 
 def _back(sub_account: SubAccount, profile: AvailabilityProfile, section: str = "") -> Response:

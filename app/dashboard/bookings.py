@@ -10,7 +10,7 @@ from sqlalchemy import select
 from werkzeug.wrappers import Response
 from wtforms.fields.choices import SelectChoice
 
-from app.dashboard.forms import FORM_EXPIRED, ActionForm, BookingFilterForm, CancelForm
+from app.dashboard.forms import FORM_EXPIRED, ActionForm, BookingFilterForm, CancelForm, page_count
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models import BookingStatus, OutboxEvent
@@ -61,7 +61,7 @@ def bookings(sub_account_id: int) -> str:
         bookings=found,
         total=total,
         page=page,
-        pages=max(1, -(-total // PAGE_SIZE)),
+        pages=page_count(total, PAGE_SIZE),
     )
 
 

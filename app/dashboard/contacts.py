@@ -10,10 +10,9 @@ from werkzeug.wrappers import Response
 from wtforms import EmailField, SearchField, StringField
 from wtforms.validators import Length, Optional
 
-from app.dashboard.changes import Refused, commit_or_show
-from app.dashboard.forms import FORM_EXPIRED, ActionForm, page_field
+from app.dashboard.changes import Page, press_button, save_form
+from app.dashboard.forms import ActionForm, page_count, page_field
 from app.dashboard.views import dashboard
-from app.extensions import db
 from app.models import Contact, SubAccount
 from app.models.limits import EMAIL_MAX
 from app.services.accounts.users import open_sub_account
@@ -74,24 +73,27 @@ def contacts(sub_account_id: int) -> str:
         total=total,
         search=search,
         page=page,
-        pages=max(1, -(-total // PAGE_SIZE)),
+        pages=page_count(total, PAGE_SIZE),
     )
 
 
 @dashboard.route("/s/<int:sub_account_id>/contacts/<int:contact_id>", methods=["GET", "POST"])
-def contact(sub_account_id: int, contact_id: int) -> str | Response | tuple[str, int]:
+def contact(sub_account_id: int, contact_id: int) -> Page:
     """The contact, their bookings, and the form that corrects them (POST saves it)."""
     sub_account = open_sub_account(current_user, sub_account_id)
     found = get_contact(sub_account, contact_id)
     form = ContactForm(obj=found)
     if request.method == "GET":
         return _page(sub_account, found, form)
-    if not form.validate_on_submit():
-        return _page(sub_account, found, form), 400
-    try:
-        commit_or_show(form, lambda: update_contact(sub_account, found.id, form.document()), FIELDS)
-    except Refused:
-        return _page(sub_account, found, form)  # rolled back: as stored
+    _, answer = save_form(
+        form,
+        lambda: update_contact(sub_account, found.id, form.document()),
+        lambda: _page(sub_account, found, form),  # refused: rolled back, as stored
+        FIELDS,
+        invalid_status=400,
+    )
+    if answer is not None:
+        return answer
     flash("Contact saved.")
     return redirect(
         url_for("dashboard.contact", sub_account_id=sub_account.id, contact_id=found.id)
@@ -102,15 +104,15 @@ def contact(sub_account_id: int, contact_id: int) -> str | Response | tuple[str,
 def contact_delete(sub_account_id: int, contact_id: int) -> Response:
     sub_account = open_sub_account(current_user, sub_account_id)
     found = get_contact(sub_account, contact_id)
-    if not ActionForm().validate_on_submit():
-        flash(FORM_EXPIRED)
+    deleted = press_button(
+        ActionForm(),
+        lambda: delete_contact(sub_account, found.id),
+        f"Contact {found.email} deleted. Their bookings are kept.",
+    )
+    if not deleted:
         return redirect(
             url_for("dashboard.contact", sub_account_id=sub_account.id, contact_id=found.id)
         )
-    email = found.email
-    delete_contact(sub_account, found.id)
-    db.session.commit()
-    flash(f"Contact {email} deleted. Their bookings are kept.")
     return redirect(url_for("dashboard.contacts", sub_account_id=sub_account.id))
 
 

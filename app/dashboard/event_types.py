@@ -8,7 +8,7 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from werkzeug.wrappers import Response
 
-from app.dashboard.changes import Refused, commit_or_show, press_button
+from app.dashboard.changes import Page, press_button, save_form
 from app.dashboard.event_type_forms import FIELDS, EventTypeForm
 from app.dashboard.forms import ActionForm
 from app.dashboard.views import dashboard
@@ -22,8 +22,6 @@ from app.services.availability.event_types import (
     update_event_type,
 )
 from app.services.availability.profiles import list_profiles
-
-Page = str | Response | tuple[str, int]
 
 
 @dashboard.route("/s/<int:sub_account_id>/event-types")
@@ -46,14 +44,14 @@ def new_event_type(sub_account_id: int) -> Page:
     if request.method == "GET":
         form.duration.data = sub_account.settings.default_duration
         return _form_page(sub_account, form)
-    if not form.validate_on_submit():
-        return _form_page(sub_account, form), 400 if form.csrf_token.errors else 200
-    try:
-        created = commit_or_show(
-            form, lambda: create_event_type(sub_account, form.document()), FIELDS
-        )
-    except Refused:
-        return _form_page(sub_account, form)
+    created, answer = save_form(
+        form,
+        lambda: create_event_type(sub_account, form.document()),
+        lambda: _form_page(sub_account, form),
+        FIELDS,
+    )
+    if answer is not None:
+        return answer
     flash(f"Created {created.name}. Agents book it with eventTypeId {created.id}.")
     return redirect(url_for("dashboard.event_types", sub_account_id=sub_account.id))
 
@@ -65,17 +63,14 @@ def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
     form = EventTypeForm(obj=event_type)
     if request.method == "GET":
         return _form_page(sub_account, form, event_type)
-    if not form.validate_on_submit():
-        status = 400 if form.csrf_token.errors else 200
-        return _form_page(sub_account, form, event_type), status
-    try:
-        commit_or_show(
-            form,
-            lambda: update_event_type(sub_account, event_type.id, form.document()),
-            FIELDS,
-        )
-    except Refused:
-        return _form_page(sub_account, form, event_type)
+    _, answer = save_form(
+        form,
+        lambda: update_event_type(sub_account, event_type.id, form.document()),
+        lambda: _form_page(sub_account, form, event_type),
+        FIELDS,
+    )
+    if answer is not None:
+        return answer
     flash(f"Saved {event_type.name}.")
     return redirect(url_for("dashboard.event_types", sub_account_id=sub_account.id))
 

@@ -38,6 +38,12 @@ def page_field() -> IntegerField:
     )
 
 
+def page_count(total: int, page_size: int) -> int:
+    """How many pages ``total`` rows fill, ``page_size`` a page: one at least, so an empty list
+    is "page 1 of 1"."""
+    return max(1, -(-total // page_size))
+
+
 def password_field(label: str) -> PasswordField:
     """A password as typed: required, and no longer than a password may be
     (``PASSWORD_MAX``), so a huge post costs no hashing time."""

@@ -6,18 +6,17 @@ be safe to POST to: ``app.services.integrations.webhooks.targets``)."""
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
 from wtforms import HiddenField, StringField, URLField
 from wtforms.fields.choices import SelectChoice
 
-from app.dashboard.changes import Refused, commit_or_show
-from app.dashboard.forms import FORM_EXPIRED, MultiCheckboxField, page_field
-from app.dashboard.show_once import issue_ticket, show_secret, ticket_valid
+from app.dashboard.changes import Page, press_button
+from app.dashboard.forms import MultiCheckboxField, page_count, page_field
+from app.dashboard.show_once import issue_ticket, save_secret_form, show_secret
 from app.dashboard.views import dashboard
-from app.extensions import db
 from app.models import SubAccount, WebhookSubscription
 from app.models.limits import NAME_MAX, WEBHOOK_URL_MAX
 from app.models.types import utcnow
@@ -89,7 +88,7 @@ def _page(sub_account: SubAccount, form: NewWebhookForm) -> str:
         messages=messages,
         total=total,
         page=page,
-        pages=max(1, -(-total // PAGE_SIZE)),
+        pages=page_count(total, PAGE_SIZE),
         subscriptions=list_subscriptions(sub_account.id),
         form=form,
     )
@@ -103,27 +102,26 @@ def mail_message(sub_account_id: int, message_id: int) -> str:
 
 
 @dashboard.route("/s/<int:sub_account_id>/notifications/webhooks", methods=["POST"])
-def webhook_add(sub_account_id: int) -> str | Response | tuple[str, int]:
+def webhook_add(sub_account_id: int) -> Page:
     """A new subscription; its page answers the POST itself, so the signing secret is in that
     one answer and nowhere else."""
     sub_account = open_sub_account(current_user, sub_account_id)
     form = NewWebhookForm()
-    if not form.validate_on_submit():
-        return _page(sub_account, form), 400
-    back = url_for("dashboard.notifications", sub_account_id=sub_account.id)
-    if not ticket_valid(form.ticket.data):  # a reload of the secret's page
-        flash("That form was already sent: its subscription is listed below.")
-        return redirect(back, 303)
     events = form.events.data or []
     document = {"name": form.name.data, "url": form.url.data, "events": events, "secret": None}
-    try:
-        subscription, secret = commit_or_show(
-            form,
-            lambda: add_subscription(sub_account.id, document),
-            {f"events[{i}]": "events" for i in range(len(events))},
-        )
-    except Refused:
-        return _page(sub_account, form)
+    made, answer = save_secret_form(
+        form,
+        lambda: add_subscription(sub_account.id, document),
+        lambda: _page(sub_account, form),
+        {f"events[{i}]": "events" for i in range(len(events))},
+        resent=(
+            url_for("dashboard.notifications", sub_account_id=sub_account.id),
+            "That form was already sent: its subscription is listed below.",
+        ),
+    )
+    if answer is not None:
+        return answer
+    subscription, secret = made
     return show_secret(
         form.ticket.data,
         "dashboard/webhook_created.html",
@@ -131,6 +129,12 @@ def webhook_add(sub_account_id: int) -> str | Response | tuple[str, int]:
         subscription=subscription,
         secret=secret,
     )
+
+
+def _open(sub_account_id: int, subscription_id: int) -> tuple[SubAccount, WebhookSubscription]:
+    """The sub account the user may open, and its subscription (another one's: 404)."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    return sub_account, get_sub_account_subscription(sub_account.id, subscription_id)
 
 
 def _webhook_url(subscription: WebhookSubscription) -> str:
@@ -145,8 +149,7 @@ def _webhook_url(subscription: WebhookSubscription) -> str:
 @dashboard.route("/s/<int:sub_account_id>/notifications/webhooks/<int:subscription_id>")
 def webhook(sub_account_id: int, subscription_id: int) -> str:
     """A subscription and its latest deliveries, each with its attempts."""
-    sub_account = open_sub_account(current_user, sub_account_id)
-    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
+    sub_account, subscription = _open(sub_account_id, subscription_id)
     return render_template(
         "dashboard/webhook.html",
         sub_account=sub_account,
@@ -162,16 +165,13 @@ def webhook(sub_account_id: int, subscription_id: int) -> str:
     methods=["POST"],
 )
 def webhook_enable(sub_account_id: int, subscription_id: int) -> Response:
-    sub_account = open_sub_account(current_user, sub_account_id)
-    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
-    page = _webhook_url(subscription)
-    if not WebhookActionForm().validate_on_submit():
-        flash(FORM_EXPIRED)
-        return redirect(page)
-    enable_subscription(subscription.id)
-    db.session.commit()
-    flash("Subscription enabled: new events are sent to it again.")
-    return redirect(page)
+    _, subscription = _open(sub_account_id, subscription_id)
+    press_button(
+        WebhookActionForm(),
+        lambda: enable_subscription(subscription.id),
+        "Subscription enabled: new events are sent to it again.",
+    )
+    return redirect(_webhook_url(subscription))
 
 
 @dashboard.route(
@@ -179,15 +179,14 @@ def webhook_enable(sub_account_id: int, subscription_id: int) -> Response:
     methods=["POST"],
 )
 def webhook_remove(sub_account_id: int, subscription_id: int) -> Response:
-    sub_account = open_sub_account(current_user, sub_account_id)
-    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
-    if not WebhookActionForm().validate_on_submit():
-        flash(FORM_EXPIRED)
+    sub_account, subscription = _open(sub_account_id, subscription_id)
+    removed = press_button(
+        WebhookActionForm(),
+        lambda: remove_subscription(subscription.id),
+        f"Subscription “{subscription.name}” removed, with its delivery log.",
+    )
+    if not removed:
         return redirect(_webhook_url(subscription))
-    name = subscription.name
-    remove_subscription(subscription.id)
-    db.session.commit()
-    flash(f"Subscription “{name}” removed, with its delivery log.")
     return redirect(url_for("dashboard.notifications", sub_account_id=sub_account.id))
 
 
@@ -198,16 +197,14 @@ def webhook_remove(sub_account_id: int, subscription_id: int) -> Response:
 )
 def webhook_resend(sub_account_id: int, subscription_id: int, delivery_id: int) -> Response:
     """Send a delivery again, with the same webhook-id, through the worker."""
-    sub_account = open_sub_account(current_user, sub_account_id)
-    subscription = get_sub_account_subscription(sub_account.id, subscription_id)
+    _, subscription = _open(sub_account_id, subscription_id)
     delivery = get_subscription_delivery(subscription.id, delivery_id)
-    page = _webhook_url(subscription)
-    if not WebhookActionForm().validate_on_submit():
-        flash(FORM_EXPIRED)
-        return redirect(page)
     now = utcnow()
-    resend(delivery.id, now)
-    db.session.commit()
-    hand_over(delivery.id, now)
-    flash(f"Event evt_{delivery.event_id} will be sent again (the same webhook-id).")
-    return redirect(page)
+    sent_again = press_button(
+        WebhookActionForm(),
+        lambda: resend(delivery.id, now),
+        f"Event evt_{delivery.event_id} will be sent again (the same webhook-id).",
+    )
+    if sent_again:
+        hand_over(delivery.id, now)  # once committed: the worker reads what was stored
+    return redirect(_webhook_url(subscription))

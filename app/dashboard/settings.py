@@ -7,11 +7,10 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
-from werkzeug.wrappers import Response
 from wtforms import BooleanField, EmailField, IntegerField, StringField
 from wtforms.validators import InputRequired, Optional
 
-from app.dashboard.changes import Refused, commit_or_show
+from app.dashboard.changes import Page, save_form
 from app.dashboard.views import dashboard
 from app.models import SubAccount
 from app.scheduling.timezones import timezone_names
@@ -62,19 +61,19 @@ class SettingsForm(FlaskForm):
 
 
 @dashboard.route("/s/<int:sub_account_id>/settings", methods=["GET", "POST"])
-def settings(sub_account_id: int) -> str | Response | tuple[str, int]:
+def settings(sub_account_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
     form = SettingsForm(data={FIELDS[k]: v for k, v in settings_document(sub_account).items()})
     if request.method == "GET":
         return _page(sub_account, form)
-    if not form.validate_on_submit():
-        return _page(sub_account, form), 400 if form.csrf_token.errors else 200
-    try:
-        change = commit_or_show(
-            form, lambda: update_calendar_settings(sub_account, form.document()), FIELDS
-        )
-    except Refused:
-        return _page(sub_account, form)
+    change, answer = save_form(
+        form,
+        lambda: update_calendar_settings(sub_account, form.document()),
+        lambda: _page(sub_account, form),
+        FIELDS,
+    )
+    if answer is not None:
+        return answer
     flash(_saved(change))
     return redirect(url_for("dashboard.settings", sub_account_id=sub_account.id))
 

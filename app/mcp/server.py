@@ -30,6 +30,7 @@ from app.client import (
     SlotUnavailable,
 )
 from app.client.client import API_KEY_HEADER
+from app.client.models import api_name
 from app.models.limits import LIST_LIMIT_DEFAULT
 from app.services.accounts.api_keys import PERMISSION_LABELS
 from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
@@ -105,17 +106,12 @@ Attendee = Annotated[
 ]
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def as_api_json(value: Any) -> Any:
     """A client value (dataclasses, datetimes) in the API's JSON shape: camelCase keys,
     ISO 8601 strings, UTC with Z."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            _camel(f.name): as_api_json(getattr(value, f.name)) for f in dataclasses.fields(value)
+            api_name(f.name): as_api_json(getattr(value, f.name)) for f in dataclasses.fields(value)
         }
     if isinstance(value, list):
         return [as_api_json(item) for item in value]

@@ -11,7 +11,7 @@ from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES
 from app.models.types import MAX_ID
 from app.representations import SlotSchema
 from app.services.availability.open_time import AvailabilityQuery
-from app.validation import DURATION_MINUTES, InstantField, TimezoneField
+from app.validation import DURATION_MINUTES, InstantField, TimezoneField, python_names
 
 
 class AvailabilityArgsSchema(Schema):
@@ -45,13 +45,7 @@ class AvailabilityArgsSchema(Schema):
 
     @post_load
     def to_query(self, data: dict[str, Any], **kwargs: Any) -> AvailabilityQuery:
-        return AvailabilityQuery(
-            start_date=data["startDate"],
-            end_date=data["endDate"],
-            event_type_id=data.get("eventTypeId"),
-            duration=data.get("duration"),
-            timezone=data.get("timezone"),
-        )
+        return AvailabilityQuery(**python_names(data))
 
 
 # A day's slots at most: a 25-hour day (DST) of 5-minute slots every 5 minutes.

@@ -19,6 +19,7 @@ from app.validation import (
     InstantField,
     Text,
     TimezoneField,
+    python_names,
     unstorable,
 )
 
@@ -68,14 +69,7 @@ class AttendeeInputSchema(Schema):
 
     @post_load
     def to_input(self, data: dict[str, Any], **kwargs: Any) -> AttendeeInput:
-        return AttendeeInput(
-            email=data["email"],
-            name=data.get("name"),
-            first_name=data.get("firstName"),
-            last_name=data.get("lastName"),
-            phone=data.get("phone"),
-            timezone=data.get("timezone"),
-        )
+        return AttendeeInput(**python_names(data))
 
 
 def _distinct_emails(attendees: list[AttendeeInput]) -> None:
@@ -134,34 +128,13 @@ class CreateBookingSchema(_BookingFields):
 
     @post_load(pass_original=True)
     def to_new_booking(self, data: dict[str, Any], original: Any, **kwargs: Any) -> NewBooking:
-        return NewBooking(
-            start_time=data["startTime"],
-            end_time=data["endTime"],
-            attendees=data["attendees"],
-            timezone=data.get("timezone"),
-            title=data.get("title"),
-            description=data.get("description"),
-            idempotency_key=data.get("idempotencyKey"),
-            hold_token=data.get("holdToken"),
-            metadata=data.get("metadata", {}),
-            body=original,
-        )
+        return NewBooking(**python_names(data), body=original)
 
 
 class UpdateBookingSchema(_BookingFields):
     @post_load
     def to_changes(self, data: dict[str, Any], **kwargs: Any) -> BookingChanges:
-        return BookingChanges(
-            sent=frozenset(data),
-            start_time=data.get("startTime"),
-            end_time=data.get("endTime"),
-            attendees=data.get("attendees", ()),
-            timezone=data.get("timezone"),
-            title=data.get("title"),
-            description=data.get("description"),
-            metadata=data.get("metadata", {}),
-            hold_token=data.get("holdToken"),
-        )
+        return BookingChanges(sent=frozenset(data), **python_names(data))
 
 
 class CancelBookingSchema(Schema):

@@ -9,7 +9,7 @@ from marshmallow import Schema, fields, post_load, validate
 from app.models.limits import NAME_MAX
 from app.representations import ID_RANGE, UTCTimestamp
 from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
-from app.validation import InstantField, TimezoneField
+from app.validation import InstantField, TimezoneField, python_names
 
 
 class CreateHoldSchema(Schema):
@@ -32,12 +32,7 @@ class CreateHoldSchema(Schema):
 
     @post_load
     def to_new_hold(self, data: dict[str, Any], **kwargs: Any) -> NewHold:
-        return NewHold(
-            start_time=data["startTime"],
-            end_time=data["endTime"],
-            timezone=data.get("timezone"),
-            ttl_seconds=data.get("ttlSeconds", DEFAULT_TTL_SECONDS),
-        )
+        return NewHold(**python_names(data))
 
 
 class HoldSchema(Schema):

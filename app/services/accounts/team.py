@@ -21,8 +21,7 @@ from app.services.accounts.passwords import hash_password
 from app.services.accounts.provisioning import add_sub_account
 from app.services.accounts.users import MIN_PASSWORD_LENGTH, SubAccountNotFound, end_sessions
 from app.services.common.errors import InvalidRequest, NotFound
-from app.services.common.ids import is_storable_id
-from app.services.common.lookups import load_document
+from app.services.common.lookups import get_checked, load_document
 from app.services.common.tokens import new_token, token_digest
 from app.validation import describe_errors
 
@@ -154,10 +153,7 @@ def accept_invitation(token: str, password: str, *, now: datetime) -> User:
 
 
 def get_agency_user(owner: User, user_id: int) -> User:
-    user = db.session.get(User, user_id) if is_storable_id(user_id) else None
-    if user is None or user.agency_id != owner.agency_id:
-        raise UserNotFound()
-    return user
+    return get_checked(User, user_id, lambda u: u.agency_id == owner.agency_id, UserNotFound)
 
 
 def set_grants(owner: User, user_id: int, sub_account_ids: Iterable[int]) -> User:

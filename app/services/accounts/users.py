@@ -19,7 +19,7 @@ from app.extensions import db
 from app.models import DashboardSession, Role, SubAccount, User
 from app.services.accounts.passwords import hash_password, verify_password
 from app.services.common.errors import InvalidRequest, NotFound
-from app.services.common.ids import is_storable_id
+from app.services.common.lookups import get_checked
 from app.services.common.tokens import new_token, token_digest
 
 MIN_PASSWORD_LENGTH = 10
@@ -121,11 +121,9 @@ def visible_sub_accounts(user: User) -> list[SubAccount]:
 
 def open_sub_account(user: User, sub_account_id: int) -> SubAccount:
     """The sub account, if ``user`` may open it; otherwise it does not exist (404)."""
-    sub_account = (
-        db.session.get(SubAccount, sub_account_id) if is_storable_id(sub_account_id) else None
+    sub_account = get_checked(
+        SubAccount, sub_account_id, lambda s: s.agency_id == user.agency_id, SubAccountNotFound
     )
-    if sub_account is None or sub_account.agency_id != user.agency_id:
-        raise SubAccountNotFound()
     if user.role != Role.AGENCY_OWNER and sub_account not in user.granted_sub_accounts:
         raise SubAccountNotFound()
     return sub_account

@@ -1,6 +1,7 @@
-"""Finding and validating one row of a sub account by what a person typed or a URL named, and
-loading one named thing for a sub account from its document (``load_named``: ``flask
-connections add``, ``flask webhooks add``, the dashboard) with its name not yet taken.
+"""Finding and validating one row of a sub account (``find_owned``), or of whoever asks
+(``get_checked``), by what a person typed or a URL named, and loading one named thing for a
+sub account from its document (``load_named``: ``flask connections add``, ``flask webhooks
+add``, the dashboard) with its name not yet taken.
 
 Another sub account's row does not exist for this one (the caller's ``NotFound``), and an id
 beyond the id columns' range names nothing (``app.services.common.ids``): it is answered without
@@ -9,6 +10,7 @@ asking the database, which would fail on it instead of finding nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from marshmallow import Schema, ValidationError
@@ -33,6 +35,17 @@ def find_owned(
         select(model).where(model.id == row_id, model.sub_account_id == sub_account.id)
     )
     if row is None:
+        raise not_found()
+    return row
+
+
+def get_checked(
+    model: type[Row], row_id: int, belongs: Callable[[Row], bool], not_found: type[NotFound]
+) -> Row:
+    """The ``model`` row ``row_id`` when ``belongs(row)`` (it is the asker's), else
+    ``not_found``: to whom a row does not belong, it does not exist."""
+    row = db.session.get(model, row_id) if is_storable_id(row_id) else None
+    if row is None or not belongs(row):
         raise not_found()
     return row
 
@@ -67,11 +80,7 @@ def load_named(
     sub_account = db.session.get(SubAccount, sub_account_id)
     if sub_account is None:
         raise NotFound("Sub account not found")
-    try:
-        doc = schema.load(document)
-    except ValidationError as err:
-        errors = flatten_errors(err.messages)
-        raise InvalidRequest(describe_errors(errors), errors=errors) from None
+    doc = load_document(schema, document)
     taken = db.session.scalar(
         select(model.id).where(model.sub_account_id == sub_account_id, model.name == doc["name"])
     )

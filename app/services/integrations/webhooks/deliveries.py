@@ -48,7 +48,7 @@ from app.models import (
 from app.scheduling.timezones import format_utc
 from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
 from app.services.common.errors import NotFound
-from app.services.common.ids import is_storable_id
+from app.services.common.lookups import get_checked
 from app.services.common.transactions import owns_transactions
 from app.services.integrations.event_schema import booking_data, snapshot_booking
 from app.services.integrations.outbox import Delivery, retry_delay
@@ -387,12 +387,12 @@ def subscription_deliveries(subscription_id: int, limit: int = 50) -> list[dict]
 
 def get_subscription_delivery(subscription_id: int, delivery_id: int) -> WebhookDelivery:
     """The delivery, if it belongs to the subscription (which the caller has scoped)."""
-    delivery = None
-    if is_storable_id(delivery_id):
-        delivery = db.session.get(WebhookDelivery, delivery_id)
-    if delivery is None or delivery.subscription_id != subscription_id:
-        raise DeliveryNotFound()
-    return delivery
+    return get_checked(
+        WebhookDelivery,
+        delivery_id,
+        lambda d: d.subscription_id == subscription_id,
+        DeliveryNotFound,
+    )
 
 
 def _stamp(value: datetime | None) -> str | None:

@@ -22,8 +22,7 @@ from app.models import SubAccount, WebhookSubscription
 from app.scheduling.timezones import format_utc
 from app.services.common.encryption import encrypt_secret
 from app.services.common.errors import NotFound
-from app.services.common.ids import is_storable_id
-from app.services.common.lookups import load_named
+from app.services.common.lookups import get_checked, load_named
 from app.services.integrations.events import BookingEventKind
 from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
 from app.validation import Text
@@ -121,12 +120,12 @@ def get_subscription(subscription_id: int) -> WebhookSubscription:
 def get_sub_account_subscription(sub_account_id: int, subscription_id: int) -> WebhookSubscription:
     """The subscription, if it is ``sub_account_id``'s: to someone who may open only that sub
     account (the dashboard), another one's subscription does not exist."""
-    subscription = None
-    if is_storable_id(subscription_id):
-        subscription = db.session.get(WebhookSubscription, subscription_id)
-    if subscription is None or subscription.sub_account_id != sub_account_id:
-        raise SubscriptionNotFound()
-    return subscription
+    return get_checked(
+        WebhookSubscription,
+        subscription_id,
+        lambda s: s.sub_account_id == sub_account_id,
+        SubscriptionNotFound,
+    )
 
 
 def remove_subscription(subscription_id: int) -> None:

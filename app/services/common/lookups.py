@@ -39,6 +39,14 @@ def find_owned(
     return row
 
 
+def rows_in_order(model: type[Row], sub_account_id: int | None = None) -> list[Row]:
+    """``model``'s rows in id order: all of them (operators), or one sub account's."""
+    stmt = select(model).order_by(model.id)
+    if sub_account_id is not None:
+        stmt = stmt.where(model.sub_account_id == sub_account_id)
+    return list(db.session.scalars(stmt))
+
+
 def get_checked(
     model: type[Row], row_id: int, belongs: Callable[[Row], bool], not_found: type[NotFound]
 ) -> Row:

@@ -33,7 +33,7 @@ from app.scheduling.timezones import format_utc
 from app.services.common.encryption import SecretUnreadable, encrypt_secret, secret_keys
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
-from app.services.common.lookups import load_named
+from app.services.common.lookups import get_checked, load_named, rows_in_order
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.oauth import Grant, oauth_provider, revoke
@@ -226,17 +226,11 @@ def describe(connection: CalendarConnection) -> dict[str, Any]:
 
 
 def list_connections(sub_account_id: int | None = None) -> list[CalendarConnection]:
-    stmt = select(CalendarConnection).order_by(CalendarConnection.id)
-    if sub_account_id is not None:
-        stmt = stmt.where(CalendarConnection.sub_account_id == sub_account_id)
-    return list(db.session.scalars(stmt))
+    return rows_in_order(CalendarConnection, sub_account_id)
 
 
 def get_connection(connection_id: int) -> CalendarConnection:
-    connection = db.session.get(CalendarConnection, connection_id)
-    if connection is None:
-        raise ConnectionNotFound()
-    return connection
+    return get_checked(CalendarConnection, connection_id, lambda _: True, ConnectionNotFound)
 
 
 def add_connection(sub_account_id: int, document: dict[str, Any]) -> CalendarConnection:

@@ -15,14 +15,13 @@ from typing import Any
 
 from flask import current_app
 from marshmallow import Schema, ValidationError, fields, validate, validates
-from sqlalchemy import select
 
 from app.extensions import db
 from app.models import SubAccount, WebhookSubscription
 from app.scheduling.timezones import format_utc
 from app.services.common.encryption import encrypt_secret
 from app.services.common.errors import NotFound
-from app.services.common.lookups import get_checked, load_named
+from app.services.common.lookups import get_checked, load_named, rows_in_order
 from app.services.integrations.events import BookingEventKind
 from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
 from app.validation import Text
@@ -104,17 +103,11 @@ def add_subscription(
 
 
 def list_subscriptions(sub_account_id: int | None = None) -> list[WebhookSubscription]:
-    stmt = select(WebhookSubscription).order_by(WebhookSubscription.id)
-    if sub_account_id is not None:
-        stmt = stmt.where(WebhookSubscription.sub_account_id == sub_account_id)
-    return list(db.session.scalars(stmt))
+    return rows_in_order(WebhookSubscription, sub_account_id)
 
 
 def get_subscription(subscription_id: int) -> WebhookSubscription:
-    subscription = db.session.get(WebhookSubscription, subscription_id)
-    if subscription is None:
-        raise SubscriptionNotFound()
-    return subscription
+    return get_checked(WebhookSubscription, subscription_id, lambda _: True, SubscriptionNotFound)
 
 
 def get_sub_account_subscription(sub_account_id: int, subscription_id: int) -> WebhookSubscription:

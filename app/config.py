@@ -175,6 +175,19 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "DB_REQUEST_WAIT_S",
         "REDIS_TIMEOUT_S",
         "METRICS_TOKEN",
+        # Calendar providers (app/services/integrations/calendars/oauth.py): the service's
+        # OAuth clients, and endpoint bases that only tests or other clouds change.
+        "GOOGLE_CLIENT_ID",
+        "GOOGLE_CLIENT_SECRET",
+        "GOOGLE_AUTHORIZE_URL",
+        "GOOGLE_TOKEN_URL",
+        "GOOGLE_REVOKE_URL",
+        "GOOGLE_CALENDAR_API_URL",
+        "MICROSOFT_CLIENT_ID",
+        "MICROSOFT_CLIENT_SECRET",
+        "MICROSOFT_TENANT",
+        "MICROSOFT_LOGIN_URL",
+        "MICROSOFT_GRAPH_URL",
     ):
         if env.get(name):
             app_config[name] = env[name]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import Config, database_url_from_env, load_config
+from app.services.integrations.calendars.oauth import oauth_provider
 
 ENV_VARS = (
     "APP_ENV",
@@ -13,6 +14,11 @@ ENV_VARS = (
     "SECRET_KEY_FALLBACKS",
     "REDIS_URL",
     "PUBLIC_URL",
+    "GOOGLE_CLIENT_ID",
+    "GOOGLE_CLIENT_SECRET",
+    "MICROSOFT_CLIENT_ID",
+    "MICROSOFT_CLIENT_SECRET",
+    "MICROSOFT_TENANT",
 )
 
 
@@ -102,3 +108,22 @@ def test_production_starts_with_redis(clean_env, tmp_path):
     config = defaults()
     load_config(config, str(tmp_path))
     assert config["REDIS_URL"] == "redis://cache.internal:6379/0"
+
+
+def test_calendar_providers_come_from_the_environment_and_default_to_the_real_endpoints(
+    clean_env, tmp_path
+):
+    clean_env.setenv("GOOGLE_CLIENT_ID", "id.apps.example")
+    clean_env.setenv("GOOGLE_CLIENT_SECRET", "shh")
+    clean_env.setenv("MICROSOFT_TENANT", "contoso.example")
+    config = defaults()
+    load_config(config, str(tmp_path))
+    google = oauth_provider("google", config)
+    assert (google.client_id, google.configured) == ("id.apps.example", True)
+    assert google.token_url == "https://oauth2.googleapis.com/token"
+    assert google.api_url == "https://www.googleapis.com/calendar/v3"
+    microsoft = oauth_provider("microsoft", config)
+    assert microsoft.authorize_url == (
+        "https://login.microsoftonline.com/contoso.example/oauth2/v2.0/authorize"
+    )
+    assert microsoft.missing_settings == ["MICROSOFT_CLIENT_ID", "MICROSOFT_CLIENT_SECRET"]

@@ -37,6 +37,7 @@ from tests.servers import free_port, gunicorn
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.date_sensitive,  # bookings on next Monday, in New York time
+    pytest.mark.one_shifted_clock,  # retries and waits over HTTP; the dates only pick slots
 ]
 
 MONDAY = next_monday()

@@ -26,7 +26,10 @@ import pytest
 from tests.postgres_servers import OwnPostgres, own_postgres_server
 from tests.servers import Demo, gunicorn, migrate_and_run_demo
 
-pytestmark = pytest.mark.date_sensitive  # the demo's open slots of the next 60 days
+pytestmark = [
+    pytest.mark.date_sensitive,  # the demo's open slots of the next 60 days
+    pytest.mark.one_shifted_clock,  # a database fault test; the dates only pick open slots
+]
 
 DATABASE_TIMEOUTS = {
     "DB_CONNECT_TIMEOUT_S": "2",

@@ -444,6 +444,26 @@ def test_without_sync_token_or_ctag_the_etags_tell_a_change(
     assert fetched == [event.url.path]
 
 
+def test_with_a_ctag_but_no_sync_token_only_changed_events_are_fetched(
+    tenants, radicale, reads, fetched, monkeypatch
+):
+    monkeypatch.setattr(caldav_provider, "SYNC_TOKEN", Absent)
+    _, connection_id, calendar = connect(tenants, radicale)
+    event = put(calendar, vevent("one", "DTSTART:20310107T150000Z", "DTEND:20310107T160000Z"))
+    put(calendar, vevent("two", "DTSTART:20310108T150000Z", "DTEND:20310108T160000Z"))
+    assert sync(connection_id).status == "synced"
+    state = calendar_state(connection_id)
+    assert state.sync_token is None and not state.ctag.startswith("etags:")
+    assert sync(connection_id).status == "unchanged"
+
+    event.data = vevent("one", "DTSTART:20310107T170000Z", "DTEND:20310107T180000Z")
+    event.save()
+    result = sync(connection_id)
+    assert (result.status, result.added, result.removed) == ("synced", 1, 1)
+    assert len(reads) == 1  # the window was read once; then only the changed event was fetched
+    assert fetched == [event.url.path]
+
+
 def test_a_new_timezone_places_all_day_events_again(tenants, radicale):
     tenant, connection_id, calendar = connect(tenants, radicale)
     put(calendar, vevent("holiday", "DTSTART;VALUE=DATE:20310108", "DTEND;VALUE=DATE:20310109"))

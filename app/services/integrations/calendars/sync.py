@@ -19,8 +19,9 @@ then writes, under the calendar's write lock (the one booking writes take):
   again later may help.
 
 The window is [now - 1 day, now + the sub account's longest booking horizon (its settings and
-any event type's) + 7 days]: the extra week lets a calendar be read incrementally for a week as
-the window moves on, before it is read in full to pick up the occurrences that moved in.
+any event type's) + 7 days]: the extra week lets a calendar be read incrementally for up to a
+week as the window moves on, before it is read in full to pick up the occurrences that moved
+in (a day to a week, by connection, so that the full reads of many connections spread out).
 
 Events the service wrote itself (write-back: their UID is one of this sub account's bookings'
 ``uid``) are not busy time: the bookings occupy that time themselves.
@@ -71,6 +72,7 @@ log = logging.getLogger(__name__)
 
 LOOK_BACK = timedelta(days=1)
 READ_AHEAD = timedelta(days=7)
+STAGGER_HOURS = 6 * 24
 _UID_LENGTH = BlockedTime.__table__.c.external_uid.type.length
 _CHUNK = 500
 
@@ -224,7 +226,10 @@ def _plan(
     )
     horizon = max(settings.booking_horizon_days, longest_event_type_horizon or 0)
     window = Interval(now - LOOK_BACK, now + timedelta(days=horizon) + READ_AHEAD)
-    covered_until = now + timedelta(days=horizon)
+    # A calendar is read in full again once the window nears the end of what was read; how
+    # near depends on the connection, so connections synced together (after an upgrade, say)
+    # do not all read in full on the same day every week.
+    covered_until = now + timedelta(days=horizon) + _stagger(connection.id)
     calendars = session.scalars(
         select(ConnectedCalendar)
         .where(ConnectedCalendar.calendar_connection_id == connection.id)
@@ -257,6 +262,12 @@ def _plan(
         window=window,
         cursors=cursors,
     )
+
+
+def _stagger(connection_id: int) -> timedelta:
+    """0 to 6 days, by connection: the part of ``READ_AHEAD`` it gives up to spread the weekly
+    full reads (each still has at least a day of incremental ones)."""
+    return timedelta(hours=connection_id % STAGGER_HOURS)
 
 
 def _etags_loader(connected_calendar_id: int):

@@ -10,8 +10,9 @@ digest of its members' ETags from a depth-1 PROPFIND). Then:
 - an incremental read on a server with sync tokens: a ``sync-collection`` REPORT lists what
   changed and what was removed since the cursor's token, and one ``calendar-multiget`` fetches
   the changed resources; a token the server no longer knows means a full read;
-- an incremental read on a server without: the members' ETags (the PROPFIND the digest came
-  from) are compared with the stored ones, and only new or changed resources are fetched;
+- an incremental read on a server without (its ctag changed, or it has none): the members'
+  ETags (one depth-1 PROPFIND, or the one the digest came from) are compared with the stored
+  ones, and only new or changed resources are fetched;
 - a full read: one ``calendar-query`` REPORT for the events in the window (on a server without
   sync tokens, with every member's ETag beside it, so the next read can compare).
 
@@ -124,9 +125,10 @@ class CalDAVProvider:
                     return CalendarChanges(
                         remote_id, name, False, changed, removed, token, markers.ctag
                     )
-            elif known and markers.etags is not None:
+            elif known and not markers.sync_token:
+                etags = markers.etags if markers.etags is not None else _member_etags(calendar)
                 changed, removed = _changes_by_etags(
-                    calendar, markers.etags, cursor.known_etags(), window, tz
+                    calendar, etags, cursor.known_etags(), window, tz
                 )
                 return _changes(
                     remote_id, name, markers, complete=False, changed=changed, removed=removed
@@ -136,7 +138,7 @@ class CalDAVProvider:
                 name,
                 markers,
                 complete=True,
-                changed=_read_window(calendar, markers, window, tz),
+                changed=_read_window(calendar, _etags_to_keep(calendar, markers), window, tz),
             )
 
     def put_event(self, access: CalendarAccess, uid: str, data: bytes) -> str:
@@ -173,8 +175,16 @@ def _changes(
     )
 
 
+def _etags_to_keep(calendar: Any, markers: _Markers) -> Mapping[str, str | None]:
+    """The members' ETags a full read keeps, so the next read can compare them: on a server
+    without sync tokens only (one with them lists its changes itself)."""
+    if markers.sync_token:
+        return {}
+    return markers.etags if markers.etags is not None else _member_etags(calendar)
+
+
 def _read_window(
-    calendar: Any, markers: _Markers, window: Interval, tz: ZoneInfo
+    calendar: Any, etags: Mapping[str, str | None], window: Interval, tz: ZoneInfo
 ) -> list[ItemRead]:
     """Every event in the window (a day wider on both sides: the server places all-day and
     floating events in UTC, the sync in the sub account's timezone); on a server that finds
@@ -186,7 +196,6 @@ def _read_window(
         expand=False,
         post_filter=False,
     )
-    etags = markers.etags or {}
     items = {
         key: ical_item(key, etags.get(key), _text(obj.data), window, tz)
         for obj in found

@@ -10,6 +10,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from sqlalchemy import select
+
 from app.extensions import db
 from app.models import (
     Attendee,
@@ -258,3 +260,13 @@ def hold_through_api(client, tenant: Tenant, start: datetime, *, minutes: int = 
     payload = {"startTime": z(start), "endTime": z(start + timedelta(minutes=minutes)), **fields}
     url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/holds"
     return client.post(url, json=payload, headers=tenant.headers(key))
+
+
+def external_busy_rows(connection_id: int) -> list[Any]:
+    """The connection's external busy time as rows of (id, external_uid, start_at, end_at), in
+    time order: what a sync stored."""
+    return db.session.execute(
+        select(BlockedTime.id, BlockedTime.external_uid, BlockedTime.start_at, BlockedTime.end_at)
+        .where(BlockedTime.calendar_connection_id == connection_id)
+        .order_by(BlockedTime.start_at, BlockedTime.id)
+    ).all()

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from tests.servers import free_port
+from tests.servers import serving_in_thread
 
 
 @dataclass(frozen=True)
@@ -117,13 +117,6 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
         def log_message(self, *args) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    server.daemon_threads = True
-    feed.url = f"http://127.0.0.1:{server.server_address[1]}{path}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(Handler) as base_url:
+        feed.url = base_url + path
         yield feed
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -49,6 +49,23 @@ sys.exit({main}())
 """
 
 
+@contextmanager
+def serving_in_thread(handler: type) -> Iterator[str]:
+    """An HTTP server of ``handler`` (a ``BaseHTTPRequestHandler``) on a free loopback port, in
+    a thread of the test process, each request in a thread of its own; yields its base URL."""
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def on_the_tests_clock(program: str, module: str, main: str) -> list[str]:
     """The command that starts ``program`` (a console script beside this Python, whose entry
     point is ``module``'s ``main``) on this process's clock."""

@@ -9,9 +9,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from tests.servers import free_port
+from tests.servers import serving_in_thread
 
 
 @dataclass(frozen=True)
@@ -75,13 +75,6 @@ def webhook_receiver(
         def log_message(self, *args) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    server.daemon_threads = True
-    receiver.url = f"http://127.0.0.1:{server.server_port}{path}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(Handler) as base_url:
+        receiver.url = base_url + path
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -31,7 +31,7 @@ from app.services.integrations.calendars import (
 from app.services.integrations.calendars.busy_time import CalendarObject, busy_periods
 from app.services.integrations.calendars.errors import MalformedCalendarData, TooManyBusyPeriods
 from app.services.integrations.calendars.providers import caldav as caldav_provider
-from tests.factories import NEW_YORK, make_booking, next_monday, ny, z
+from tests.factories import NEW_YORK, external_busy_rows, make_booking, next_monday, ny, z
 from tests.radicale_servers import (
     PASSWORD,
     connection_doc,
@@ -85,12 +85,7 @@ def sync(connection_id, now=NOW, **kwargs):
     return result
 
 
-def busy_rows(connection_id):
-    return db.session.execute(
-        select(BlockedTime.id, BlockedTime.external_uid, BlockedTime.start_at, BlockedTime.end_at)
-        .where(BlockedTime.calendar_connection_id == connection_id)
-        .order_by(BlockedTime.start_at, BlockedTime.id)
-    ).all()
+busy_rows = external_busy_rows
 
 
 def busy(connection_id):

@@ -8,14 +8,13 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
 
 from app.extensions import db
-from app.models import BlockedTime, CalendarConnection
+from app.models import CalendarConnection
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.providers import feed as feed_provider
 from app.services.integrations.calendars.providers.feed import feed_url
-from tests.factories import TenantFactory
+from tests.factories import TenantFactory, external_busy_rows
 from tests.feed_servers import feed_server
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)  # a Monday; the window runs to NOW + 67 days
@@ -74,12 +73,7 @@ def sync(connection_id, now=NOW):
     return result
 
 
-def busy_rows(connection_id):
-    return db.session.execute(
-        select(BlockedTime.id, BlockedTime.external_uid, BlockedTime.start_at, BlockedTime.end_at)
-        .where(BlockedTime.calendar_connection_id == connection_id)
-        .order_by(BlockedTime.start_at, BlockedTime.id)
-    ).all()
+busy_rows = external_busy_rows
 
 
 def utc(*args) -> datetime:

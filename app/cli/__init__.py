@@ -98,21 +98,33 @@ def connections_list(sub_account_id: int | None) -> None:
 @connections_group.command("add")
 @click.argument("sub_account_id", type=int)
 @click.option("--name", required=True)
-@click.option("--url", required=True, help="The CalDAV server or principal URL.")
-@click.option("--username", required=True)
-@click.option("--password", prompt=True, hide_input=True, help="Asked for when not given.")
+@click.option(
+    "--kind",
+    type=click.Choice(["caldav", "ics"]),
+    default="caldav",
+    show_default=True,
+    help="A CalDAV calendar, or a calendar feed (read-only; its address is all it takes).",
+)
+@click.option("--url", required=True, help="The CalDAV server or principal URL, or the feed's.")
+@click.option("--username", help="CalDAV only.")
+@click.option("--password", help="CalDAV only; asked for when not given.")
 @click.option("--calendar", help="The calendar's URL or display name (if the account has several).")
 @click.option("--write-back/--no-write-back", default=True, help="Write bookings into it.")
 def connections_add(sub_account_id: int, **fields: str | bool | None) -> None:
-    """Connect a CalDAV calendar to SUB_ACCOUNT_ID (the password is stored encrypted)."""
-    document = {
-        "name": fields["name"],
-        "url": fields["url"],
-        "username": fields["username"],
-        "password": fields["password"],
-        "calendar": fields["calendar"],
-        "writeBack": fields["write_back"],
-    }
+    """Connect a CalDAV calendar or subscribe to a calendar feed for SUB_ACCOUNT_ID (a password
+    is stored encrypted)."""
+    if fields["kind"] == "ics":
+        document = {"name": fields["name"], "kind": "ics", "url": fields["url"]}
+    else:
+        password = fields["password"] or click.prompt("Password", hide_input=True)
+        document = {
+            "name": fields["name"],
+            "url": fields["url"],
+            "username": fields["username"],
+            "password": password,
+            "calendar": fields["calendar"],
+            "writeBack": fields["write_back"],
+        }
     try:
         connection = add_connection(sub_account_id, document)
         db.session.commit()

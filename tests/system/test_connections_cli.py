@@ -123,3 +123,14 @@ def test_list_shows_sync_and_write_back_health(app, tenant, radicale):
     assert "Connection refused" in listed["lastError"]
     assert listed["lastWriteAt"] and listed["lastWriteErrorAt"]
     assert listed["lastWriteError"] == "cannot connect to http://127.0.0.1"
+
+
+def test_add_subscribes_to_a_feed_without_credentials(app, tenant):
+    sub_account = str(tenant.sub_account_id)
+    url = "webcal://calendar.example.test/secret-address/basic.ics"
+    result = run(app, "add", sub_account, "--name", "Rota", "--kind", "ics", "--url", url)
+    assert result.exit_code == 0, result.output
+    added = json.loads(result.output.strip().splitlines()[-1])
+    assert (added["kind"], added["url"], added["writeBack"]) == ("ics", url, False)
+    refused = run(app, "add", sub_account, "--name", "Other", "--kind", "ics", "--url", "ftp://x")
+    assert refused.exit_code != 0 and "url" in refused.output

@@ -699,6 +699,24 @@ def test_a_runaway_rule_stops_at_the_limit():
         busy_periods([CalendarObject("/x/runaway.ics", minutely)], window, NEW_YORK, limit=100)
 
 
+def test_a_rule_repeating_every_second_for_years_is_refused_without_expanding_it():
+    secondly = vevent(
+        "secondly", "DTSTART:20200101T000000Z", "DURATION:PT1S", "RRULE:FREQ=SECONDLY"
+    )
+    window = Interval(NOW, NOW + timedelta(days=60))
+    with pytest.raises(TooManyBusyPeriods, match="runaway recurrence rule"):
+        busy_periods([CalendarObject("/x/secondly.ics", secondly)], window, NEW_YORK)
+
+
+def test_a_quarter_hourly_rule_is_still_read():
+    every_15 = vevent(
+        "every-15", "DTSTART:20300106T000000Z", "DURATION:PT5M", "RRULE:FREQ=MINUTELY;INTERVAL=15"
+    )
+    window = Interval(NOW, NOW + timedelta(days=2))
+    periods = busy_periods([CalendarObject("/x/every-15.ics", every_15)], window, NEW_YORK)
+    assert len(periods) == 2 * 24 * 4
+
+
 def test_occurrences_are_counted_once_across_the_expansion_slices():
     hourly = vevent("hourly", "DTSTART:20310101T000000Z", "DURATION:PT1M", "RRULE:FREQ=HOURLY")
     window = Interval(NOW, NOW + timedelta(days=20))

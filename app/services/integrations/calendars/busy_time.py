@@ -105,6 +105,7 @@ def _object_periods(
     periods: list[BusyPeriod] = []
     seen: set[tuple[datetime, datetime]] = set()  # an occurrence across a slice edge is in both
     start, last = window.start - _MARGIN, window.end + _MARGIN
+    _refuse_runaway_rules(calendar, last, room)
     span = _FIRST_SLICE if _recurs(calendar) else last - start
     while start < last:
         stop = min(start + span, last)
@@ -189,6 +190,41 @@ def _recurrence_id(component: icalendar.cal.Component) -> str | None:
         if isinstance(value, datetime) and value.tzinfo
         else str(value)
     )
+
+
+# A rule that repeats every few seconds or minutes is expanded step by step from its start, in
+# the expanding library's memory, before a single occurrence in the window is known: past this
+# many steps it is refused as a runaway without being expanded (an interval of a minute for
+# the two months of a window is about 100,000 steps; a rule that fast is no one's calendar).
+MAX_RULE_STEPS = 200_000
+_STEP = {"SECONDLY": 1, "MINUTELY": 60}
+
+
+def _refuse_runaway_rules(calendar: icalendar.Calendar, last: datetime, room: int) -> None:
+    """Raise ``TooManyBusyPeriods`` for a SECONDLY or MINUTELY rule whose steps from its start
+    to ``last`` (or its COUNT) exceed ``MAX_RULE_STEPS``, or whose occurrences would fill
+    ``room`` in the window: counted, not expanded, so it costs nothing whatever the rule."""
+    for event in calendar.walk("VEVENT"):
+        rule = event.get("RRULE")
+        if rule is None or "DTSTART" not in event:
+            continue
+        frequency = str((rule.get("FREQ") or [""])[0]).upper()
+        if frequency not in _STEP:
+            continue
+        start = event.decoded("DTSTART")
+        if not isinstance(start, datetime):
+            continue
+        start = start if start.tzinfo else start.replace(tzinfo=UTC)
+        until = (rule.get("UNTIL") or [None])[0]
+        end = last
+        if isinstance(until, datetime):
+            end = min(end, until if until.tzinfo else until.replace(tzinfo=UTC))
+        interval = int((rule.get("INTERVAL") or [1])[0]) * _STEP[frequency]
+        steps = max(0, (end - start).total_seconds()) / interval
+        if "COUNT" in rule:
+            steps = min(steps, int(rule["COUNT"][0]))
+        if steps > MAX_RULE_STEPS or ("BYSECOND" not in rule and steps > room * 10):
+            raise TooManyBusyPeriods("")
 
 
 def _recurs(calendar: icalendar.Calendar) -> bool:

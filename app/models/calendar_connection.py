@@ -29,6 +29,10 @@ class ConnectionKind(StrEnum):
     ICS = "ics"  # a read-only feed (webcal:// or https://)
 
 
+# The kinds reached through an OAuth grant (kept in ``encrypted_secret``), not a password.
+OAUTH_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
+
+
 class CalendarConnection(db.Model):
     """An account whose calendars' busy time blocks the sub account's calendar
     (``app.services.integrations.calendars``). Its secret (a CalDAV password, an OAuth grant)

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import object_session
 
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind
+from app.models.calendar_connection import OAUTH_KINDS
 from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
 from app.services.integrations.calendars.errors import CalendarSyncError, CredentialsUnreadable
 from app.services.integrations.calendars.oauth import oauth_provider, valid_access_token
@@ -30,7 +31,7 @@ def caldav_timeout(timeout: float | None = None) -> float:
 
 # However slowly a feed's server sends its one answer, or a provider's API its pages, a read
 # waits at most this many of its per-request timeouts in all.
-FEED_DEADLINE_TIMEOUTS = 6
+READ_DEADLINE_TIMEOUTS = 6
 
 
 def connection_access(
@@ -38,20 +39,20 @@ def connection_access(
 ) -> tuple[CalendarAccess | FeedAccess | ApiAccess, CalendarSyncError | None]:
     """How to reach the connection's calendars (what its kind's provider takes), and the error
     to report instead of reaching the server when the stored secret cannot be decrypted."""
-    if connection.kind in (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT):
+    if connection.kind in OAUTH_KINDS:
         provider = oauth_provider(connection.kind)
         access = ApiAccess(
             api_url=provider.api_url,
             label=provider.label,
             timeout=timeout,
-            deadline_seconds=timeout * FEED_DEADLINE_TIMEOUTS,
+            deadline_seconds=timeout * READ_DEADLINE_TIMEOUTS,
             token=partial(valid_access_token, connection.id, timeout),
             write_calendar=connection.write_calendar,
         )
         return access, None
     if connection.kind == ConnectionKind.ICS:
         allow_private = bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
-        deadline = timeout * FEED_DEADLINE_TIMEOUTS
+        deadline = timeout * READ_DEADLINE_TIMEOUTS
         return FeedAccess(connection.url, timeout, deadline, allow_private), None
     password, problem = None, None
     if connection.encrypted_secret is not None:

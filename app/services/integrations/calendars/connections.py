@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind, SubAccount
+from app.models.calendar_connection import OAUTH_KINDS
 from app.scheduling.timezones import format_utc
 from app.services.common.encryption import SecretUnreadable, encrypt_secret, secret_keys
 from app.services.common.errors import InvalidRequest, NotFound
@@ -96,7 +97,6 @@ def _feed_url(value: str) -> None:
 
 # Microsoft 365 joins when its provider does.
 _DOCUMENT_KINDS = (ConnectionKind.CALDAV, ConnectionKind.ICS, ConnectionKind.GOOGLE)
-_OAUTH_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
 _FIELDS_OF_KIND = {
     ConnectionKind.CALDAV: {"url", "username", "password", "calendar", "writeBack"},
     ConnectionKind.ICS: {"url"},
@@ -186,7 +186,7 @@ def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
         connection.write_back = doc["writeBack"]
         connection.write_calendar = doc.get("writeCalendar") or PRIMARY
     db.session.add(connection)
-    if kind in _OAUTH_KINDS:
+    if kind in OAUTH_KINDS:
         db.session.flush()
         for remote_id in dict.fromkeys(doc.get("calendars") or [PRIMARY]):
             db.session.add(
@@ -254,7 +254,7 @@ def remove_connection(connection_id: int) -> None:
     Google grant is revoked first (best effort: a provider that cannot be reached does not
     keep a person from removing the connection)."""
     connection = get_connection(connection_id)
-    if connection.kind in _OAUTH_KINDS and connection.encrypted_secret:
+    if connection.kind in OAUTH_KINDS and connection.encrypted_secret:
         try:
             grant = Grant.opened(connection.encrypted_secret, secret_keys(current_app.config))
             revoke(oauth_provider(connection.kind), grant, caldav_timeout())

@@ -19,6 +19,7 @@ import contextlib
 import json
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 import httpx
@@ -96,11 +97,16 @@ class OAuthProvider:
         ]
 
 
+def _setting(config: Any, name: str) -> str:
+    """An endpoint setting, else the real provider's."""
+    return config.get(name) or {**GOOGLE_DEFAULTS, **MICROSOFT_DEFAULTS}[name]
+
+
 def oauth_provider(kind: str, config: Any = None) -> OAuthProvider:
     """The OAuth client of ``kind`` (``google`` or ``microsoft``) from the configuration."""
     config = config if config is not None else current_app.config
+    get = partial(_setting, config)
     if kind == ConnectionKind.GOOGLE:
-        get = lambda name: config.get(name) or GOOGLE_DEFAULTS[name]  # noqa: E731
         return OAuthProvider(
             kind=kind,
             label="Google",
@@ -119,7 +125,6 @@ def oauth_provider(kind: str, config: Any = None) -> OAuthProvider:
             extra_authorize_params=(("access_type", "offline"), ("prompt", "consent")),
         )
     if kind == ConnectionKind.MICROSOFT:
-        get = lambda name: config.get(name) or MICROSOFT_DEFAULTS[name]  # noqa: E731
         login = f"{get('MICROSOFT_LOGIN_URL').rstrip('/')}/{get('MICROSOFT_TENANT')}/oauth2/v2.0"
         return OAuthProvider(
             kind=kind,

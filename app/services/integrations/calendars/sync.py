@@ -48,10 +48,10 @@ from app.models import (
     CalendarItem,
     CalendarSettings,
     ConnectedCalendar,
-    ConnectionKind,
     EventType,
     SubAccount,
 )
+from app.models.calendar_connection import OAUTH_KINDS
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
 from app.services.common.locking import lock_calendar
@@ -290,7 +290,7 @@ def _etags_loader(connected_calendar_id: int):
 def _configuration(connection: CalendarConnection) -> tuple:
     """What the sync read with: if it changed meanwhile, the result is stale. (An OAuth grant
     changes when its access token is refreshed, which the sync itself may do: not counted.)"""
-    oauth = connection.kind in (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
+    oauth = connection.kind in OAUTH_KINDS
     return (
         connection.kind,
         connection.url,

@@ -221,7 +221,7 @@ def _changes_since_token(
             return None
         raise
     removed = {_key(url) for url in report.deleted_urls}
-    wanted = {_key(obj.url): obj.url for obj in report.objects}.keys() - removed
+    wanted = {_key(obj.url) for obj in report.objects} - removed
     fetched = _multiget(calendar, sorted(wanted), window, tz)
     gone = wanted - {item.key for item in fetched}  # removed between the two requests
     return fetched, sorted(removed | gone), _clean(report.sync_token)

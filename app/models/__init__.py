@@ -14,6 +14,7 @@ from app.models.calendar_connection import (
     CalendarItem,
     ConnectedCalendar,
     ConnectionKind,
+    WrittenEvent,
 )
 from app.models.event_type import EventType
 from app.models.hold import SlotHold
@@ -72,4 +73,5 @@ __all__ = [
     "WebhookSubscription",
     "WeeklyHours",
     "WorkerHeartbeat",
+    "WrittenEvent",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import db
@@ -146,3 +146,24 @@ class CalendarItem(db.Model):
     etag: Mapped[str | None] = mapped_column(String(ETAG_MAX))
     uid: Mapped[str | None] = mapped_column(String(500))
     problem: Mapped[str | None] = mapped_column(Text)
+
+
+class WrittenEvent(db.Model):
+    """Where write-back put a booking's event in a connection's calendar, for the providers
+    that choose an event's id themselves (Microsoft Graph: neither the id nor the iCalendar UID
+    can be set). Write-back updates and deletes that event by its ``event_id``, and the sync
+    knows an item with this key as the service's own (not busy time: the booking occupies that
+    time itself). Providers that store the event under the booking's UID need no row."""
+
+    __tablename__ = "written_events"
+    __table_args__ = (
+        UniqueConstraint("booking_id", "calendar_connection_id"),
+        Index("ix_written_events_connection_event", "calendar_connection_id", "event_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    booking_id: Mapped[int] = mapped_column(ForeignKey("bookings.id", ondelete="CASCADE"))
+    calendar_connection_id: Mapped[int] = mapped_column(
+        ForeignKey("calendar_connections.id", ondelete="CASCADE")
+    )
+    event_id: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))

@@ -15,7 +15,7 @@ from app.models import CalendarConnection
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.connections import remove_connection
 from app.services.integrations.calendars.oauth import Grant
-from app.services.integrations.calendars.providers.google import event_id
+from app.services.integrations.calendars.providers.google import google_event_id as event_id
 from app.services.integrations.calendars.write_back import write_back_booking
 from tests.factories import TenantFactory, external_busy_rows, make_booking
 from tests.google_servers import FakeGoogle

@@ -17,8 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from app.counters import IDEMPOTENT_REPLAYS
 from app.extensions import db
@@ -46,6 +44,7 @@ from app.services.bookings.time_claims import (
 from app.services.common.errors import BookingNotFound, ErrorCode, EventTypeNotFound, InvalidRequest
 from app.services.common.instants import resolve_instant
 from app.services.common.locking import lock_calendar
+from app.services.common.upserts import upsert_into
 from app.services.integrations.events import BookingEvent, BookingEventKind, emit
 
 ALREADY_CANCELLED = "Booking is already cancelled"
@@ -124,10 +123,7 @@ def _upsert_contacts(
     """Every attendee becomes (or updates) a contact, in one ``INSERT … ON CONFLICT``: the
     name always follows the latest booking, first and last name and phone only when sent.
     A contact whose values do not change is not written (its ``updated_at`` stays)."""
-    insert = (
-        postgresql_insert if db.session.get_bind().dialect.name == "postgresql" else (sqlite_insert)
-    )
-    stmt = insert(Contact).values(
+    stmt = upsert_into(Contact).values(
         [
             {
                 "sub_account_id": sub_account_id,

@@ -38,7 +38,7 @@ from app.services.common.lookups import get_checked, load_named, rows_in_order
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.oauth import Grant, oauth_provider, revoke
-from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.providers import PRIMARY, provider_for
 from app.services.integrations.calendars.providers.feed import feed_url
 from app.services.integrations.calendars.sync import (
     SyncResult,
@@ -95,8 +95,7 @@ def _feed_url(value: str) -> None:
     _http_url(feed_url(value) if scheme == "webcal" else value)
 
 
-# Microsoft 365 joins when its provider does.
-_DOCUMENT_KINDS = (ConnectionKind.CALDAV, ConnectionKind.ICS, ConnectionKind.GOOGLE)
+_DOCUMENT_KINDS = tuple(ConnectionKind)
 _FIELDS_OF_KIND = {
     ConnectionKind.CALDAV: {"url", "username", "password", "calendar", "writeBack"},
     ConnectionKind.ICS: {"url"},
@@ -109,8 +108,6 @@ _REQUIRED_OF_KIND = {
     ConnectionKind.GOOGLE: ("refreshToken",),
     ConnectionKind.MICROSOFT: ("refreshToken",),
 }
-# Google and Microsoft: the calendar checked for conflicts and written into when none is named.
-PRIMARY = "primary"
 
 
 class CalendarConnectionDoc(Schema):

@@ -24,7 +24,8 @@ week as the window moves on, before it is read in full to pick up the occurrence
 in (a day to a week, by connection, so that the full reads of many connections spread out).
 
 Events the service wrote itself (write-back: their UID is one of this sub account's bookings'
-``uid``) are not busy time: the bookings occupy that time themselves.
+``uid``, or, where the provider chose the event's id, a ``WrittenEvent`` names it) are not busy
+time: the bookings occupy that time themselves.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from app.models import (
     ConnectedCalendar,
     EventType,
     SubAccount,
+    WrittenEvent,
 )
 from app.models.calendar_connection import OAUTH_KINDS
 from app.scheduling.intervals import Interval
@@ -472,7 +474,8 @@ def _apply(
         )
         db.session.execute(delete(CalendarItem).where(CalendarItem.id.in_(chunk)))
 
-    own = _booking_uids(connection.sub_account_id, {i.uid for i in changed.values() if i.uid})
+    own_uids = _booking_uids(connection.sub_account_id, {i.uid for i in changed.values() if i.uid})
+    own_keys = _written_event_ids(connection.id, set(changed))
     updates, new = [], []
     for key, item in changed.items():
         if item.kept:
@@ -493,7 +496,7 @@ def _apply(
             )
         )
     wanted = {
-        item_ids[key]: [] if item.uid in own else item.periods
+        item_ids[key]: [] if item.uid in own_uids or key in own_keys else item.periods
         for key, item in changed.items()
         if item.problem is None and not item.kept  # unreadable: its earlier busy time stays
     }
@@ -571,6 +574,22 @@ def _booking_uids(sub_account_id: int, uids: set[str]) -> set[str]:
             db.session.scalars(
                 select(Booking.uid).where(
                     Booking.sub_account_id == sub_account_id, Booking.uid.in_(chunk)
+                )
+            )
+        )
+    return found
+
+
+def _written_event_ids(connection_id: int, keys: set[str]) -> set[str]:
+    """Which of ``keys`` are events write-back made in this connection's calendars (for the
+    providers that chose the event's id: ``WrittenEvent``)."""
+    found: set[str] = set()
+    for chunk in _chunks(sorted(keys)):
+        found.update(
+            db.session.scalars(
+                select(WrittenEvent.event_id).where(
+                    WrittenEvent.calendar_connection_id == connection_id,
+                    WrittenEvent.event_id.in_(chunk),
                 )
             )
         )

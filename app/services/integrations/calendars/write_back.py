@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.extensions import db
-from app.models import Booking, BookingStatus, CalendarConnection, SubAccount
+from app.models import Booking, BookingStatus, CalendarConnection, SubAccount, WrittenEvent
+from app.services.common.upserts import upsert_into
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.providers import provider_for
@@ -49,6 +50,7 @@ class _Target:
     kind: str
     access: Any
     access_error: CalendarSyncError | None
+    event_id: str | None  # where the event was written before (``WrittenEvent``), if kept
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class WriteOutcome:
     name: str
     action: str  # "stored" or "deleted"
     error: str | None = None
+    event_id: str | None = None  # the event's id, for providers that choose it
 
 
 def write_back_delivery(delivery: Delivery, now: datetime) -> None:
@@ -88,19 +91,27 @@ def write_back_booking(
     committed). Never raises for a server's sake: failures are in the outcomes."""
     outcomes: list[WriteOutcome] = []
     plan = None
+    learned: dict[int, str | None] = {}  # event ids answered in an earlier round
     for _ in range(_MAX_ROUNDS):
         with Session(db.engine) as read_session:
-            plan = _plan(read_session, booking_id, now, caldav_timeout(timeout))
+            plan = _plan(read_session, booking_id, now, caldav_timeout(timeout), learned)
         if plan is None or not plan.targets:
             return []
         outcomes = [_write(plan, target) for target in plan.targets]
+        learned.update((o.connection_id, o.event_id) for o in outcomes if o.error is None)
         if _sequence_now(booking_id) == plan.sequence:
             break
     _record(plan, outcomes, now)
     return outcomes
 
 
-def _plan(session: Session, booking_id: int, now: datetime, timeout: float) -> _Plan | None:
+def _plan(
+    session: Session,
+    booking_id: int,
+    now: datetime,
+    timeout: float,
+    learned: dict[int, str | None],
+) -> _Plan | None:
     booking = session.get(Booking, booking_id)
     if booking is None:
         return None
@@ -115,9 +126,23 @@ def _plan(session: Session, booking_id: int, now: datetime, timeout: float) -> _
         )
         .order_by(CalendarConnection.id)
     ).all()
+    written = {
+        **dict(
+            session.execute(
+                select(WrittenEvent.calendar_connection_id, WrittenEvent.event_id).where(
+                    WrittenEvent.booking_id == booking_id
+                )
+            ).all()
+        ),
+        **learned,
+    }
     targets = [
         _Target(
-            connection.id, connection.name, connection.kind, *connection_access(connection, timeout)
+            connection.id,
+            connection.name,
+            connection.kind,
+            *connection_access(connection, timeout),
+            event_id=written.get(connection.id),
         )
         for connection in connections
         if provider_for(connection.kind).writes
@@ -148,9 +173,10 @@ def _write(plan: _Plan, target: _Target) -> WriteOutcome:
             raise target.access_error
         provider = provider_for(target.kind)
         if plan.data is None:
-            provider.delete_event(target.access, plan.uid)
+            provider.delete_event(target.access, plan.uid, target.event_id)
+            event_id = None
         else:
-            provider.put_event(target.access, plan.uid, plan.data)
+            event_id = provider.put_event(target.access, plan.uid, plan.data, target.event_id)
     except CalendarSyncError as err:
         message = redacted(err.message, target.access)
         log.warning(
@@ -164,7 +190,7 @@ def _write(plan: _Plan, target: _Target) -> WriteOutcome:
         log.exception("calendar connection %s: unexpected write-back error", target.connection_id)
         message = f"unexpected error: {type(err).__name__}"
         return WriteOutcome(target.connection_id, target.name, action, message)
-    return WriteOutcome(target.connection_id, target.name, action)
+    return WriteOutcome(target.connection_id, target.name, action, event_id=event_id)
 
 
 def _sequence_now(booking_id: int) -> int | None:
@@ -174,7 +200,9 @@ def _sequence_now(booking_id: int) -> int | None:
 
 def _record(plan: _Plan, outcomes: list[WriteOutcome], now: datetime) -> None:
     """Each connection's write-back outcome, as plain UPDATEs: the transaction's first
-    statement is a write (SQLite takes its write lock up front instead of upgrading a read)."""
+    statement is a write (SQLite takes its write lock up front instead of upgrading a read).
+    Where a provider named the event's id, it is kept for the next write; a deleted event's
+    id is forgotten."""
     for outcome in outcomes:
         if outcome.error is None:
             values = {"last_write_at": now}
@@ -186,4 +214,29 @@ def _record(plan: _Plan, outcomes: list[WriteOutcome], now: datetime) -> None:
             .values(**values)
             .execution_options(synchronize_session=False)
         )
+        if outcome.error is None:
+            _keep_event_id(plan.booking_id, outcome)
     db.session.flush()
+
+
+def _keep_event_id(booking_id: int, outcome: WriteOutcome) -> None:
+    where = (
+        WrittenEvent.booking_id == booking_id,
+        WrittenEvent.calendar_connection_id == outcome.connection_id,
+    )
+    if outcome.action == "deleted":
+        db.session.execute(delete(WrittenEvent).where(*where))
+    elif outcome.event_id is not None:
+        row = {
+            "booking_id": booking_id,
+            "calendar_connection_id": outcome.connection_id,
+            "event_id": outcome.event_id,
+        }
+        db.session.execute(
+            upsert_into(WrittenEvent)
+            .values(row)
+            .on_conflict_do_update(
+                index_elements=[WrittenEvent.booking_id, WrittenEvent.calendar_connection_id],
+                set_={"event_id": outcome.event_id},
+            )
+        )

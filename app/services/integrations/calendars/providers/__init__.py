@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from app.services.integrations.calendars.providers.base import (
+    PRIMARY,
     CalendarChanges,
     CalendarProvider,
     Cursor,
@@ -13,9 +14,16 @@ from app.services.integrations.calendars.providers.base import (
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider
 from app.services.integrations.calendars.providers.feed import FeedProvider
 from app.services.integrations.calendars.providers.google import GoogleProvider
+from app.services.integrations.calendars.providers.microsoft import MicrosoftProvider
 
 _PROVIDERS: dict[str, CalendarProvider] = {
-    provider.kind: provider for provider in (CalDAVProvider(), FeedProvider(), GoogleProvider())
+    provider.kind: provider
+    for provider in (
+        CalDAVProvider(),
+        FeedProvider(),
+        GoogleProvider(),
+        MicrosoftProvider(),
+    )
 }
 
 
@@ -25,6 +33,7 @@ def provider_for(kind: str) -> CalendarProvider:
 
 
 __all__ = [
+    "PRIMARY",
     "CalendarChanges",
     "CalendarProvider",
     "Cursor",

@@ -24,6 +24,10 @@ from app.services.integrations.calendars.busy_time import (
 )
 from app.services.integrations.calendars.errors import MalformedCalendarData
 
+# The calendar of an account checked for conflicts and written into when none is chosen: the
+# account's primary (Google's own alias; Microsoft's default calendar).
+PRIMARY = "primary"
+
 
 @dataclass(frozen=True)
 class Cursor:
@@ -102,12 +106,17 @@ class CalendarProvider(Protocol):
         """The calendar's changes since ``cursor`` (or all of it), busy periods in ``window``
         with all-day and floating times in ``tz``. Raises ``CalendarSyncError``s."""
 
-    def put_event(self, access: object, uid: str, data: bytes) -> str:
+    def put_event(
+        self, access: object, uid: str, data: bytes, event_id: str | None = None
+    ) -> str | None:
         """Store the booking's event (UID ``uid``, iCalendar ``data``), replacing an earlier
-        version; returns the calendar's id."""
+        version. Providers that choose an event's id themselves (Microsoft) are given the id
+        they answered last time (``event_id``; None: not written yet) and return the event's
+        id now; the others find the event by its UID and return None."""
 
-    def delete_event(self, access: object, uid: str) -> None:
-        """Remove the booking's event; one already gone is no error."""
+    def delete_event(self, access: object, uid: str, event_id: str | None = None) -> None:
+        """Remove the booking's event (``event_id``: as ``put_event`` answered it); one
+        already gone is no error."""
 
 
 def ical_item(key: str, etag: str | None, data: str, window: Interval, tz: ZoneInfo) -> ItemRead:

@@ -141,9 +141,11 @@ class CalDAVProvider:
                 changed=_read_window(calendar, _etags_to_keep(calendar, markers), window, tz),
             )
 
-    def put_event(self, access: CalendarAccess, uid: str, data: bytes) -> str:
+    def put_event(
+        self, access: CalendarAccess, uid: str, data: bytes, event_id: str | None = None
+    ) -> None:
         """Store the iCalendar object ``data`` (one event, UID ``uid``) in the calendar,
-        replacing any earlier version; returns the calendar's URL."""
+        replacing any earlier version (found by its UID: ``event_id`` is not needed)."""
         with _translated_errors(access), _client(access) as client:
             calendar = _writable(client, access)
             try:
@@ -153,9 +155,8 @@ class CalDAVProvider:
                     raise
                 calendar = _find(client, access)  # the remembered URL is gone: look it up
                 _event_at(client, calendar, uid, data).save(increase_seqno=False)
-            return str(calendar.url)
 
-    def delete_event(self, access: CalendarAccess, uid: str) -> None:
+    def delete_event(self, access: CalendarAccess, uid: str, event_id: str | None = None) -> None:
         """Remove the event with UID ``uid`` that ``put_event`` stored (nothing there: done)."""
         with _translated_errors(access), _client(access) as client:
             _event_at(client, _writable(client, access), uid).delete()

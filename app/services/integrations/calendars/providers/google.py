@@ -29,6 +29,7 @@ from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc
 from app.services.integrations.calendars.busy_time import BusyPeriod
 from app.services.integrations.calendars.providers.base import (
+    PRIMARY,
     CalendarChanges,
     Cursor,
     ItemRead,
@@ -39,7 +40,7 @@ from app.services.integrations.calendars.providers.http_json import ApiAccess, A
 PAGE_SIZE = 2500  # events.list's largest page
 
 
-def event_id(uid: str) -> str:
+def google_event_id(uid: str) -> str:
     """The Google event id of the booking with UID ``uid``: base32hex of its bytes."""
     return base64.b32hexencode(uid.encode()).decode().rstrip("=").lower()
 
@@ -71,7 +72,7 @@ class GoogleProvider:
     def read(
         self, access: ApiAccess, cursor: Cursor, window: Interval, tz: ZoneInfo
     ) -> CalendarChanges:
-        calendar_id = cursor.remote_id or "primary"
+        calendar_id = cursor.remote_id or PRIMARY
         path = f"calendars/{quote(calendar_id, safe='')}/events"
         with ApiSession(access) as api:
             if cursor.incremental and cursor.sync_token:
@@ -90,21 +91,22 @@ class GoogleProvider:
             changed = [_item(e, window, tz) for e in items if not _deleted(e)]
             return CalendarChanges(calendar_id, None, True, changed, [], token, None)
 
-    def put_event(self, access: ApiAccess, uid: str, data: bytes) -> str:
-        calendar_id = access.write_calendar or "primary"
+    def put_event(
+        self, access: ApiAccess, uid: str, data: bytes, event_id: str | None = None
+    ) -> None:
+        calendar_id = access.write_calendar or PRIMARY
         path = f"calendars/{quote(calendar_id, safe='')}/events"
-        body = {"id": event_id(uid), "iCalUID": uid, **_event_body(data)}
+        body = {"id": google_event_id(uid), "iCalUID": uid, **_event_body(data)}
         with ApiSession(access) as api:
             status, _ = api.request(
                 "POST", path, json=body, accept=(409,), what="the calendar to write into"
             )
             if status == 409:  # written before: this is a change, or a retry
-                api.request("PUT", f"{path}/{event_id(uid)}", json=body)
-        return calendar_id
+                api.request("PUT", f"{path}/{google_event_id(uid)}", json=body)
 
-    def delete_event(self, access: ApiAccess, uid: str) -> None:
-        calendar_id = access.write_calendar or "primary"
-        path = f"calendars/{quote(calendar_id, safe='')}/events/{event_id(uid)}"
+    def delete_event(self, access: ApiAccess, uid: str, event_id: str | None = None) -> None:
+        calendar_id = access.write_calendar or PRIMARY
+        path = f"calendars/{quote(calendar_id, safe='')}/events/{google_event_id(uid)}"
         with ApiSession(access) as api:
             api.request("DELETE", path, accept=(404, 410))  # already gone: done
 

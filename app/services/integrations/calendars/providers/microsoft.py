@@ -1,0 +1,253 @@
+"""Microsoft 365 / Outlook (Microsoft Graph v1.0): busy time read incrementally, bookings
+written into one chosen calendar. No database here; the access token comes from
+``ApiAccess.token``.
+
+A read is a round of ``calendarView/delta``: the first (and any after the window moved past
+what was read) starts from the window (``startDateTime``/``endDateTime``) and follows
+``@odata.nextLink`` to the last page, whose ``@odata.deltaLink`` is kept; later reads follow
+that link and get only what changed since, removed events as ``{"id", "@removed"}``. A delta
+link Graph no longer knows answers ``410 Gone``: the calendar is read in full again. The view
+lists single events, occurrences and exceptions (never series masters), so every item has a
+time of its own. ``PRIMARY`` stands for the mailbox's default calendar (``me/calendarView``,
+``me/events``), whatever its id.
+
+Free time is not busy: ``showAs`` of ``free`` or ``workingElsewhere``, and cancelled events.
+Times are asked for in UTC (``Prefer: outlook.timezone="UTC"``), but each answer is read in the
+zone it names, since some mailboxes answer in their own zone whatever is asked, by Windows name
+(``W. Europe Standard Time``): those names are mapped to IANA zones with icalendar's table.
+All-day events block their days in the sub account's timezone.
+
+Graph chooses an event's id and its ``iCalUId``; neither can be set. So a booking's event is
+created with a ``transactionId`` derived from the booking's UID (a retried create answers the
+event already made), and the id Graph gave it is returned to write-back, which keeps it
+(``WrittenEvent``) to update and delete that event later and to know it as the service's own
+when the sync reads it back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime, time
+from typing import Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import icalendar
+from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
+
+from app.scheduling.intervals import Interval
+from app.scheduling.timezones import local_to_utc
+from app.services.integrations.calendars.busy_time import BusyPeriod
+from app.services.integrations.calendars.providers.base import (
+    PRIMARY,
+    CalendarChanges,
+    Cursor,
+    ItemRead,
+    RemoteCalendar,
+)
+from app.services.integrations.calendars.providers.http_json import ApiAccess, ApiSession, Gone
+
+PAGE_SIZE = 500  # ``odata.maxpagesize`` asked for; Graph may answer fewer
+ANSWER_IN_UTC = {"Prefer": f'outlook.timezone="UTC", odata.maxpagesize={PAGE_SIZE}'}
+FREE_SHOW_AS = frozenset({"free", "workingElsewhere"})
+# A namespace for the transaction ids of the service's events (a create retried with the same
+# id answers the event already made, instead of a second one).
+_TRANSACTION_NAMESPACE = uuid.UUID("8f6c1d2e-4b1f-5a43-9c7e-2d0f6a5b3e91")
+
+
+def transaction_id(uid: str, replacing: str | None = None) -> str:
+    """The ``transactionId`` of the create of the booking with UID ``uid`` (or of its event
+    made again after the person deleted the one with id ``replacing``)."""
+    name = uid if replacing is None else f"{uid} {replacing}"
+    return str(uuid.uuid5(_TRANSACTION_NAMESPACE, name))
+
+
+class MicrosoftProvider:
+    kind = "microsoft"
+    writes = True
+
+    def calendars(self, access: ApiAccess, limit: int) -> list[RemoteCalendar]:
+        found: list[RemoteCalendar] = []
+        url: str | None = "me/calendars"
+        params: dict[str, Any] | None = {"$top": 100}
+        with ApiSession(access) as api:
+            while url and len(found) < limit:
+                _, page = api.request("GET", url, params=params)
+                found += [
+                    RemoteCalendar(
+                        item["id"],
+                        item.get("name"),
+                        primary=bool(item.get("isDefaultCalendar")),
+                        writable=bool(item.get("canEdit", True)),
+                    )
+                    for item in page.get("value", [])
+                ]
+                url, params = page.get("@odata.nextLink"), None
+        return found[:limit]
+
+    def read(
+        self, access: ApiAccess, cursor: Cursor, window: Interval, tz: ZoneInfo
+    ) -> CalendarChanges:
+        calendar_id = cursor.remote_id
+        with ApiSession(access, headers=ANSWER_IN_UTC) as api:
+            if cursor.incremental and cursor.sync_token:
+                try:
+                    items, link = _round(api, cursor.sync_token, None)
+                    changed = [_item(e, window, tz) for e in items if "@removed" not in e]
+                    removed = [e["id"] for e in items if "@removed" in e]
+                    return CalendarChanges(
+                        calendar_id or PRIMARY, None, False, changed, removed, link, None
+                    )
+                except Gone:
+                    pass  # the delta link expired: read it all
+            calendar_id = calendar_id or PRIMARY
+            view = (
+                "me/calendarView/delta"
+                if calendar_id == PRIMARY
+                else f"me/calendars/{quote(calendar_id, safe='')}/calendarView/delta"
+            )
+            window_params = {
+                "startDateTime": _instant_text(window.start),
+                "endDateTime": _instant_text(window.end),
+            }
+            items, link = _round(api, view, window_params)
+            changed = [_item(e, window, tz) for e in items if "@removed" not in e]
+            return CalendarChanges(calendar_id, None, True, changed, [], link, None)
+
+    def put_event(
+        self, access: ApiAccess, uid: str, data: bytes, event_id: str | None = None
+    ) -> str:
+        body = _event_body(data)
+        with ApiSession(access, headers=ANSWER_IN_UTC) as api:
+            if event_id is not None:
+                status, _ = api.request(
+                    "PATCH", f"me/events/{quote(event_id, safe='')}", json=body, accept=(404,)
+                )
+                if status != 404:
+                    return event_id
+            # Not written yet, or the person deleted it: (again) a new event.
+            calendar = access.write_calendar or PRIMARY
+            path = (
+                "me/events"  # the default calendar
+                if calendar == PRIMARY
+                else f"me/calendars/{quote(calendar, safe='')}/events"
+            )
+            body["transactionId"] = transaction_id(uid, event_id)
+            _, created = api.request("POST", path, json=body, what="the calendar to write into")
+            new_id = str(created["id"])
+            if not _shows(created, body):  # a retried create answers the event as first made
+                api.request("PATCH", f"me/events/{quote(new_id, safe='')}", json=body)
+        return new_id
+
+    def delete_event(self, access: ApiAccess, uid: str, event_id: str | None = None) -> None:
+        if event_id is None:
+            return  # never written (or written before its id was kept: see write_back)
+        with ApiSession(access) as api:
+            api.request("DELETE", f"me/events/{quote(event_id, safe='')}", accept=(404, 410))
+
+
+def _shows(event: dict[str, Any], body: dict[str, Any]) -> bool:
+    """The event as Graph answered it has the time, subject and availability of ``body``."""
+    try:
+        same_time = all(_instant(event[k]) == _instant(body[k]) for k in ("start", "end"))
+    except (KeyError, TypeError, ValueError):
+        return False
+    return (
+        same_time
+        and event.get("subject") == body["subject"]
+        and event.get("showAs") == body["showAs"]
+    )
+
+
+def _round(
+    api: ApiSession, url: str, params: dict[str, Any] | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Every item of a delta round's pages, and the delta link that ends it."""
+    items: list[dict[str, Any]] = []
+    next_url: str | None = url
+    while next_url:
+        _, page = api.request("GET", next_url, params=params)
+        items += page.get("value", [])
+        next_url, params = page.get("@odata.nextLink"), None
+        if next_url is None:
+            return items, page.get("@odata.deltaLink")
+    return items, None
+
+
+def _item(event: dict[str, Any], window: Interval, tz: ZoneInfo) -> ItemRead:
+    """One event or occurrence as an item: busy unless free, cancelled or a series master."""
+    key, uid, etag = event["id"], event.get("iCalUId"), event.get("@odata.etag")
+    if (
+        event.get("showAs") in FREE_SHOW_AS
+        or event.get("isCancelled")
+        or event.get("type") == "seriesMaster"
+    ):
+        return ItemRead(key, etag, uid, [])
+    try:
+        if event.get("isAllDay"):
+            start = _day_start(event["start"], tz)
+            end = _day_start(event["end"], tz)
+        else:
+            start, end = _instant(event["start"]), _instant(event["end"])
+    except (KeyError, TypeError, ValueError) as err:
+        return ItemRead(key, etag, uid, [], problem=f"event {key}: no readable time ({err})")
+    if not (start < end and start < window.end and end > window.start):
+        return ItemRead(key, etag, uid, [])
+    return ItemRead(key, etag, uid, [BusyPeriod(start, end, uid or key)])
+
+
+def graph_zone(name: str | None) -> ZoneInfo:
+    """The zone of a Graph ``timeZone``: an IANA name, or a Windows one (``W. Europe Standard
+    Time``); ValueError for one neither knows."""
+    name = name or "UTC"
+    try:
+        return ZoneInfo(WINDOWS_TO_OLSON.get(name, name))
+    except (ZoneInfoNotFoundError, ValueError) as err:
+        raise ValueError(f"unknown time zone {name!r}") from err
+
+
+def _wall_time(moment: dict[str, Any]) -> datetime:
+    """A ``dateTime`` as Graph writes it (up to 7 fractional digits, no offset)."""
+    text = moment["dateTime"]
+    whole, _, fraction = text.partition(".")
+    return datetime.fromisoformat(f"{whole}.{fraction[:6]}" if fraction else whole)
+
+
+def _instant(moment: dict[str, Any]) -> datetime:
+    """``{"dateTime", "timeZone"}`` as the instant it names."""
+    wall = _wall_time(moment)
+    if wall.tzinfo is None:
+        wall = wall.replace(tzinfo=graph_zone(moment.get("timeZone")))
+    return wall.astimezone(UTC)
+
+
+def _day_start(moment: dict[str, Any], tz: ZoneInfo) -> datetime:
+    """An all-day event's date (midnight in whatever zone it is given) as that day's first
+    instant in ``tz``."""
+    day: date = _wall_time(moment).date()
+    return local_to_utc(day, time(0), tz)
+
+
+def _instant_text(instant: datetime) -> str:
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _graph_time(instant: datetime) -> dict[str, str]:
+    return {"dateTime": instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S"), "timeZone": "UTC"}
+
+
+def _event_body(data: bytes) -> dict[str, Any]:
+    """The booking's iCalendar event as a Graph event resource."""
+    event = next(iter(icalendar.Calendar.from_ical(data).walk("VEVENT")))
+    tentative = str(event.get("STATUS", "")).upper() == "TENTATIVE"
+    body: dict[str, Any] = {
+        "subject": str(event.get("SUMMARY", "")),
+        "start": _graph_time(event.decoded("DTSTART")),
+        "end": _graph_time(event.decoded("DTEND")),
+        "isAllDay": False,
+        "showAs": "tentative" if tentative else "busy",
+        "body": {"contentType": "text", "content": str(event.get("DESCRIPTION", ""))},
+    }
+    if "LOCATION" in event:
+        body["location"] = {"displayName": str(event["LOCATION"])}
+    return body

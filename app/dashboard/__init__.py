@@ -22,6 +22,7 @@ from app.dashboard import (
     availability_profiles,  # noqa: F401 - registers the availability profile pages
     bookings,  # noqa: F401 - registers the booking pages
     calendar,  # noqa: F401 - registers the calendar
+    calendar_accounts,  # noqa: F401 - registers Google/Microsoft consent and calendar choice
     connections,  # noqa: F401 - registers the calendar connection pages
     contacts,  # noqa: F401 - registers the contact pages
     event_types,  # noqa: F401 - registers the event type pages
@@ -31,6 +32,7 @@ from app.dashboard import (
     team,  # noqa: F401 - registers the team pages
 )
 from app.dashboard.auth import auth, signed_in_user
+from app.dashboard.calendar_accounts import oauth
 from app.dashboard.views import dashboard
 from app.scheduling.timezones import zone
 
@@ -47,6 +49,7 @@ def register_dashboard(app: Flask) -> None:
     login_manager.init_app(app)
     app.register_blueprint(auth)
     app.register_blueprint(dashboard)
+    app.register_blueprint(oauth)
     app.add_url_rule("/", "root", _root)
     app.add_template_filter(local_time)
     app.add_template_filter(clock)

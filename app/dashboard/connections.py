@@ -1,6 +1,8 @@
-"""Calendar connections: the sub account's CalDAV calendars with their sync and write-back
-health, and adding, testing (listing the account's calendars to choose from), changing,
-syncing now and removing them through ``app.services.integrations.calendars.connections``.
+"""Calendar connections: the sub account's connected calendars with their sync and write-back
+health, and adding (CalDAV, with presets; a feed), testing (listing the account's calendars to
+choose from), changing, syncing now and removing them through
+``app.services.integrations.calendars.connections``. Google and Microsoft 365 accounts are
+connected through their consent pages (``app.dashboard.calendar_accounts``).
 
 "Sync now" runs the worker's sync service in the request, bounded by ``CALDAV_TIMEOUT_SECONDS``
 per answer, so the page can say at once how it went (the periodic sync goes on as before). A
@@ -16,11 +18,13 @@ from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
 from wtforms import BooleanField, HiddenField, PasswordField, StringField, URLField
 
+from app.dashboard.calendar_accounts import CALDAV_PRESETS, FeedForm
 from app.dashboard.changes import Refused, commit_or_show
 from app.dashboard.forms import FORM_EXPIRED, ActionForm
 from app.dashboard.views import dashboard
 from app.extensions import db
-from app.models import CalendarConnection, SubAccount
+from app.models import CalendarConnection, ConnectionKind, SubAccount
+from app.models.calendar_connection import OAUTH_KINDS
 from app.models.types import utcnow
 from app.services.accounts.users import open_sub_account
 from app.services.common.errors import InvalidRequest, ServiceError
@@ -34,6 +38,7 @@ from app.services.integrations.calendars.connections import (
     sync_now,
     update_connection,
 )
+from app.services.integrations.calendars.consent import provider_setup
 from app.services.integrations.calendars.sync import SyncResult
 
 FIELDS = {"writeBack": "write_back"}
@@ -62,11 +67,16 @@ class EditConnectionForm(NewConnectionForm):
     password = PasswordField("New password (empty: keep the stored one)")
     active = BooleanField("Active: synced, and written to when write-back is on")
 
-    def document(self) -> dict:
+    def document(self, kind: str = ConnectionKind.CALDAV) -> dict:
         document = {**super().document(), "active": self.active.data}
         if not document["password"]:
             del document["password"]
-        return document
+        # The fields a connection of this kind has (the form shows only those).
+        kept = {
+            ConnectionKind.CALDAV: document.keys(),
+            ConnectionKind.ICS: {"name", "url", "active"},
+        }.get(kind, {"name", "writeBack", "active"})
+        return {key: value for key, value in document.items() if key in kept}
 
 
 class ChooseCalendarForm(FlaskForm):
@@ -87,15 +97,19 @@ def connections(sub_account_id: int) -> str | Response | tuple[str, int]:
     sub_account = open_sub_account(current_user, sub_account_id)
     form = NewConnectionForm()
     if request.method == "GET":
-        return _list_page(sub_account, form)
+        preset = CALDAV_PRESETS.get(request.args.get("preset", ""))
+        if preset is not None:
+            form.url.data = preset.url
+            form.name.data = preset.label
+        return list_page(sub_account, form)
     if not form.validate_on_submit():
-        return _list_page(sub_account, form), 400
+        return list_page(sub_account, form), 400
     try:
         connection = commit_or_show(
             form, lambda: connect_calendar(sub_account, form.document()), FIELDS
         )
     except Refused:
-        return _list_page(sub_account, form)
+        return list_page(sub_account, form)
     flash(
         f"Connection “{connection.name}” added. Test it to check the server and choose its"
         " calendar, or sync it now."
@@ -103,13 +117,53 @@ def connections(sub_account_id: int) -> str | Response | tuple[str, int]:
     return redirect(_connection_url(connection))
 
 
-def _list_page(sub_account: SubAccount, form: NewConnectionForm) -> str:
+def list_page(
+    sub_account: SubAccount,
+    form: NewConnectionForm | None = None,
+    *,
+    feed_form: FeedForm | None = None,
+) -> str:
+    """The connections, the accounts to connect (and what an operator must set for each not
+    set up), the CalDAV form (with its preset, if one was picked) and the feed form."""
     return render_template(
         "dashboard/connections.html",
         sub_account=sub_account,
         connections=list_connections(sub_account.id),
-        form=form,
+        form=form or NewConnectionForm(formdata=None),
+        feed_form=feed_form or FeedForm(formdata=None),
+        providers=[provider_setup(kind) for kind in OAUTH_KINDS],
+        presets=CALDAV_PRESETS.values(),
+        preset=CALDAV_PRESETS.get(request.args.get("preset", "")),
+        action_form=ActionForm(),
     )
+
+
+@dashboard.route("/s/<int:sub_account_id>/connections/feed", methods=["POST"])
+def connection_feed(sub_account_id: int) -> str | Response | tuple[str, int]:
+    """Subscribe to a calendar feed (read-only busy time), read at once."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    form = FeedForm()
+    if not form.validate_on_submit():
+        return list_page(sub_account, feed_form=form), 400
+    try:
+        connection = commit_or_show(
+            form,
+            lambda: connect_calendar(sub_account, form.document()),
+            {"name": "feed_name", "url": "feed_url"},
+        )
+    except Refused:
+        return list_page(sub_account, feed_form=form)
+    result = sync_now(sub_account, connection.id, now=utcnow())
+    db.session.commit()
+    flash(
+        f"Subscribed to “{connection.name}”: "
+        + (
+            f"{result.busy_count} busy periods."
+            if result.ok
+            else f"the first read failed: {result.error}."
+        )
+    )
+    return redirect(_connection_url(connection))
 
 
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>", methods=["GET", "POST"])
@@ -124,7 +178,9 @@ def connection(sub_account_id: int, connection_id: int) -> str | Response | tupl
         return _page(sub_account, found, form), 400
     try:
         commit_or_show(
-            form, lambda: update_connection(sub_account, found.id, form.document()), FIELDS
+            form,
+            lambda: update_connection(sub_account, found.id, form.document(found.kind)),
+            FIELDS,
         )
     except Refused:
         return _page(sub_account, found, form)  # rolled back: as stored
@@ -140,6 +196,14 @@ def connection_test(sub_account_id: int, connection_id: int) -> str | Response:
     if not ActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
         return redirect(_connection_url(found))
+    if found.kind in OAUTH_KINDS:  # its calendars are chosen on a page of their own
+        return redirect(
+            url_for(
+                "dashboard.connection_calendars",
+                sub_account_id=sub_account.id,
+                connection_id=found.id,
+            )
+        )
     calendars: list[CalendarChoice] | None = None
     error = None
     try:

@@ -64,10 +64,14 @@ class ConnectionTestFailed(InvalidRequest):
 
 @dataclass(frozen=True)
 class CalendarChoice:
-    """A calendar of the connection's account: its display name (None: unnamed) and URL."""
+    """A calendar of the connection's account: its display name (None: unnamed) and URL (or,
+    for Google and Microsoft, its id); whether it is the account's primary one, and whether
+    bookings can be written into it."""
 
     name: str | None
     url: str
+    primary: bool = False
+    writable: bool = True
 
 
 def _http_url(value: str) -> None:
@@ -306,8 +310,10 @@ def update_connection(
     URL or calendar on a server the stored password was not entered for needs ``password``.
     Flushes, never commits."""
     connection = find_connection(sub_account, connection_id)
-    try:
-        doc = ConnectionChangesDoc().load(document, partial=True)
+    if document.get("kind", connection.kind) != connection.kind:
+        raise _invalid({"kind": ["A connection's kind cannot change: add a new connection."]})
+    try:  # the fields of the connection's own kind
+        doc = ConnectionChangesDoc().load({**document, "kind": connection.kind}, partial=True)
     except ValidationError as err:
         raise _invalid(flatten_errors(err.messages)) from None
     name = doc.get("name", connection.name)
@@ -359,7 +365,7 @@ def list_calendars(
         raise ConnectionTestFailed(problem.message)
     try:
         found = provider_for(connection.kind).calendars(access, MAX_LISTED_CALENDARS)
-        return [CalendarChoice(c.name, c.remote_id) for c in found]
+        return [CalendarChoice(c.name, c.remote_id, c.primary, c.writable) for c in found]
     except CalendarSyncError as err:
         raise ConnectionTestFailed(redacted(err.message, access)) from None
     except Exception as err:  # the library failing in a way not foreseen
@@ -427,6 +433,8 @@ def _target_errors(url: str, calendar: str | None) -> dict[str, list[str]]:
 
 
 def _require_permitted(connection: CalendarConnection) -> None:
+    if connection.kind in OAUTH_KINDS:
+        return  # the provider's endpoints are configuration, not a typed address
     errors = _target_errors(connection.url, connection.calendar)
     if errors:
         raise _invalid(errors)

@@ -1,0 +1,213 @@
+"""Connecting a Google or Microsoft 365 account the way people do: the provider's consent page,
+then choosing which of the account's calendars keep the calendar from being booked and which
+one receives the bookings.
+
+The dashboard starts a consent with ``begin_consent`` (where to send the browser, and the
+PKCE verifier and state it keeps in the person's session), and finishes it with
+``finish_consent`` when the provider sends the browser back with a code: the code becomes a
+grant, and the grant a connection reading the account's primary calendar. ``choose_calendars``
+then sets what the person chose. The provisioning document's ``refreshToken`` form
+(``connections.CalendarConnectionDoc``) reaches the same rows without a browser.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from flask import current_app
+from sqlalchemy import delete, select
+
+from app.extensions import db
+from app.models import CalendarConnection, ConnectedCalendar, SubAccount
+from app.models.calendar_connection import OAUTH_KINDS
+from app.services.common.errors import InvalidRequest
+from app.services.integrations.calendars.access import caldav_timeout
+from app.services.integrations.calendars.connections import (
+    ConnectionTestFailed,
+    create_connection,
+    find_connection,
+    list_calendars,
+)
+from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.calendars.oauth import (
+    OAuthProvider,
+    authorization_url,
+    exchange_code,
+    oauth_provider,
+)
+from app.services.integrations.calendars.providers import PRIMARY
+
+# At most this many calendars of one account are read for busy time (each is a sync of its
+# own); the provisioning document has the same bound.
+MAX_CHOSEN_CALENDARS = 20
+
+
+class ProviderNotConfigured(InvalidRequest):
+    """The operator has not given the service an OAuth client at this provider."""
+
+
+@dataclass(frozen=True)
+class Consent:
+    """A consent begun: where to send the browser, and what to keep until it comes back."""
+
+    url: str
+    state: str
+    code_verifier: str
+
+
+def provider_setup(kind: str) -> OAuthProvider:
+    """The provider ``kind`` as configured (``configured``, ``missing_settings``, ``label``)."""
+    if kind not in OAUTH_KINDS:
+        raise InvalidRequest(f"{kind} is not connected through a consent page")
+    return oauth_provider(kind)
+
+
+def begin_consent(kind: str, redirect_uri: str) -> Consent:
+    """Where to send the person to allow the service calendar access at ``kind``; raises
+    ``ProviderNotConfigured`` naming the settings an operator must make first."""
+    provider = provider_setup(kind)
+    if not provider.configured:
+        raise ProviderNotConfigured(
+            f"{provider.label} calendars cannot be connected on this server yet: its operator"
+            f" sets {' and '.join(provider.missing_settings)} (see docs/operations.md)"
+        )
+    state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
+    url = authorization_url(provider, redirect_uri, state, verifier, caldav_timeout())
+    return Consent(url, state, verifier)
+
+
+def finish_consent(
+    sub_account: SubAccount, kind: str, redirect_uri: str, code: str, code_verifier: str
+) -> CalendarConnection:
+    """A connection of the account that consented (reading and writing its primary calendar
+    until the person chooses), from the code the provider sent back. Raises
+    ``ConnectionTestFailed`` when the provider does not grant it. Flushes, never commits."""
+    provider = provider_setup(kind)
+    try:
+        grant = exchange_code(provider, redirect_uri, code, code_verifier, caldav_timeout())
+    except CalendarSyncError as err:
+        raise ConnectionTestFailed(err.message) from None
+    connection = create_connection(
+        sub_account,
+        {
+            "name": _free_name(sub_account, provider.label),
+            "kind": kind,
+            "refreshToken": grant.refresh_token,
+            "writeBack": True,
+        },
+    )
+    connection.encrypted_secret = grant.sealed(current_app.config["SECRET_KEY"])
+    db.session.flush()
+    return connection
+
+
+@dataclass(frozen=True)
+class CalendarOption:
+    """One calendar of the account, as the person chooses among them."""
+
+    remote_id: str
+    name: str
+    checked: bool  # read for busy time now
+    write_into: bool  # bookings are written into it now
+    writable: bool  # the account may write into it (a shared calendar may be read-only)
+
+
+def calendar_options(sub_account: SubAccount, connection_id: int) -> list[CalendarOption]:
+    """The account's calendars (asked of the provider now) with what is chosen of them;
+    raises ``ConnectionTestFailed`` when the provider cannot be asked."""
+    connection = find_connection(sub_account, connection_id)
+    _require_oauth(connection)
+    found = list_calendars(sub_account, connection.id)
+    chosen = _chosen(connection.id)
+    options = []
+    for calendar in found:
+        ids = {calendar.url} | ({PRIMARY} if calendar.primary else set())
+        options.append(
+            CalendarOption(
+                calendar.url,
+                calendar.name or calendar.url,
+                checked=bool(ids & chosen),
+                write_into=connection.write_calendar in ids,
+                writable=calendar.writable,
+            )
+        )
+    return options
+
+
+def choose_calendars(
+    sub_account: SubAccount,
+    connection_id: int,
+    calendars: list[str],
+    write_calendar: str | None,
+    write_back: bool,
+) -> CalendarConnection:
+    """Read ``calendars`` (ids) for busy time, and write bookings into ``write_calendar`` when
+    ``write_back``. A calendar no longer chosen stops blocking time at once (its busy time
+    goes with its rows); one still chosen keeps its sync state. Flushes, never commits."""
+    connection = find_connection(sub_account, connection_id)
+    _require_oauth(connection)
+    wanted = list(dict.fromkeys(c for c in calendars if c))
+    if not wanted:
+        raise InvalidRequest(
+            "Choose at least one calendar to check for conflicts.",
+            errors={"calendars": ["Choose at least one calendar."]},
+        )
+    if len(wanted) > MAX_CHOSEN_CALENDARS:
+        raise InvalidRequest(
+            f"Choose at most {MAX_CHOSEN_CALENDARS} calendars.",
+            errors={"calendars": [f"At most {MAX_CHOSEN_CALENDARS}."]},
+        )
+    if write_back and not write_calendar:
+        raise InvalidRequest(
+            "Choose the calendar bookings are written into, or turn write-back off.",
+            errors={"writeCalendar": ["Choose a calendar."]},
+        )
+    chosen = _chosen(connection.id)
+    db.session.execute(
+        delete(ConnectedCalendar).where(
+            ConnectedCalendar.calendar_connection_id == connection.id,
+            ConnectedCalendar.remote_id.not_in(wanted),
+        )
+    )
+    for remote_id in wanted:
+        if remote_id not in chosen:
+            db.session.add(
+                ConnectedCalendar(calendar_connection_id=connection.id, remote_id=remote_id)
+            )
+    connection.write_back = write_back
+    if write_calendar:
+        connection.write_calendar = write_calendar
+    db.session.flush()
+    return connection
+
+
+def _chosen(connection_id: int) -> set[str]:
+    return set(
+        db.session.scalars(
+            select(ConnectedCalendar.remote_id).where(
+                ConnectedCalendar.calendar_connection_id == connection_id
+            )
+        )
+    )
+
+
+def _require_oauth(connection: CalendarConnection) -> None:
+    if connection.kind not in OAUTH_KINDS:
+        raise InvalidRequest("Only Google and Microsoft 365 connections choose calendars here.")
+
+
+def _free_name(sub_account: SubAccount, label: str) -> str:
+    """``label``, or ``label 2``, ``label 3``… : the first name the sub account has not used."""
+    taken = set(
+        db.session.scalars(
+            select(CalendarConnection.name).where(
+                CalendarConnection.sub_account_id == sub_account.id
+            )
+        )
+    )
+    name, n = label, 1
+    while name in taken:
+        n += 1
+        name = f"{label} {n}"
+    return name

@@ -42,6 +42,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.metrics import count_booking_event, register_metrics
     from app.request_body import WholeBodyFirst
     from app.security_headers import register_security_headers
+    from app.services.integrations.calendars.consent import consent_page_origins
     from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
     from app.services.integrations.calendars.write_back import write_back_delivery
     from app.services.integrations.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
@@ -81,7 +82,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_dashboard(app)
     register_health(app, MIGRATIONS_DIR)
     register_llms(app)
-    register_security_headers(app)
+    # Connect Google / Microsoft 365 posts a form that is redirected to the provider's consent
+    # page: the dashboard's form-action must allow those origins (and no others).
+    register_security_headers(app, form_targets=consent_page_origins(app.config))
     # The body is read first (WholeBodyFirst), and is no wait on PostgreSQL.
     app.wsgi_app = WholeBodyFirst(  # type: ignore[method-assign]
         RequestWaitBudget(app.wsgi_app, request_wait_s(app.config)),

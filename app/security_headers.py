@@ -71,9 +71,7 @@ HTMX_INDICATOR_STYLE = (
 FULLCALENDAR_STYLE = ""
 
 HSTS = "max-age=31536000; includeSubDomains"
-_COMMON_DIRECTIVES = (
-    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
-)
+_COMMON_DIRECTIVES = "object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
 
@@ -87,14 +85,18 @@ def inline_scripts(html: str) -> list[str]:
     return _INLINE_SCRIPT.findall(html)
 
 
-def dashboard_policy(app: Flask) -> str:
+def dashboard_policy(app: Flask, form_targets: Iterable[str] = ()) -> str:
+    """The dashboard pages' policy; forms may lead to the site itself and to
+    ``form_targets`` (origins a form's answer redirects to, such as a consent page)."""
     secret_box = app.jinja_env.get_template("dashboard/show_once.html").module.secret_box
     scripts = [s for i in SECRET_BOX_IDS for s in inline_scripts(str(secret_box("", "", i)))]
     script_hashes = " ".join(source_hash(s) for s in (*INLINE_HANDLERS, *scripts))
     style_hashes = " ".join(source_hash(s) for s in (FULLCALENDAR_STYLE, HTMX_INDICATOR_STYLE))
+    form_sources = " ".join(("'self'", *form_targets))
     return (
         f"default-src 'self'; script-src 'self' 'unsafe-hashes' {script_hashes}; "
-        f"style-src 'self' {style_hashes}; font-src 'self' data:; {_COMMON_DIRECTIVES}"
+        f"style-src 'self' {style_hashes}; font-src 'self' data:; "
+        f"form-action {form_sources}; {_COMMON_DIRECTIVES}"
     )
 
 
@@ -102,7 +104,7 @@ def swagger_ui_policy(scripts: Iterable[str]) -> str:
     script_hashes = " ".join(source_hash(s) for s in scripts)
     return (
         f"default-src 'self'; script-src 'self' {script_hashes}; style-src 'self'; "
-        f"img-src 'self' data:; {_COMMON_DIRECTIVES}"
+        f"img-src 'self' data:; form-action 'self'; {_COMMON_DIRECTIVES}"
     )
 
 
@@ -136,10 +138,10 @@ def trust_proxies(app: Flask) -> None:
         )
 
 
-def register_security_headers(app: Flask) -> None:
+def register_security_headers(app: Flask, form_targets: Iterable[str] = ()) -> None:
     trust_proxies(app)
     app.session_interface = ApiWithoutSession()
-    policy = dashboard_policy(app)
+    policy = dashboard_policy(app, form_targets)
 
     @app.after_request
     def _security_headers(response: Response) -> Response:

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import urllib.request
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -16,6 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
+from tests.celery_workers import wait_for
 from tests.conftest import backend_unavailable
 from tests.dashboard_users import sign_in_browser
 from tests.servers import ROOT, gunicorn, migrate_and_run_demo
@@ -336,3 +338,127 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     demo_id = demo_overview.rstrip("/").rsplit("/", 1)[1]
     hidden = page.goto(f"{base}/dashboard/s/{demo_id}/bookings")
     assert hidden.status == 404
+
+
+def api_call(base, key, method, path, body=None):
+    """``api`` for any method (the cancel is a DELETE)."""
+    request = urllib.request.Request(
+        base + "/v1/api/calendar" + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"x-calendar-api-key": key, "content-type": "application/json"},
+        method=method,
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def open_slots(base, demo, event_type_id):
+    today = datetime.now(UTC).date()
+    days = api(
+        base,
+        demo.api_key,
+        f"/availability?eventTypeId={event_type_id}"
+        f"&startDate={today + timedelta(days=1)}&endDate={today + timedelta(days=14)}",
+    )
+    return [slot for day in days for slot in day["slots"]]
+
+
+@pytest.fixture(params=["google", "microsoft"])
+def provider_site(request, tmp_path):
+    """A live server and a worker (write-back runs there) whose Google or Microsoft endpoints
+    are the loopback fake's, the fake with one account signed in on its consent page."""
+    from tests.celery_workers import celery_worker
+    from tests.google_servers import FakeGoogle
+    from tests.microsoft_servers import FakeMicrosoft
+    from tests.servers import MACHINE_REDIS
+
+    kind = request.param
+    fake_class = FakeGoogle if kind == "google" else FakeMicrosoft
+    with fake_class() as fake:
+        calendar_id = fake.add_account("front-desk@clinic.test")
+        if kind == "google":
+            endpoints = {
+                "GOOGLE_AUTHORIZE_URL": fake.authorize_url,
+                "GOOGLE_TOKEN_URL": fake.token_url,
+                "GOOGLE_REVOKE_URL": fake.revoke_url,
+                "GOOGLE_CALENDAR_API_URL": fake.calendar_api_url,
+            }
+        else:
+            endpoints = {
+                "MICROSOFT_LOGIN_URL": fake.login_url,
+                "MICROSOFT_GRAPH_URL": fake.graph_url,
+            }
+        prefix = kind.upper()
+        settings = {
+            f"{prefix}_CLIENT_ID": "test-client-id",
+            f"{prefix}_CLIENT_SECRET": "test-client-secret",
+            **endpoints,
+            "OUTBOX_DISPATCH": "1",
+            "REDIS_URL": MACHINE_REDIS,
+            "CELERY_QUEUE": f"browser-{uuid.uuid4().hex}",
+        }
+        url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+        env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key", **settings}
+        demo = migrate_and_run_demo(env)
+        with (
+            celery_worker(url, tmp_path / "worker.log", **settings),
+            gunicorn(url, workers=1, threads=4, env=settings) as base,
+        ):
+            yield kind, fake, calendar_id, base, demo
+
+
+def test_connect_a_providers_calendar_its_busy_time_blocks_and_bookings_reach_it(
+    browser, provider_site
+):
+    kind, fake, calendar_id, base, demo = provider_site
+    label = {"google": "Google", "microsoft": "Microsoft 365"}[kind]
+    event_type_id = next(iter(demo.event_types.values()))
+    busy_slot, booked_slot = open_slots(base, demo, event_type_id)[:2]
+    fake.add_event(
+        calendar_id,
+        datetime.fromisoformat(busy_slot["start"]),
+        datetime.fromisoformat(busy_slot["end"]),
+    )
+
+    page = browser.new_page(viewport=WIDTHS["laptop"])
+    sign_in_browser(page, base, demo.email, demo.password)
+    page.get_by_role("link", name="Connections").click()
+    page.get_by_role("button", name=f"Connect {label}").click()
+    # The provider's consent page (the fake's), then back.
+    expect(page.get_by_role("button", name="Allow")).to_be_visible()
+    page.get_by_role("button", name="Allow").click()
+    expect(page.get_by_role("heading", name=f"Calendars of {label}")).to_be_visible()
+    audit(page, f"connection-calendars-{kind}")
+    checkboxes = page.get_by_role("checkbox")
+    expect(checkboxes.first).to_be_checked()  # the primary calendar, until chosen otherwise
+    page.get_by_role("button", name="Save calendars").click()
+    expect(page.get_by_role("status")).to_contain_text("Calendars saved and synced: 1 busy period")
+
+    # The calendar's busy time is no longer offered …
+    starts = {slot["start"] for slot in open_slots(base, demo, event_type_id)}
+    assert busy_slot["start"] not in starts and booked_slot["start"] in starts
+
+    # … an agent's booking appears in it, and its cancellation removes it.
+    booked = api(
+        base,
+        demo.api_key,
+        f"/event-types/{event_type_id}/bookings",
+        {
+            "startTime": booked_slot["start"],
+            "endTime": booked_slot["end"],
+            "title": "Booked by an agent",
+            "attendees": [{"email": "pat@example.com", "name": "Pat"}],
+        },
+    )
+
+    def written():
+        return [
+            e
+            for e in fake.events(calendar_id)
+            if e.get("summary", e.get("subject")) == "Booked by an agent"
+        ]
+
+    assert wait_for(lambda: len(written()) == 1, timeout=60)
+    api_call(base, demo.api_key, "DELETE", f"/bookings/{booked['id']}")
+    assert wait_for(lambda: written() == [], timeout=60)
+    assert len(fake.events(calendar_id)) == 1  # the person's own event stays

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
 from flask import current_app
 from sqlalchemy import delete, select
@@ -61,6 +63,17 @@ def provider_setup(kind: str) -> OAuthProvider:
     if kind not in OAUTH_KINDS:
         raise InvalidRequest(f"{kind} is not connected through a consent page")
     return oauth_provider(kind)
+
+
+def consent_page_origins(config: Any) -> list[str]:
+    """The origins of the configured providers' consent pages (where "Connect" leads)."""
+    origins = []
+    for kind in OAUTH_KINDS:
+        provider = oauth_provider(kind, config)
+        if provider.configured:
+            parts = urlsplit(provider.authorize_url)
+            origins.append(f"{parts.scheme}://{parts.netloc}")
+    return list(dict.fromkeys(origins))
 
 
 def begin_consent(kind: str, redirect_uri: str) -> Consent:

@@ -29,9 +29,15 @@ def caldav_timeout(timeout: float | None = None) -> float:
     return float(current_app.config.get("CALDAV_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS))
 
 
-# However slowly a feed's server sends its one answer, or a provider's API its pages, a read
-# waits at most this many of its per-request timeouts in all.
+# However slowly a feed's server sends its one answer, a provider's API its pages, or a CalDAV
+# server its answers, a read (or a write) waits at most this many of its per-request timeouts in
+# all.
 READ_DEADLINE_TIMEOUTS = 6
+# A CalDAV read that reads the calendar in full (the first, or after the server forgot its sync
+# token) may take half as long again: one large answer for thousands of events, which a slow
+# server takes a while to compute and send (90 s with the default timeout, below the worker's
+# 120 s task limit, so the sync still records its outcome).
+FULL_READ_DEADLINE_TIMEOUTS = READ_DEADLINE_TIMEOUTS * 3 // 2
 
 
 def connection_access(
@@ -69,6 +75,8 @@ def connection_access(
         calendar=connection.calendar,
         calendar_url=_found_calendar(connection),
         timeout=timeout,
+        deadline_seconds=timeout * READ_DEADLINE_TIMEOUTS,
+        full_read_deadline_seconds=timeout * FULL_READ_DEADLINE_TIMEOUTS,
     )
     return access, problem
 

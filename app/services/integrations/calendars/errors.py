@@ -29,6 +29,14 @@ class ServerError(CalendarSyncError):
     that is not the XML it should be)."""
 
 
+class NotCalDAV(CalendarSyncError):
+    """The server answered, but with something else than CalDAV: a web page (the URL is a
+    web site's, not its CalDAV address, or a sign-in or proxy page is in the way). It answers
+    the same until someone changes the URL or the way to the server."""
+
+    retryable = False
+
+
 class AuthenticationFailed(CalendarSyncError):
     retryable = False
 
@@ -43,6 +51,11 @@ class MalformedCalendarData(CalendarSyncError):
     """An event the service cannot read (invalid or unsupported iCalendar)."""
 
     retryable = False
+
+
+class ItemTooLarge(MalformedCalendarData):
+    """An item larger than the service reads (an event with a large file attached inline): the
+    server sends it again every time until someone makes it smaller."""
 
 
 class TooManyBusyPeriods(MalformedCalendarData):

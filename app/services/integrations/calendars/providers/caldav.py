@@ -18,16 +18,58 @@ digest of its members' ETags from a depth-1 PROPFIND). Then:
 
 ``put_event`` and ``delete_event`` write one event at ``<calendar>/<UID>.ics``: a PUT there
 replaces what is there, and a DELETE of what is gone is no error, so both are safe to repeat.
-Every request has the timeout given (connect and each read). Failures are raised as
-``CalendarSyncError`` subclasses whose messages never include the password.
+Failures are raised as ``CalendarSyncError`` subclasses whose messages never include the
+password.
+
+Bounded in time, as anything read from outside must be. Every request has the timeout for
+connecting and for each socket read, which alone bounds nothing: a server sending a byte every
+few seconds never trips it. So every operation (a read, a write, listing the calendars) must
+also finish within ``deadline_seconds`` in all, raised to ``full_read_deadline_seconds`` for a
+read that turns out to be full (the first, one whose window moved on, a forgotten token): its one
+large answer, thousands of events from a slow server, takes a while to compute and to send
+(``access.py``: 6 and 9 times ``CALDAV_TIMEOUT_SECONDS``, 60 and 90 s by default, under the
+worker's 120 s task limit). The large answers (a full read's ``calendar-query``, every member's
+ETag) wait for each socket read as long as the deadline leaves, not one timeout: a server may
+think for longer than that before its first byte. Past the deadline: ``ServerTimeout``
+(retryable), naming the deadline.
+
+How the deadline is kept: the operation runs in a thread of its own, and the caller waits for it
+until the deadline and no longer. Only that bounds the caller's wall time whatever the library
+is blocked in (a socket read, a TLS handshake, a name lookup, parsing, caldav's rate-limit
+sleeps): closing the ``DAVClient`` from another thread does not interrupt a read in progress in
+niquests/urllib3-future (it closes idle connections only), and a read's timeout restarts with
+every byte. So that the abandoned thread ends too, instead of reading a drip for minutes, every
+connection the operation opens is recorded as urllib3-future makes it (a duplicate of its TCP
+socket, which a TLS wrapper does not detach) and shut down at the deadline: the read in progress
+ends at once, the library raises, nobody takes what it raises, and no connection is opened after
+that. The thread only talks to the server and returns plain values: it has no database session
+and no app context, so nothing it could write (a stray use of either raises). What a read needs
+from the database (the stored ETags, loaded only when asked for) the waiting thread loads for
+it, while it waits and never after. An abandoned write may still have reached the server; the
+write-back tries it again, which a PUT and a DELETE allow.
+
+Answers that are not CalDAV are named for what they are. A web page (``text/html``) answering a
+PROPFIND or REPORT means the URL is a web site's, not its CalDAV address, or a sign-in or proxy
+page is in the way: ``NotCalDAV``, not retryable (someone has to change the URL or the way to the
+server). An item larger than lxml parses (one text node over 10 MB: an event with a large file
+attached inline) is ``ItemTooLarge``, not retryable either: the server sends it again every time
+until someone makes it smaller. ``caldav`` could parse it (``DAVClient(huge_tree=True)``), but
+that lifts libxml2's limits on the whole of every answer from a server nobody here controls, so
+the limit stays, as the feeds' 20 MB does.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import queue
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -46,6 +88,8 @@ from app.services.integrations.calendars.errors import (
     AuthenticationFailed,
     CalendarNotFound,
     CalendarSyncError,
+    ItemTooLarge,
+    NotCalDAV,
     ServerError,
     ServerTimeout,
     ServerUnreachable,
@@ -75,7 +119,9 @@ class CalendarAccess:
     password: str | None = field(repr=False)  # never in a log line or traceback
     calendar: str | None  # the calendar's URL or display name; None: the only calendar
     calendar_url: str | None  # where an earlier sync found it, if it did
-    timeout: float
+    timeout: float  # connect, and each socket read
+    deadline_seconds: float  # a whole operation: a write, a listing, a read
+    full_read_deadline_seconds: float  # a read that reads the calendar in full
 
 
 @dataclass(frozen=True)
@@ -93,18 +139,235 @@ class _Markers:
         return self.ctag is not None and self.ctag == ctag
 
 
+# The deadline of one operation (see the module docstring): kept in the operation's own thread,
+# where its connections are made.
+_DEADLINE: ContextVar[_Deadline | None] = ContextVar("caldav_deadline", default=None)
+
+
+class _Deadline:
+    """How long one operation may take in all, and its connections (a duplicate of each one's
+    socket), to shut down when the deadline has passed."""
+
+    def __init__(self, seconds: float, operation: str) -> None:
+        self.started = time.monotonic()
+        self.seconds = seconds
+        self.operation = operation
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._over = False
+        self.calls: queue.SimpleQueue[Any] | None = None  # to the caller's thread
+
+    def remaining(self) -> float:
+        return self.started + self.seconds - time.monotonic()
+
+    def allow(self, seconds: float, operation: str) -> None:
+        """Let the operation take ``seconds`` in all (a read turned full), if that is longer."""
+        with self._lock:
+            if seconds > self.seconds:
+                self.seconds, self.operation = seconds, operation
+
+    def watch(self, sock: socket.socket) -> None:
+        """Keep a new connection's socket, to shut down at the deadline; past it, at once."""
+        with self._lock:
+            if not self._over:
+                self._sockets.append(sock.dup())  # a TLS wrapper detaches the original
+                return
+        _shut_down(sock)
+        raise ConnectionAbortedError("the operation's deadline has passed")
+
+    def end(self) -> None:
+        """The deadline has passed, or the operation is over: its connections end now (the read
+        in progress, if any, with them) and no new one may open."""
+        with self._lock:
+            self._over = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shut_down(sock)
+            sock.close()
+
+
+def _shut_down(sock: socket.socket) -> None:
+    with suppress(OSError):  # closed already, or never connected
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _within_deadline(operation: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A provider method, run in a thread of its own that its caller waits for until the access's
+    deadline and no longer (then ``ServerTimeout``). The method's signature is unchanged."""
+
+    def bounded(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def within_deadline(self: Any, access: CalendarAccess, *args: Any, **kwargs: Any) -> Any:
+            deadline = _Deadline(access.deadline_seconds, operation)
+            return _run(lambda: method(self, access, *args, **kwargs), deadline, access)
+
+        return within_deadline
+
+    return bounded
+
+
+class _Call:
+    """What the operation's thread asks the caller's to do (``_in_callers_thread``)."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        self.work = work
+        self.done = threading.Event()
+        self.outcome: dict[str, Any] = {}
+
+    def run(self) -> None:
+        try:
+            self.outcome["value"] = self.work()
+        except BaseException as err:  # handed back to the operation's thread
+            self.outcome["error"] = err
+        finally:
+            self.done.set()
+
+
+_FINISHED = object()
+
+
+def _run(work: Callable[[], Any], deadline: _Deadline, access: CalendarAccess) -> Any:
+    """``work()`` in a thread of its own, waited for until the deadline; meanwhile the waiting
+    (the caller's) thread does what the operation's thread asks of it, and nothing after."""
+    outcome: dict[str, Any] = {}
+    messages: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def operation() -> None:
+        _DEADLINE.set(deadline)  # this thread's own context
+        deadline.calls = messages
+        try:
+            outcome["value"] = work()
+        except BaseException as err:  # handed to the caller, who raises it
+            outcome["error"] = err
+        finally:
+            deadline.end()
+            messages.put(_FINISHED)
+
+    threading.Thread(target=operation, name=f"caldav {deadline.operation}", daemon=True).start()
+    finished = False
+    try:
+        while not finished:
+            try:
+                # A read that turns full moves the deadline on while it is waited for.
+                message = messages.get(timeout=max(deadline.remaining(), 0.0))
+            except queue.Empty:
+                if deadline.remaining() <= 0:
+                    raise ServerTimeout(
+                        f"{_server(access.url)} did not finish answering within"
+                        f" {deadline.seconds:g} s (the deadline of a {deadline.operation})"
+                    ) from None
+                continue
+            finished = message is _FINISHED
+            if not finished:
+                message.run()
+    finally:
+        if not finished:
+            deadline.end()  # the abandoned thread's read ends; what it returns is dropped
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _in_callers_thread(work: Callable[[], Any]) -> Any:
+    """``work()`` done by the thread waiting for this operation: what needs the app's context
+    or its database (the stored ETags), which the operation's thread has neither of, and never
+    once the caller has stopped waiting."""
+    deadline = _DEADLINE.get()
+    if deadline is None or deadline.calls is None:
+        return work()
+    call = _Call(work)
+    deadline.calls.put(call)
+    if not call.done.wait(max(deadline.remaining(), 0.0) + 1.0):
+        raise ConnectionAbortedError("the operation's deadline has passed")
+    if "error" in call.outcome:
+        raise call.outcome["error"]
+    return call.outcome["value"]
+
+
+def _allow_full_read(access: CalendarAccess) -> None:
+    deadline = _DEADLINE.get()
+    if deadline is not None:
+        deadline.allow(access.full_read_deadline_seconds, "full read")
+
+
+@contextmanager
+def _patient(client: caldav.DAVClient) -> Iterator[None]:
+    """For one large answer: each socket read may wait as long as the deadline leaves (a slow
+    server may think about thousands of events for longer than one timeout before it sends)."""
+    deadline = _DEADLINE.get()
+    timeout = client.timeout
+    if deadline is not None and timeout:
+        client.timeout = (timeout, max(timeout, deadline.remaining()))  # (connect, read)
+    try:
+        yield
+    finally:
+        client.timeout = timeout
+
+
+@functools.cache
+def _watched_pool(pool_class: type) -> type:
+    """``pool_class`` (urllib3-future's, as niquests uses it) whose connections are shown to
+    the operation's deadline as they are made."""
+    connection_class = pool_class.ConnectionCls
+
+    class WatchedConnection(connection_class):  # type: ignore[misc,valid-type]
+        def _new_conn(self) -> Any:
+            deadline = _DEADLINE.get()
+            sock = super()._new_conn()
+            if deadline is not None and isinstance(sock, socket.socket):
+                deadline.watch(sock)
+            return sock
+
+    return type(
+        f"Watched{pool_class.__name__}", (pool_class,), {"ConnectionCls": WatchedConnection}
+    )
+
+
+def _watch_connections(client: caldav.DAVClient) -> None:
+    for adapter in client.session.adapters.values():
+        manager = getattr(adapter, "poolmanager", None)
+        if manager is not None:
+            manager.pool_classes_by_scheme = {
+                scheme: _watched_pool(pool)
+                for scheme, pool in manager.pool_classes_by_scheme.items()
+            }
+
+
+_WEB_PAGE_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def _refuse_web_pages(server: str) -> Callable[..., None]:
+    """A response hook: a web page answering a PROPFIND or REPORT (where CalDAV answers XML)
+    is ``NotCalDAV``, not whatever the library makes of it."""
+
+    def check(response: Any, **kwargs: Any) -> None:
+        method = getattr(response.request, "method", None)
+        kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if method not in ("PROPFIND", "REPORT") or not 200 <= response.status_code < 300:
+            return
+        if kind in _WEB_PAGE_TYPES and b"multistatus" not in response.content[:2048].lower():
+            raise NotCalDAV(
+                f"{server} answered a web page ({kind}), not CalDAV: check the URL, or a"
+                " proxy or sign-in page is in the way"
+            )
+
+    return check
+
+
 class CalDAVProvider:
     """CalDAV servers: Radicale, Xandikos, Nextcloud, Fastmail, iCloud and others."""
 
     kind = "caldav"
     writes = True
 
+    @_within_deadline("calendar listing")
     def calendars(self, access: CalendarAccess, limit: int) -> list[RemoteCalendar]:
         """The account's calendars (display name and URL), at most ``limit``."""
         with _translated_errors(access), _client(access) as client:
             found = client.principal().get_calendars()[:limit]
             return [RemoteCalendar(str(c.url), _clean(c.get_display_name())) for c in found]
 
+    @_within_deadline("read")
     def read(
         self, access: CalendarAccess, cursor: Cursor, window: Interval, tz: ZoneInfo
     ) -> CalendarChanges:
@@ -112,6 +375,8 @@ class CalDAVProvider:
         # A calendar whose markers were forgotten (its configuration changed, or it was not
         # found) is looked up afresh: another one may be meant now.
         remembered = cursor.remote_id if cursor.sync_token or cursor.ctag else None
+        if not cursor.incremental:
+            _allow_full_read(access)
         with _translated_errors(access), _client(access) as client:
             calendar, name, markers = _open(client, access, remembered)
             remote_id = str(calendar.url)
@@ -128,11 +393,12 @@ class CalDAVProvider:
             elif known and not markers.sync_token:
                 etags = markers.etags if markers.etags is not None else _member_etags(calendar)
                 changed, removed = _changes_by_etags(
-                    calendar, etags, cursor.known_etags(), window, tz
+                    calendar, etags, _in_callers_thread(cursor.known_etags), window, tz
                 )
                 return _changes(
                     remote_id, name, markers, complete=False, changed=changed, removed=removed
                 )
+            _allow_full_read(access)
             return _changes(
                 remote_id,
                 name,
@@ -141,6 +407,7 @@ class CalDAVProvider:
                 changed=_read_window(calendar, _etags_to_keep(calendar, markers), window, tz),
             )
 
+    @_within_deadline("write")
     def put_event(
         self, access: CalendarAccess, uid: str, data: bytes, event_id: str | None = None
     ) -> None:
@@ -156,6 +423,7 @@ class CalDAVProvider:
                 calendar = _find(client, access)  # the remembered URL is gone: look it up
                 _event_at(client, calendar, uid, data).save(increase_seqno=False)
 
+    @_within_deadline("write")
     def delete_event(self, access: CalendarAccess, uid: str, event_id: str | None = None) -> None:
         """Remove the event with UID ``uid`` that ``put_event`` stored (nothing there: done)."""
         with _translated_errors(access), _client(access) as client:
@@ -190,13 +458,14 @@ def _read_window(
     """Every event in the window (a day wider on both sides: the server places all-day and
     floating events in UTC, the sync in the sub account's timezone); on a server that finds
     changes by ETags, every other member too (no periods), so the next read knows them."""
-    found = calendar.search(
-        event=True,
-        start=window.start - timedelta(days=1),
-        end=window.end + timedelta(days=1),
-        expand=False,
-        post_filter=False,
-    )
+    with _patient(calendar.client):
+        found = calendar.search(
+            event=True,
+            start=window.start - timedelta(days=1),
+            end=window.end + timedelta(days=1),
+            expand=False,
+            post_filter=False,
+        )
     items = {
         key: ical_item(key, etags.get(key), _text(obj.data), window, tz)
         for obj in found
@@ -297,6 +566,8 @@ def _client(access: CalendarAccess) -> Iterator[caldav.DAVClient]:
         timeout=access.timeout,
         enable_rfc6764=False,  # the URL is given; no DNS discovery
     )
+    _watch_connections(client)
+    client.session.hooks["response"].append(_refuse_web_pages(_server(access.url)))
     try:
         yield client
     finally:
@@ -371,7 +642,8 @@ def _markers(calendar: Any, access: CalendarAccess) -> tuple[str | None, _Marker
 
 def _member_etags(calendar: Any) -> dict[str, str | None]:
     """Every member resource's ETag, by key (one depth-1 PROPFIND)."""
-    response = calendar.get_properties([dav.GetEtag()], depth=1, parse_response_xml=False)
+    with _patient(calendar.client):
+        response = calendar.get_properties([dav.GetEtag()], depth=1, parse_response_xml=False)
     found = response.expand_simple_props([dav.GetEtag()])
     own = _key(calendar.url)
     return {
@@ -441,8 +713,26 @@ def _translated_errors(access: CalendarAccess) -> Iterator[None]:
     except caldav_error.DAVError as err:
         status = f"HTTP {err.status}" if err.status else _short(err.reason)
         raise ServerError(f"{server} answered {type(err).__name__} ({status})") from None
-    except etree.LxmlError:
+    except etree.LxmlError as err:
+        limit = _lxml_limit(err)
+        if limit:
+            raise ItemTooLarge(
+                f"{server}'s answer holds {limit}: an event with a large attachment? It cannot"
+                " be read until it is made smaller"
+            ) from None
         raise ServerError(f"{server} sent a response that is not valid XML") from None
+
+
+def _lxml_limit(err: Exception) -> str | None:
+    """Which of libxml2's limits (those ``huge_tree`` lifts) an answer broke, if one did."""
+    text = str(err)
+    if getattr(err, "code", None) != etree.ErrorTypes.ERR_RESOURCE_LIMIT and (
+        "XML_PARSE_HUGE" not in text and "huge" not in text.lower()
+    ):
+        return None
+    if "text node" in text.lower():
+        return "an item larger than 10 MB (lxml's limit for one text node)"
+    return f"more than lxml reads ({_short(text)})"
 
 
 def _short(text: object, limit: int = 120) -> str:

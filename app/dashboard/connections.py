@@ -4,10 +4,10 @@ choose from), changing, syncing now and removing them through
 ``app.services.integrations.calendars.connections``. Google and Microsoft 365 accounts are
 connected through their consent pages (``app.dashboard.calendar_accounts``).
 
-"Sync now" runs the worker's sync service in the request, bounded by the read's deadline
-(a multiple of ``CALDAV_TIMEOUT_SECONDS``), so the page can say at once how it went (the periodic sync goes on as before). A
-password typed here is stored encrypted and never put into a page again, not even the form it
-was typed into.
+"Sync now" runs the worker's sync service in the request, bounded by the read's deadline (a
+multiple of ``CALDAV_TIMEOUT_SECONDS``), so the page can say at once how it went (the periodic
+sync goes on as before). A password typed here is stored encrypted and never put into a page
+again, not even the form it was typed into.
 """
 
 from __future__ import annotations

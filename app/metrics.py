@@ -50,7 +50,8 @@ def scrape_registry() -> CollectorRegistry:
 class DeploymentGauges(Collector):
     """The deployment's health as gauges, read at scrape time (so they are right whichever
     process or machine did the work): the outbox backlog and the age of its oldest event, the
-    workers seen recently, and whether Redis answers. A monitor alerts on these (or on
+    workers seen recently, whether Redis answers, and the calendar connections waiting for a
+    person to act (reconnect, choose another calendar …). A monitor alerts on these (or on
     ``/statusz``); readiness never depends on them."""
 
     def __init__(self, app: Flask) -> None:
@@ -61,6 +62,7 @@ class DeploymentGauges(Collector):
         from app.deadlines import redis_timeout_s
         from app.models.types import utcnow
         from app.services.health import check_redis, workers_seen
+        from app.services.integrations.calendars.health import connections_needing_action
         from app.services.integrations.outbox import backlog
 
         with self.app.app_context():
@@ -69,6 +71,7 @@ class DeploymentGauges(Collector):
             workers = workers_seen(now)
             config = self.app.config
             redis_up = check_redis(config.get("REDIS_URL"), redis_timeout_s(config)).ok
+            needing_action = connections_needing_action()
         yield GaugeMetricFamily(
             "calendar_outbox_backlog_events", "Outbox events not delivered yet", value=count
         )
@@ -86,6 +89,12 @@ class DeploymentGauges(Collector):
             "calendar_redis_up",
             "1 when Redis answers (or is not used: the embedded default), 0 otherwise",
             value=int(redis_up),
+        )
+        yield GaugeMetricFamily(
+            "calendar_connections_needing_action",
+            "Active calendar connections that fail until a person acts (reconnect, choose"
+            " another calendar, subscribe again); each says what to do",
+            value=needing_action,
         )
 
 

@@ -38,7 +38,7 @@ class CalendarConnection(db.Model):
     (``app.services.integrations.calendars``). Its secret (a CalDAV password, an OAuth grant)
     is stored encrypted (``app.services.common.encryption``) and never shown.
 
-    Three groups of columns:
+    Five groups of columns:
 
     - configuration: ``name`` (unique in the sub account), ``kind``, ``url`` (the CalDAV server
       or principal URL, the feed's URL; for Google and Microsoft the provider's name),
@@ -50,7 +50,14 @@ class CalendarConnection(db.Model):
       ``consecutive_failures`` (0 = healthy), ``busy_count`` (busy periods stored),
       ``skipped_count`` and ``skipped_reason`` (events the latest sync could not read);
     - write-back outcome (bookings written into the calendar, ``write_back``): ``last_write_at``
-      (the latest successful write), ``last_write_error`` and ``last_write_error_at``.
+      (the latest successful write), ``last_write_error`` and ``last_write_error_at``;
+    - the bookings made before write-back began (``write_existing_pending``: set when the
+      connection is made with write-back on, or write-back is switched on, and cleared once the
+      worker has written the sub account's future active bookings into it;
+      ``write_existing_after``: the booking id written up to so far, ids in order);
+    - what a person must do (``needs_action``: the action in words, such as "reconnect", set by
+      a failure that trying again cannot fix, cleared by a success) and when they were told by
+      mail (``action_mailed_at``: once, until the connection has worked again).
 
     The sync state is per calendar, on ``ConnectedCalendar``.
     """
@@ -83,6 +90,10 @@ class CalendarConnection(db.Model):
     last_write_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_write_error: Mapped[str | None] = mapped_column(Text)
     last_write_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    write_existing_pending: Mapped[bool] = mapped_column(Boolean, default=False)
+    write_existing_after: Mapped[int | None] = mapped_column(Integer)
+    needs_action: Mapped[str | None] = mapped_column(Text)
+    action_mailed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property

@@ -164,6 +164,87 @@ def test_0004_keeps_calendar_connections_and_their_busy_time(fresh_database_url)
     assert old.last_synced_at is not None
 
 
+def test_0014_has_connections_that_write_back_write_their_earlier_bookings(fresh_database_url):
+    """Active write-back connections from before 0014 ask for the bookings made before they
+    were connected; feeds, inactive ones and those not writing back do not; the downgrade drops
+    the new columns."""
+    url = fresh_database_url
+    run(url, upgrade, None, "0013")
+    created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO agencies (id, name, created_at) VALUES (1, 'A', :at)"),
+            {"at": created},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
+                " VALUES (1, 1, 'S', true, :at)"
+            ),
+            {"at": created},
+        )
+        for id_, kind, write_back, active in (
+            (1, "caldav", True, True),
+            (2, "google", True, True),
+            (3, "ics", False, True),
+            (4, "caldav", False, True),
+            (5, "microsoft", True, False),
+        ):
+            connection.execute(
+                text(
+                    "INSERT INTO calendar_connections (id, sub_account_id, name, kind, url,"
+                    " write_back, active, consecutive_failures, busy_count, skipped_count,"
+                    " created_at) VALUES (:id, 1, :name, :kind, 'https://dav.test/',"
+                    " :write_back, :active, 0, 0, 0, :at)"
+                ),
+                {
+                    "id": id_,
+                    "name": f"c{id_}",
+                    "kind": kind,
+                    "write_back": write_back,
+                    "active": active,
+                    "at": created,
+                },
+            )
+    engine.dispose()
+
+    run(url, upgrade, None, "0014")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT id, write_existing_pending, write_existing_after, needs_action,"
+                " action_mailed_at FROM calendar_connections ORDER BY id"
+            )
+        ).all()
+    engine.dispose()
+    assert [(row.id, bool(row.write_existing_pending)) for row in rows] == [
+        (1, True),
+        (2, True),
+        (3, False),
+        (4, False),
+        (5, False),
+    ]
+    assert {(r.write_existing_after, r.needs_action, r.action_mailed_at) for r in rows} == {
+        (None, None, None)
+    }
+
+    run(url, downgrade, None, "0013")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        columns = {c["name"] for c in inspect(connection).get_columns("calendar_connections")}
+        count = connection.scalar(text("SELECT count(*) FROM calendar_connections"))
+    engine.dispose()
+    assert count == 5
+    assert not columns & {
+        "write_existing_pending",
+        "write_existing_after",
+        "needs_action",
+        "action_mailed_at",
+    }
+
+
 def test_a_release_waiting_behind_a_long_transaction_gives_up_and_succeeds_when_run_again(
     postgres_database,
 ):

@@ -186,6 +186,8 @@ def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
         connection.encrypted_secret = Grant(doc["refreshToken"]).sealed(key)
         connection.write_back = doc["writeBack"]
         connection.write_calendar = doc.get("writeCalendar") or PRIMARY
+    # Bookings made before it was connected are written by the worker (``write_back``).
+    connection.write_existing_pending = connection.write_back
     db.session.add(connection)
     if kind in OAUTH_KINDS:
         db.session.flush()
@@ -223,6 +225,9 @@ def describe(connection: CalendarConnection) -> dict[str, Any]:
         "lastWriteAt": _stamp(connection.last_write_at),
         "lastWriteError": connection.last_write_error,
         "lastWriteErrorAt": _stamp(connection.last_write_error_at),
+        "writingExistingBookings": connection.write_existing_pending,
+        "needsAction": connection.needs_action,
+        "actionMailedAt": _stamp(connection.action_mailed_at),
     }
 
 
@@ -335,10 +340,14 @@ def update_connection(
         raise _invalid(errors)
     old = (connection.url, connection.username, connection.calendar)
     reconnect = "password" in doc or (url, username, calendar) != old
+    writing_before = connection.write_back and connection.active
     connection.name, connection.url, connection.username = name, url, username
     connection.calendar = calendar
     connection.write_back = doc.get("writeBack", connection.write_back)
     connection.active = doc.get("active", connection.active)
+    _ask_for_existing_bookings(
+        connection, started=not writing_before, elsewhere=(url, username, calendar) != old
+    )
     if "password" in doc:
         connection.encrypted_secret = encrypt_secret(
             doc["password"], current_app.config["SECRET_KEY"]
@@ -350,6 +359,17 @@ def update_connection(
     except IntegrityError:  # the name was taken meanwhile
         raise _invalid({"name": [f"Duplicate name '{connection.name}'."]}) from None
     return connection
+
+
+def _ask_for_existing_bookings(
+    connection: CalendarConnection, *, started: bool, elsewhere: bool
+) -> None:
+    """Have the worker write the sub account's future bookings into the connection
+    (``write_back.write_existing_bookings``) when it begins to write back: write-back switched
+    on, the connection made active again while it is on, or its calendar now another one."""
+    if connection.write_back and connection.active and (started or elsewhere):
+        connection.write_existing_pending = True
+        connection.write_existing_after = None
 
 
 def list_calendars(

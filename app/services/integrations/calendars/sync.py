@@ -16,7 +16,8 @@ then writes, under the calendar's write lock (the one booking writes take):
 - unchanged (the provider's markers equal the kept ones): nothing but the attempt is written;
 - failure: the error, its time and the attempt are recorded, the busy time stays as it was
   (an unreachable calendar does not become a free one), and the result says whether trying
-  again later may help.
+  again later may help; if not, what a person must do is kept too (``needs_action``,
+  ``health``), until a sync succeeds again.
 
 The window is [now - 1 day, now + the sub account's longest booking horizon (its settings and
 any event type's) + 7 days]: the extra week lets a calendar be read incrementally for up to a
@@ -64,6 +65,7 @@ from app.services.integrations.calendars.errors import (
     CalendarSyncError,
     ServerError,
 )
+from app.services.integrations.calendars.health import action_needed
 from app.services.integrations.calendars.providers import (
     CalendarChanges,
     Cursor,
@@ -322,6 +324,8 @@ def _record_failure(plan: _Plan, err: CalendarSyncError, now: datetime) -> SyncR
     connection.last_error = message
     connection.last_error_at = now
     connection.consecutive_failures += 1
+    # What a person must do; a failure that may mend by itself (a timeout) leaves it as it was.
+    connection.needs_action = action_needed(connection.kind, err) or connection.needs_action
     if isinstance(err, CalendarNotFound):
         forget_sync_state(connection.id)  # look it up afresh next time
     db.session.flush()
@@ -343,6 +347,7 @@ def _record_success(plan: _Plan, changes: list[CalendarChanges], now: datetime) 
     connection.last_attempt_at = now
     connection.last_success_at = now
     connection.consecutive_failures = 0
+    connection.needs_action = connection.action_mailed_at = None  # working again (``health``)
     rows = {row.remote_id: row for row in _calendar_rows(connection.id)}
     for remote_id in rows.keys() - {change.remote_id for change in changes}:
         _drop_calendar(rows.pop(remote_id))  # no longer read (another calendar was found)

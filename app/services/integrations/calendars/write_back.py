@@ -13,11 +13,17 @@ Like the inbound sync, no transaction is open while a server is waited for: the 
 connections are read in a short session of their own, the servers are written, then the outcome
 is recorded on each connection (``last_write_at``, ``last_write_error``). A failure raises
 ``DeliveryFailed``, so the outbox offers the event again later with backoff.
+
+Bookings made before a connection wrote back (it was connected later, or write-back was
+switched on later) have no event to deliver: ``write_existing_bookings`` writes the sub
+account's future active bookings into that one connection once, when the connection asks for
+it (``write_existing_pending``); the worker runs it after a successful sync.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,7 +32,15 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.extensions import db
-from app.models import Booking, BookingStatus, CalendarConnection, SubAccount, WrittenEvent
+from app.models import (
+    ACTIVE_STATUSES,
+    Booking,
+    BookingStatus,
+    CalendarConnection,
+    SubAccount,
+    WrittenEvent,
+)
+from app.services.common.transactions import owns_transactions
 from app.services.common.upserts import upsert_into
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
@@ -41,6 +55,9 @@ HANDLER_NAME = "calendar_write_back"
 # Events that change nothing a calendar shows.
 _NOT_SHOWN = {str(BookingEventKind.COMPLETED), str(BookingEventKind.NO_SHOW)}
 _MAX_ROUNDS = 3
+# How long one run of ``write_existing_bookings`` goes on before leaving the rest to the next
+# (a worker task may run 120 s; each write waits at most ``CALDAV_TIMEOUT_SECONDS``).
+EXISTING_BUDGET_SECONDS = 45.0
 
 
 @dataclass(frozen=True)
@@ -84,17 +101,24 @@ def write_back_delivery(delivery: Delivery, now: datetime) -> None:
 
 
 def write_back_booking(
-    booking_id: int, *, now: datetime, timeout: float | None = None
+    booking_id: int,
+    *,
+    now: datetime,
+    timeout: float | None = None,
+    connection_id: int | None = None,
 ) -> list[WriteOutcome]:
     """Store (or, once cancelled, delete) the booking's event in every active write-back
-    connection of its sub account; record each outcome on its connection (flushed, not
-    committed). Never raises for a server's sake: failures are in the outcomes."""
+    connection of its sub account (or only in ``connection_id``, if it is one of them); record
+    each outcome on its connection (flushed, not committed). Never raises for a server's sake:
+    failures are in the outcomes."""
     outcomes: list[WriteOutcome] = []
     plan = None
     learned: dict[int, str | None] = {}  # event ids answered in an earlier round
     for _ in range(_MAX_ROUNDS):
         with Session(db.engine) as read_session:
-            plan = _plan(read_session, booking_id, now, caldav_timeout(timeout), learned)
+            plan = _plan(
+                read_session, booking_id, now, caldav_timeout(timeout), learned, connection_id
+            )
         if plan is None or not plan.targets:
             return []
         outcomes = [_write(plan, target) for target in plan.targets]
@@ -105,17 +129,119 @@ def write_back_booking(
     return outcomes
 
 
+@dataclass(frozen=True)
+class ExistingBookingsWritten:
+    """What one run of ``write_existing_bookings`` did: ``written`` bookings; ``done``: every
+    one is in the calendar now and the connection asks no more; ``error``: why it stopped at a
+    booking (the next run begins again with that one)."""
+
+    connection_id: int
+    written: int = 0
+    done: bool = False
+    error: str | None = None
+
+
+@owns_transactions
+def write_existing_bookings(
+    connection_id: int,
+    *,
+    now: datetime,
+    budget_seconds: float = EXISTING_BUDGET_SECONDS,
+    timeout: float | None = None,
+) -> ExistingBookingsWritten | None:
+    """Write the sub account's future active bookings (not cancelled, ending after ``now``)
+    into the connection, if it asks for them (``write_existing_pending``), in booking id order
+    and into this connection only, as ``write_back_booking`` writes (idempotent, event ids
+    kept). A job that must not hold a transaction open while it waits on the calendar's server:
+    each booking's outcome is committed with the connection's progress
+    (``write_existing_after``).
+
+    It stops at the first failure, recorded on the connection as any write-back failure is (a
+    later run begins again with that booking), or once ``budget_seconds`` are spent (at least
+    one booking is written; a later run goes on after it). Once every booking is written, the
+    connection asks no more. A connection that does not write back (a feed, write-back off)
+    asks no more at once; an inactive one keeps asking until it is active again. None: the
+    connection does not ask."""
+    with Session(db.engine) as read_session:
+        connection = read_session.get(CalendarConnection, connection_id)
+        if connection is None or not connection.write_existing_pending:
+            return None
+        writes = connection.write_back and provider_for(connection.kind).writes
+        sub_account = read_session.get(SubAccount, connection.sub_account_id)
+        if writes and not (connection.active and sub_account.active):
+            return ExistingBookingsWritten(connection_id)
+        after = connection.write_existing_after
+        booking_ids = (
+            list(
+                read_session.scalars(
+                    select(Booking.id)
+                    .where(
+                        Booking.sub_account_id == connection.sub_account_id,
+                        Booking.status.in_(ACTIVE_STATUSES),
+                        Booking.end_at > now,
+                        Booking.id > (after or 0),
+                    )
+                    .order_by(Booking.id)
+                )
+            )
+            if writes
+            else []
+        )
+    started = time.monotonic()
+    written = 0
+    for booking_id in booking_ids:
+        if written and time.monotonic() - started >= budget_seconds:
+            return ExistingBookingsWritten(connection_id, written)
+        outcomes = write_back_booking(
+            booking_id, now=now, timeout=timeout, connection_id=connection_id
+        )
+        if not outcomes:  # not written to now (switched off or made inactive): left to later
+            return ExistingBookingsWritten(connection_id, written)
+        failed = next((o.error for o in outcomes if o.error), None)
+        moved_on = failed is None and _progress(
+            connection_id, after, write_existing_after=booking_id
+        )
+        db.session.commit()  # the outcome on the connection (and the progress)
+        if failed is not None:
+            return ExistingBookingsWritten(connection_id, written, error=failed)
+        if not moved_on:  # asked for again meanwhile (write-back switched off and on)
+            return ExistingBookingsWritten(connection_id, written)
+        after, written = booking_id, written + 1
+    done = _progress(connection_id, after, write_existing_pending=False, write_existing_after=None)
+    db.session.commit()
+    log.info("calendar connection %s: %s existing bookings written", connection_id, written)
+    return ExistingBookingsWritten(connection_id, written, done=done)
+
+
+def _progress(connection_id: int, expected_after: int | None, **values: Any) -> bool:
+    """Store the existing bookings' progress, if it is still the run's own (nobody asked again
+    for them meanwhile); whether it was."""
+    after = CalendarConnection.write_existing_after
+    result = db.session.execute(
+        update(CalendarConnection)
+        .where(
+            CalendarConnection.id == connection_id,
+            CalendarConnection.write_existing_pending.is_(True),
+            after.is_(None) if expected_after is None else after == expected_after,
+        )
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
 def _plan(
     session: Session,
     booking_id: int,
     now: datetime,
     timeout: float,
     learned: dict[int, str | None],
+    only: int | None = None,
 ) -> _Plan | None:
     booking = session.get(Booking, booking_id)
     if booking is None:
         return None
-    connections = session.scalars(
+    query = (
         select(CalendarConnection)
         .join(SubAccount, SubAccount.id == CalendarConnection.sub_account_id)
         .where(
@@ -125,7 +251,10 @@ def _plan(
             SubAccount.active.is_(True),
         )
         .order_by(CalendarConnection.id)
-    ).all()
+    )
+    if only is not None:
+        query = query.where(CalendarConnection.id == only)
+    connections = session.scalars(query).all()
     written = {
         **dict(
             session.execute(

@@ -221,3 +221,45 @@ def test_a_webcal_address_is_fetched_over_https():
         feed_url("webcal://calendar.example.com/a/b.ics") == "https://calendar.example.com/a/b.ics"
     )
     assert feed_url("https://calendar.example.com/a.ics") == "https://calendar.example.com/a.ics"
+
+
+BERLIN_ZONE = [
+    "BEGIN:VTIMEZONE",
+    "TZID:Europe/Berlin",
+    "BEGIN:STANDARD",
+    "DTSTART:19701025T030000",
+    "RRULE:FREQ=YEARLY;BYMONTH=10;BYDAY=-1SU",
+    "TZOFFSETFROM:+0200",
+    "TZOFFSETTO:+0100",
+    "END:STANDARD",
+    "END:VTIMEZONE",
+]
+
+
+def test_folded_lines_alarms_and_time_zones_are_read_as_the_feed_means_them(private_allowed, feed):
+    folded = [
+        "BEGIN:VEVENT",
+        "UID:a-long-",
+        " uid-folded",  # RFC 5545 line folding
+        "DTSTAMP:20300101T000000Z",
+        "DTSTART;TZID=Europe/Berlin:20310107T090000",
+        "DTEND;TZID=Europe/Berlin:20310107T100000",
+        "BEGIN:VALARM",
+        "UID:the-alarms-own-uid",  # RFC 9074: not the event's
+        "ACTION:DISPLAY",
+        "TRIGGER:-PT15M",
+        "END:VALARM",
+        "END:VEVENT",
+    ]
+    feed.serve(calendar(BERLIN_ZONE, folded))
+    connection_id = subscribe(feed)
+    assert sync(connection_id).busy_count == 1
+    [(_, uid, start, end)] = busy_rows(connection_id)
+    assert (uid, start, end) == ("a-long-uid-folded", utc(2031, 1, 7, 8), utc(2031, 1, 7, 9))
+
+
+def test_a_feed_whose_components_do_not_close_is_named_as_not_icalendar(private_allowed, feed):
+    feed.serve("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nUID:x\r\nEND:VCALENDAR\r\n")
+    result = sync(subscribe(feed))
+    assert (result.status, result.retryable) == ("failed", False)
+    assert "BEGIN and END do not match" in result.error

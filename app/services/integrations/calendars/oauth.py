@@ -38,6 +38,7 @@ from app.services.common.encryption import (
     encrypt_secret,
     secret_keys,
 )
+from app.services.common.tls import shared_tls_context
 from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.errors import (
     AuthenticationFailed,
@@ -171,6 +172,7 @@ def _client(provider: OAuthProvider, timeout: float, **kwargs: Any) -> OAuth2Cli
         scope=" ".join(provider.scopes),
         token_endpoint_auth_method="client_secret_post",
         timeout=timeout,
+        verify=shared_tls_context(),
         **kwargs,
     )
 

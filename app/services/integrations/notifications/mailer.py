@@ -10,13 +10,12 @@ port 465). User and password are percent-decoded.
 from __future__ import annotations
 
 import smtplib
-import ssl
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from functools import cache
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from app.models import MailStatus
+from app.services.common.tls import shared_tls_context
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 
@@ -57,19 +56,12 @@ def smtp_settings(url: str | None, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> 
     )
 
 
-@cache
-def _tls_context() -> ssl.SSLContext:
-    """One context for every message: building one loads the system's CA certificates, about
-    20 ms of CPU, and a context serves any number of connections."""
-    return ssl.create_default_context()
-
-
 def send_mail(message: EmailMessage, settings: SmtpSettings | None) -> MailStatus:
     """Hand ``message`` to the SMTP server (``SENT``), or with no server configured report that
     it is to be kept (``KEPT``). Raises ``MailNotSent`` when the server fails."""
     if settings is None:
         return MailStatus.KEPT
-    context = _tls_context() if settings.tls or settings.starttls else None
+    context = shared_tls_context() if settings.tls or settings.starttls else None
     try:
         if settings.tls:
             client: smtplib.SMTP = smtplib.SMTP_SSL(

@@ -5,13 +5,13 @@ answer read and kept."""
 
 from __future__ import annotations
 
-import ssl
 import time
 from dataclasses import dataclass
 
 import urllib3
 from urllib3.exceptions import HTTPError, TimeoutError
 
+from app.services.common.tls import shared_tls_context
 from app.services.integrations.webhooks.targets import Target
 
 EXCERPT_BYTES = 1024
@@ -39,7 +39,7 @@ def pinned_pool(target: Target, timeout: float) -> urllib3.HTTPConnectionPool:
             target.port,
             timeout=limits,
             retries=False,
-            ssl_context=ssl.create_default_context(),
+            ssl_context=shared_tls_context(),
             server_hostname=target.host,
             assert_hostname=target.host,
         )

@@ -4,10 +4,10 @@ busy time comes in, nothing is written back.
 
 A read is one GET of the whole file, conditional on what the last one answered
 (``If-None-Match`` with its ``ETag``, ``If-Modified-Since`` with its ``Last-Modified``): an
-unchanged feed costs one ``304``. A changed one is parsed and split into its events by UID
-(each with the time zones it names); an event whose text is the one read last time keeps its
-busy time without being expanded again, so a feed with one change costs one download, one
-parse and one expansion.
+unchanged feed costs one ``304``. A changed one is split into its events by UID (each with the
+time zones it names) as text, without parsing the file: an event whose text is the one read
+last time keeps its busy time without being parsed or expanded again, so a feed with one
+change costs one download, a digest of each event's text, and one parse and expansion.
 
 Bounded, as anything read from outside must be: the address is resolved once and must be
 public unless ``CALDAV_ALLOW_PRIVATE`` is on (the connection goes to the address checked, as
@@ -19,12 +19,12 @@ same way, the file may be at most ``MAX_FEED_BYTES``, and the whole read must fi
 from __future__ import annotations
 
 import hashlib
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
-import icalendar
 from urllib3.exceptions import HTTPError, TimeoutError
 
 from app.scheduling.intervals import Interval
@@ -79,7 +79,7 @@ class FeedProvider:
     def calendars(self, access: FeedAccess, limit: int) -> list[RemoteCalendar]:
         """A feed is one calendar; its name is the file's ``X-WR-CALNAME`` when it has one."""
         answer = _fetch(access, {})
-        name = _calendar_name(_parse(answer.body, access.url)) if answer.body else None
+        name = _split(answer.body, access.url).name if answer.body else None
         return [RemoteCalendar(feed_url(access.url), name, primary=True, writable=False)][:limit]
 
     def read(
@@ -95,14 +95,12 @@ class FeedProvider:
         answer = _fetch(access, conditions)
         if answer.body is None:  # 304 Not Modified
             return CalendarChanges(remote_id, None, False, [], [], cursor.sync_token, cursor.ctag)
-        calendar = _parse(answer.body, access.url)
+        feed = _split(answer.body, access.url)
         stored = cursor.known_etags() if known else {}
-        items = [
-            _item(uid, text, stored, window, tz) for uid, text in _events_by_uid(calendar).items()
-        ]
+        items = [_item(uid, text, stored, window, tz) for uid, text in _events_by_uid(feed).items()]
         return CalendarChanges(
             remote_id,
-            _calendar_name(calendar),
+            feed.name,
             True,
             items,
             [],
@@ -110,10 +108,12 @@ class FeedProvider:
             answer.last_modified,
         )
 
-    def put_event(self, access: FeedAccess, uid: str, data: bytes) -> str:
+    def put_event(
+        self, access: FeedAccess, uid: str, data: bytes, event_id: str | None = None
+    ) -> None:
         raise NotImplementedError("a calendar feed is read-only")
 
-    def delete_event(self, access: FeedAccess, uid: str) -> None:
+    def delete_event(self, access: FeedAccess, uid: str, event_id: str | None = None) -> None:
         raise NotImplementedError("a calendar feed is read-only")
 
 
@@ -126,46 +126,97 @@ def _item(
     return ical_item(uid, digest, text, window, tz)
 
 
-def _events_by_uid(calendar: icalendar.Calendar) -> dict[str, str]:
-    """Each UID's events (the series and its overrides) as a calendar of their own, with the
-    time zones they name."""
-    zones = {str(tz["TZID"]): tz for tz in calendar.walk("VTIMEZONE") if "TZID" in tz}
-    events: dict[str, list[icalendar.cal.Component]] = {}
-    for index, event in enumerate(calendar.walk("VEVENT")):
-        events.setdefault(str(event.get("UID") or f"no-uid-{index}"), []).append(event)
+@dataclass
+class _FeedText:
+    """A feed's iCalendar text as its parts, split without parsing (``_split``)."""
+
+    name: str | None = None
+    zones: dict[str, list[str]] = field(default_factory=dict)  # TZID → its VTIMEZONE's lines
+    events: dict[str, list[list[str]]] = field(default_factory=dict)  # UID → its VEVENTs
+
+
+def _split(body: bytes, url: str) -> _FeedText:
+    """The feed's events by UID (a series and its overrides together), its time zones and its
+    name, from the text as it is: unfolded lines grouped by ``BEGIN``/``END``. Nothing is
+    parsed here, so an unchanged event costs a digest of its text, not a parse; each changed
+    event is parsed on its own (``ical_item``), and one that cannot be is skipped alone."""
+    text = body.decode("utf-8", errors="replace").lstrip("\ufeff")
+    lines = _UNFOLD.sub("", text).splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    if first.strip().upper() != "BEGIN:VCALENDAR":
+        raise MalformedCalendarData(f"{_server(url)} sent a file that is not iCalendar")
+    feed = _FeedText()
+    stack: list[str] = []
+    block: list[str] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        name, _, value = line.partition(":")
+        prop = name.split(";", 1)[0].strip().upper()
+        if prop == "BEGIN":
+            stack.append(value.strip().upper())
+        if len(stack) >= 2:
+            block.append(line)
+        elif prop == "X-WR-CALNAME" and len(stack) == 1:
+            feed.name = value.strip()[:255] or None
+        if prop == "END":
+            if not stack or stack[-1] != value.strip().upper():
+                raise MalformedCalendarData(
+                    f"{_server(url)} sent iCalendar whose BEGIN and END do not match"
+                )
+            stack.pop()
+            if len(stack) == 1:
+                _keep_component(feed, block)
+                block = []
+    if stack:
+        raise MalformedCalendarData(f"{_server(url)} sent iCalendar that ends too soon")
+    return feed
+
+
+_UNFOLD = re.compile(r"\r?\n[ \t]")
+_TZID_PARAM = re.compile(r";TZID=\"?([^\";:]+)", re.IGNORECASE)
+
+
+def _keep_component(feed: _FeedText, block: list[str]) -> None:
+    """A component of the calendar (its lines, nested ones included) kept by what it is."""
+    kind = block[0].partition(":")[2].strip().upper()
+    own = _own_properties(block)
+    if kind == "VTIMEZONE" and own.get("TZID"):
+        feed.zones[own["TZID"]] = block
+    elif kind == "VEVENT":
+        uid = own.get("UID") or f"no-uid-{sum(map(len, feed.events.values()))}"
+        feed.events.setdefault(uid, []).append(block)
+
+
+def _own_properties(block: list[str]) -> dict[str, str]:
+    """The component's own properties' values by name (not those of components within)."""
+    found: dict[str, str] = {}
+    depth = 0
+    for line in block:
+        name, _, value = line.partition(":")
+        prop = name.split(";", 1)[0].strip().upper()
+        if prop == "BEGIN":
+            depth += 1
+        elif prop == "END":
+            depth -= 1
+        elif depth == 1:
+            found.setdefault(prop, value.strip())
+    return found
+
+
+def _events_by_uid(feed: _FeedText) -> dict[str, str]:
+    """Each UID's events as a calendar of their own, with the time zones they name."""
     texts = {}
-    for uid, components in events.items():
-        single = icalendar.Calendar()
-        single.add("VERSION", "2.0")
-        single.add("PRODID", "-//feed item//")
-        named = {_tzid(c, prop) for c in components for prop in ("DTSTART", "DTEND")} - {None}
+    for uid, blocks in feed.events.items():
+        named = {m for block in blocks for line in block for m in _TZID_PARAM.findall(line)}
+        lines = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//feed item//"]
         for tzid in sorted(named):
-            if tzid in zones:
-                single.add_component(zones[tzid])
-        for component in components:
-            single.add_component(component)
-        texts[uid] = single.to_ical().decode("utf-8", errors="replace")
+            lines += feed.zones.get(tzid, [])
+        for block in blocks:
+            lines += block
+        lines.append("END:VCALENDAR")
+        texts[uid] = "\r\n".join(lines) + "\r\n"
     return texts
-
-
-def _tzid(component: icalendar.cal.Component, prop: str) -> str | None:
-    value = component.get(prop)
-    params = getattr(value, "params", None) or {}
-    return str(params["TZID"]) if "TZID" in params else None
-
-
-def _calendar_name(calendar: icalendar.Calendar) -> str | None:
-    name = calendar.get("X-WR-CALNAME")
-    return str(name).strip()[:255] or None if name is not None else None
-
-
-def _parse(body: bytes, url: str) -> icalendar.Calendar:
-    try:
-        return icalendar.Calendar.from_ical(body.decode("utf-8", errors="replace"))
-    except Exception as err:  # icalendar raises many kinds
-        raise MalformedCalendarData(
-            f"{_server(url)} sent a file that is not iCalendar ({type(err).__name__})"
-        ) from None
 
 
 @dataclass(frozen=True)

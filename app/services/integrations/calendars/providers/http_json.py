@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from app.services.common.tls import shared_tls_context
 from app.services.integrations.calendars.errors import (
     AuthenticationFailed,
     CalendarNotFound,
@@ -44,7 +45,9 @@ class ApiSession:
     def __init__(self, access: ApiAccess, headers: dict[str, str] | None = None) -> None:
         self.access = access
         self.started = time.monotonic()
-        self.client = httpx.Client(timeout=access.timeout, headers=headers or {})
+        self.client = httpx.Client(
+            timeout=access.timeout, headers=headers or {}, verify=shared_tls_context()
+        )
 
     def __enter__(self) -> ApiSession:
         return self

@@ -693,7 +693,19 @@ def _path(url: Any) -> str:
 # --- the database side -----------------------------------------------------------------------
 
 
-def tenant_document(server_url: str) -> dict[str, Any]:
+def caldav_connection(server_url: str) -> dict[str, Any]:
+    """The connection of the bench's sub account: the Radicale or Xandikos calendar by name."""
+    return {
+        "name": "Personal",
+        "url": server_url,
+        "username": USER,
+        "password": PASSWORD,
+        "calendar": CALENDAR_NAME,
+    }
+
+
+def tenant_document(connection: dict[str, Any]) -> dict[str, Any]:
+    """One agency, one sub account (New York, a 60-day horizon) with ``connection``."""
     return {
         "agencies": [
             {
@@ -720,15 +732,7 @@ def tenant_document(server_url: str) -> dict[str, Any]:
                         "apiKeys": [
                             {"name": "bench", "permissions": [p.value for p in Permission]}
                         ],
-                        "calendarConnections": [
-                            {
-                                "name": "Personal",
-                                "url": server_url,
-                                "username": USER,
-                                "password": PASSWORD,
-                                "calendar": CALENDAR_NAME,
-                            }
-                        ],
+                        "calendarConnections": [connection],
                     }
                 ],
             }
@@ -875,7 +879,9 @@ class Bench:
         self.connection_id = 0
 
     def run(self, url: str) -> dict[str, Samples]:
-        created = migrate_and_provision(url, tenant_document(self.target.server.url))
+        created = migrate_and_provision(
+            url, tenant_document(caldav_connection(self.target.server.url))
+        )
         self.connection_id = created[0]["calendarConnections"]["Personal"]
         app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": SECRET_KEY})
         with app.app_context():

@@ -129,7 +129,7 @@ import app.services.integrations.calendars.providers.google as google_provider
 import app.services.integrations.calendars.providers.microsoft as microsoft_provider
 from app import create_app
 from app.extensions import db
-from app.models import BlockedTime, CalendarItem, ConnectedCalendar, Permission
+from app.models import BlockedTime, CalendarItem, ConnectedCalendar
 from app.scheduling.timezones import zone
 from app.services.integrations.calendars.busy_time import (
     CalendarObject,
@@ -160,6 +160,7 @@ from bench.calendar_sync import (
     median,
     ms,
     requests_text,
+    tenant_document,
     timed,
 )
 from tests.feed_servers import Feed, feed_server
@@ -1002,41 +1003,6 @@ def google_event(uid: str, component: Any, recurrence: list[str]) -> dict[str, A
 
 
 # --- the database side -----------------------------------------------------------------------
-
-
-def tenant_document(connection: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "agencies": [
-            {
-                "name": "Bench agency",
-                "owner": {"email": "owner@provider-sync.test", "password": "s3cret-pass"},
-                "subAccounts": [
-                    {
-                        "name": "Sync clinic",
-                        "timezone": TIMEZONE,
-                        "settings": {"minimumNoticeMinutes": 0, "bookingHorizonDays": HORIZON_DAYS},
-                        "availabilityProfiles": [
-                            {
-                                "name": "Office",
-                                "default": True,
-                                "weeklyHours": {
-                                    d: [["09:00", "17:00"]]
-                                    for d in ("mon", "tue", "wed", "thu", "fri")
-                                },
-                            }
-                        ],
-                        "eventTypes": [
-                            {"name": "Visit", "duration": 30, "availabilityProfile": "Office"}
-                        ],
-                        "apiKeys": [
-                            {"name": "bench", "permissions": [p.value for p in Permission]}
-                        ],
-                        "calendarConnections": [connection],
-                    }
-                ],
-            }
-        ]
-    }
 
 
 class Bench:

@@ -36,7 +36,10 @@ from app.extensions import db
 from app.services.accounts import passwords
 from tests.dashboard_users import owner_email, sign_in
 from tests.factories import NEW_YORK, Tenant, TenantFactory
+from tests.google_servers import FakeGoogle
 from tests.live_api import LiveApi, live_api
+from tests.microsoft_servers import FakeMicrosoft
+from tests.oauth_fakes import ACCOUNT_EMAIL
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -256,3 +259,21 @@ def signed_in(client: FlaskClient, tenant: Tenant) -> FlaskClient:
 def tenant(tenants: TenantFactory) -> dict[str, Any]:
     """One provisioned agency with one sub account and a key per permission set."""
     return tenants.create()
+
+
+@pytest.fixture
+def google() -> Iterator[FakeGoogle]:
+    """The loopback fake of Google's OAuth server and Calendar API, with one account
+    (``ACCOUNT_EMAIL``); ``google.app_settings()`` points an app at it."""
+    with FakeGoogle() as fake:
+        fake.add_account(ACCOUNT_EMAIL)
+        yield fake
+
+
+@pytest.fixture
+def microsoft() -> Iterator[FakeMicrosoft]:
+    """The loopback fake of the Microsoft identity platform and Graph, with one account
+    (``ACCOUNT_EMAIL``); ``microsoft.app_settings()`` points an app at it."""
+    with FakeMicrosoft() as fake:
+        fake.add_account(ACCOUNT_EMAIL)
+        yield fake

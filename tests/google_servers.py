@@ -204,6 +204,18 @@ class FakeGoogle(OAuthFake):
     def calendar_api_url(self) -> str:
         return self.url + "/calendar/v3"
 
+    def app_settings(self) -> dict[str, str]:
+        """The app's configuration that makes it use this fake (and its first client)."""
+        client = next(iter(self.clients.values()))
+        return {
+            "GOOGLE_CLIENT_ID": client.id,
+            "GOOGLE_CLIENT_SECRET": client.secret,
+            "GOOGLE_AUTHORIZE_URL": self.authorize_url,
+            "GOOGLE_TOKEN_URL": self.token_url,
+            "GOOGLE_REVOKE_URL": self.revoke_url,
+            "GOOGLE_CALENDAR_API_URL": self.calendar_api_url,
+        }
+
     # Control: calendars and events
     @locked
     def add_calendar(self, email: str, summary: str, *, time_zone: str | None = None) -> str:

@@ -314,6 +314,16 @@ class FakeMicrosoft(OAuthFake):
     def graph_url(self) -> str:
         return self.url + "/v1.0"
 
+    def app_settings(self) -> dict[str, str]:
+        """The app's configuration that makes it use this fake (and its first client)."""
+        client = next(iter(self.clients.values()))
+        return {
+            "MICROSOFT_CLIENT_ID": client.id,
+            "MICROSOFT_CLIENT_SECRET": client.secret,
+            "MICROSOFT_LOGIN_URL": self.login_url,
+            "MICROSOFT_GRAPH_URL": self.graph_url,
+        }
+
     # Control: calendars, events, answers
     @locked
     def set_answer_time_zone(self, name: str | None) -> None:

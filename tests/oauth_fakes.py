@@ -59,6 +59,9 @@ from werkzeug.wrappers import Request, Response
 
 from tests.servers import free_port
 
+# The account the tests connect (the conftest's ``google`` and ``microsoft`` fixtures make it).
+ACCOUNT_EMAIL = "dentist@example.com"
+
 CODE_LIFETIME = 600.0  # seconds; both providers' codes last about ten minutes
 ACCESS_TOKEN_LIFETIME = 3599  # expires_in of both providers' token answers
 HORIZON = timedelta(days=730)  # how far a series is expanded when nothing else bounds it

@@ -17,10 +17,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
-from tests.celery_workers import wait_for
+from tests.celery_workers import celery_worker, wait_for
 from tests.conftest import backend_unavailable
 from tests.dashboard_users import sign_in_browser
-from tests.servers import ROOT, gunicorn, migrate_and_run_demo
+from tests.google_servers import FakeGoogle
+from tests.microsoft_servers import FakeMicrosoft
+from tests.servers import MACHINE_REDIS, ROOT, gunicorn, migrate_and_run_demo
 
 pytestmark = [
     pytest.mark.slow,
@@ -367,32 +369,12 @@ def open_slots(base, demo, event_type_id):
 def provider_site(request, tmp_path):
     """A live server and a worker (write-back runs there) whose Google or Microsoft endpoints
     are the loopback fake's, the fake with one account signed in on its consent page."""
-    from tests.celery_workers import celery_worker
-    from tests.google_servers import FakeGoogle
-    from tests.microsoft_servers import FakeMicrosoft
-    from tests.servers import MACHINE_REDIS
-
     kind = request.param
     fake_class = FakeGoogle if kind == "google" else FakeMicrosoft
     with fake_class() as fake:
         calendar_id = fake.add_account("front-desk@clinic.test")
-        if kind == "google":
-            endpoints = {
-                "GOOGLE_AUTHORIZE_URL": fake.authorize_url,
-                "GOOGLE_TOKEN_URL": fake.token_url,
-                "GOOGLE_REVOKE_URL": fake.revoke_url,
-                "GOOGLE_CALENDAR_API_URL": fake.calendar_api_url,
-            }
-        else:
-            endpoints = {
-                "MICROSOFT_LOGIN_URL": fake.login_url,
-                "MICROSOFT_GRAPH_URL": fake.graph_url,
-            }
-        prefix = kind.upper()
         settings = {
-            f"{prefix}_CLIENT_ID": "test-client-id",
-            f"{prefix}_CLIENT_SECRET": "test-client-secret",
-            **endpoints,
+            **fake.app_settings(),
             "OUTBOX_DISPATCH": "1",
             "REDIS_URL": MACHINE_REDIS,
             "CELERY_QUEUE": f"browser-{uuid.uuid4().hex}",

@@ -16,43 +16,19 @@ from app.models import CalendarConnection, ConnectedCalendar
 from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import TenantFactory, external_busy_rows
 from tests.feed_servers import feed_server
-from tests.google_servers import FakeGoogle
-from tests.microsoft_servers import FakeMicrosoft
+from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 
-EMAIL = "dentist@example.com"
 SOON = datetime.combine(date.today() + timedelta(days=3), datetime.min.time()).astimezone()
 
 pytestmark = pytest.mark.date_sensitive  # the busy time read lies ahead of today
 
 
 @pytest.fixture
-def google():
-    with FakeGoogle() as fake:
-        fake.add_account(EMAIL)
-        yield fake
-
-
-@pytest.fixture
-def microsoft():
-    with FakeMicrosoft() as fake:
-        fake.add_account(EMAIL)
-        yield fake
-
-
-@pytest.fixture
 def app(make_app, google, microsoft):
     app = make_app(
         CALDAV_ALLOW_PRIVATE=True,
-        GOOGLE_CLIENT_ID="test-client-id",
-        GOOGLE_CLIENT_SECRET="test-client-secret",
-        GOOGLE_AUTHORIZE_URL=google.authorize_url,
-        GOOGLE_TOKEN_URL=google.token_url,
-        GOOGLE_REVOKE_URL=google.revoke_url,
-        GOOGLE_CALENDAR_API_URL=google.calendar_api_url,
-        MICROSOFT_CLIENT_ID="test-client-id",
-        MICROSOFT_CLIENT_SECRET="test-client-secret",
-        MICROSOFT_LOGIN_URL=microsoft.login_url,
-        MICROSOFT_GRAPH_URL=microsoft.graph_url,
+        **google.app_settings(),
+        **microsoft.app_settings(),
     )
     with app.app_context():
         yield app

@@ -25,14 +25,13 @@ from app.services.integrations.calendars.upkeep import sync_and_follow_up
 from tests.dashboard_users import agency_user, owner_email, sign_in
 from tests.factories import TenantFactory, external_busy_rows, make_sub_account
 from tests.feed_servers import feed_server
-from tests.google_servers import FakeGoogle
 from tests.mail_servers import smtp_server
+from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 from worker.tasks.calendars import connection_page
 from worker.tasks.calendars import sync as sync_task
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)  # a Monday
 LATER = NOW + timedelta(minutes=5)
-EMAIL = "dentist@example.com"
 PUBLIC_URL = "https://bookings.example.test"
 TOKEN = "scrape-token-1234"
 SECRET_KEY = "test-secret-key"
@@ -75,21 +74,9 @@ def inbox(smtp):
 
 
 @pytest.fixture
-def google():
-    with FakeGoogle() as fake:
-        fake.add_account(EMAIL)
-        yield fake
-
-
-@pytest.fixture
 def google_app(make_app, google, smtp):
     app = make_app(
-        GOOGLE_CLIENT_ID="test-client-id",
-        GOOGLE_CLIENT_SECRET="test-client-secret",
-        GOOGLE_AUTHORIZE_URL=google.authorize_url,
-        GOOGLE_TOKEN_URL=google.token_url,
-        GOOGLE_REVOKE_URL=google.revoke_url,
-        GOOGLE_CALENDAR_API_URL=google.calendar_api_url,
+        **google.app_settings(),
         PUBLIC_URL=PUBLIC_URL,
         METRICS_TOKEN=TOKEN,
         SMTP_URL=smtp[0],

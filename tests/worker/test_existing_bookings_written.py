@@ -27,13 +27,11 @@ from app.services.integrations.calendars.providers.google import GoogleProvider
 from app.services.integrations.calendars.upkeep import sync_and_follow_up
 from app.services.integrations.calendars.write_back import write_existing_bookings
 from tests.factories import TenantFactory, make_booking
-from tests.google_servers import FakeGoogle
-from tests.microsoft_servers import FakeMicrosoft
+from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 from tests.radicale_servers import connection_doc, events_with_uid, fresh_user, radicale_server
 from worker.tasks.calendars import connection_page
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)  # a Monday
-EMAIL = "dentist@example.com"
 
 
 def at(day: int, hour: int, minute: int = 0) -> datetime:
@@ -61,21 +59,9 @@ def connect_later(tenant, document: dict) -> int:
 
 
 @pytest.fixture
-def google():
-    with FakeGoogle() as fake:
-        fake.add_account(EMAIL)
-        yield fake
-
-
-@pytest.fixture
 def google_app(make_app, google):
     app = make_app(
-        GOOGLE_CLIENT_ID="test-client-id",
-        GOOGLE_CLIENT_SECRET="test-client-secret",
-        GOOGLE_AUTHORIZE_URL=google.authorize_url,
-        GOOGLE_TOKEN_URL=google.token_url,
-        GOOGLE_REVOKE_URL=google.revoke_url,
-        GOOGLE_CALENDAR_API_URL=google.calendar_api_url,
+        **google.app_settings(),
     )
     with app.app_context():
         yield app
@@ -230,19 +216,9 @@ def test_a_feed_never_writes_and_asks_for_nothing(app):
 
 
 @pytest.fixture
-def microsoft():
-    with FakeMicrosoft() as fake:
-        fake.add_account(EMAIL)
-        yield fake
-
-
-@pytest.fixture
 def microsoft_app(make_app, microsoft):
     app = make_app(
-        MICROSOFT_CLIENT_ID="test-client-id",
-        MICROSOFT_CLIENT_SECRET="test-client-secret",
-        MICROSOFT_LOGIN_URL=microsoft.login_url,
-        MICROSOFT_GRAPH_URL=microsoft.graph_url,
+        **microsoft.app_settings(),
     )
     with app.app_context():
         yield app

@@ -18,28 +18,15 @@ from app.services.integrations.calendars.oauth import Grant
 from app.services.integrations.calendars.providers.google import google_event_id as event_id
 from app.services.integrations.calendars.write_back import write_back_booking
 from tests.factories import TenantFactory, external_busy_rows, make_booking
-from tests.google_servers import FakeGoogle
+from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)  # a Monday; New York; the window runs to NOW + 67 d
-EMAIL = "dentist@example.com"
-
-
-@pytest.fixture
-def google():
-    with FakeGoogle() as fake:
-        fake.add_account(EMAIL)
-        yield fake
 
 
 @pytest.fixture
 def google_app(make_app, google):
     app = make_app(
-        GOOGLE_CLIENT_ID="test-client-id",
-        GOOGLE_CLIENT_SECRET="test-client-secret",
-        GOOGLE_AUTHORIZE_URL=google.authorize_url,
-        GOOGLE_TOKEN_URL=google.token_url,
-        GOOGLE_REVOKE_URL=google.revoke_url,
-        GOOGLE_CALENDAR_API_URL=google.calendar_api_url,
+        **google.app_settings(),
     )
     with app.app_context():
         yield app

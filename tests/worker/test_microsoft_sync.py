@@ -17,26 +17,16 @@ from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.write_back import write_back_booking
 from tests.factories import TenantFactory, external_busy_rows, make_booking
 from tests.microsoft_servers import FakeMicrosoft, patterned_recurrence
+from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)  # a Monday; New York; the window runs to NOW + 67 d
-EMAIL = "dentist@example.com"
 BERLIN = ZoneInfo("Europe/Berlin")
-
-
-@pytest.fixture
-def microsoft():
-    with FakeMicrosoft() as fake:
-        fake.add_account(EMAIL)
-        yield fake
 
 
 @pytest.fixture
 def microsoft_app(make_app, microsoft):
     app = make_app(
-        MICROSOFT_CLIENT_ID="test-client-id",
-        MICROSOFT_CLIENT_SECRET="test-client-secret",
-        MICROSOFT_LOGIN_URL=microsoft.login_url,
-        MICROSOFT_GRAPH_URL=microsoft.graph_url,
+        **microsoft.app_settings(),
     )
     with app.app_context():
         yield app

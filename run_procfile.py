@@ -1,0 +1,152 @@
+"""``make run``'s process manager: ``python run_procfile.py [--port N] PROCESS…`` runs those
+``Procfile`` processes under honcho as ``honcho start`` does (the same output, ``PORT`` and
+``.env``), with three differences, so that one Ctrl-C stops them all cleanly and ``make run``
+exits 0.
+
+* **The terminal.** Ctrl-C sends SIGINT to the terminal's foreground process group, make
+  included. Interrupted, GNU make waits for its recipe and then kills itself with the same
+  signal ("make: *** [Makefile:…: run] Interrupt", status 130), whatever the recipe returns. So
+  this process moves into a process group of its own and makes it the terminal's foreground,
+  as a shell's job control does: Ctrl-C reaches it (and honcho's helper processes) alone, and
+  make exits with this process's status. The terminal goes back to make's group before this
+  process exits (should it die first, make ends too and the shell takes the terminal back).
+  Ctrl-Z is ignored meanwhile: a stopped group the shell does not know of would hold the
+  terminal. Without a controlling terminal nothing changes, and make ends as above.
+* **The stop.** honcho runs each command in a session of its own and stops it by sending SIGTERM
+  to its whole process group, the Celery worker's pool processes included. Celery leaves SIGTERM
+  at its default action in them, so they die at once, cutting short the tasks they run, and the
+  worker's main process logs "Process 'ForkPoolWorker-N' … exited with 'signal 15 (SIGTERM)'" as
+  an ERROR. Here each command runs with ``exec`` (so the pid honcho knows is the program's, not
+  a shell's) and is stopped by one SIGTERM to that program alone, which stops its own children
+  as it is built to: gunicorn's master lets its workers finish their requests, the worker does
+  its warm shutdown (running tasks finish, then the pool closes), beat saves its schedule.
+* **The wait.** honcho SIGKILLs whatever still runs 5 s after the first process ended; an idle
+  worker's warm shutdown on the embedded broker takes about 6 s, longer with a task running.
+  Here the wait is ``GRACE_SECONDS`` (gunicorn's own ``graceful_timeout`` is 20); SIGKILL to
+  the whole group stays the last resort.
+
+The exit status is 0 when the stop was asked for (SIGINT or SIGTERM) and every process ended by
+itself with status 0, 1 when one did not; otherwise honcho's (that of the first process to end,
+which ended the others).
+
+Production is not concerned: its process manager runs the ``Procfile`` by its own rules
+(docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import honcho.manager
+from honcho.compat import ProcessManager
+from honcho.environ import expand_processes, parse, parse_procfile
+from honcho.manager import Manager
+from honcho.printer import Printer
+
+GRACE_SECONDS = 25
+ASKED_TO_STOP = {130, 143}  # honcho's status after SIGINT, SIGTERM
+
+
+class SignalTheProgram(ProcessManager):
+    """Stops a process with SIGTERM to its pid alone (the program, thanks to ``exec``); kills
+    it with SIGKILL to its whole process group, as honcho does."""
+
+    def terminate(self, pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+
+
+class CleanStopManager(Manager):
+    """honcho's Manager, stopping with ``SignalTheProgram``, and telling whether every process
+    ended with status 0. (It sets and reads two private attributes: honcho is pinned in
+    requirements.txt, and tests/system/test_make_run_stop.py fails should they change.)"""
+
+    def __init__(self, printer: Printer) -> None:
+        super().__init__(printer)
+        self._procmgr = SignalTheProgram()
+
+    def all_ended_with_zero(self) -> bool:
+        return all(p.get("returncode") == 0 for p in self._processes.values())
+
+
+def ignore_ctrl_z(*_: object) -> None:
+    """Ctrl-Z's SIGTSTP, caught and dropped. A handler rather than SIG_IGN: honcho's helper
+    processes are forked and keep it, while the programs they exec start with the default."""
+
+
+@contextlib.contextmanager
+def ttou_ignored() -> Iterator[None]:
+    """A process outside the terminal's foreground group that sets that group is sent SIGTTOU
+    (which stops it) unless it ignores the signal."""
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
+
+
+@contextlib.contextmanager
+def foreground_of_the_terminal() -> Iterator[None]:
+    """Moves this process into a process group of its own, the controlling terminal's
+    foreground group while the block runs; then gives the terminal back. Does nothing without
+    a controlling terminal, or when started in the background."""
+    try:
+        terminal = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        yield
+        return
+    try:
+        previous = os.getpgrp()
+        if os.tcgetpgrp(terminal) != previous:
+            yield
+            return
+        signal.signal(signal.SIGTSTP, ignore_ctrl_z)
+        with ttou_ignored():
+            os.setpgid(0, 0)
+            os.tcsetpgrp(terminal, os.getpgrp())
+        try:
+            yield
+        finally:
+            with ttou_ignored(), contextlib.suppress(OSError):
+                os.tcsetpgrp(terminal, previous)
+    finally:
+        os.close(terminal)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Run Procfile processes under honcho; one Ctrl-C stops them cleanly."
+    )
+    parser.add_argument("-p", "--port", type=int, default=int(os.environ.get("PORT", "5000")))
+    parser.add_argument("processes", nargs="+", metavar="PROCESS")
+    args = parser.parse_args(argv)
+
+    procfile = parse_procfile(Path("Procfile").read_text()).processes
+    unknown = [name for name in args.processes if name not in procfile]
+    if unknown:
+        parser.error(f"not in the Procfile: {', '.join(unknown)}")
+    dotenv = Path(".env")
+    app_env = parse(dotenv.read_text()) if dotenv.is_file() else {}
+
+    honcho.manager.KILL_WAIT = GRACE_SECONDS  # read by Manager.loop as it waits
+    manager = CleanStopManager(Printer(sys.stdout))
+    chosen = {name: procfile[name] for name in args.processes}
+    for process in expand_processes(chosen, env=app_env, port=args.port):
+        manager.add_process(
+            process.name, f"exec {process.cmd}", quiet=process.quiet, env=os.environ | process.env
+        )
+    with foreground_of_the_terminal():
+        manager.loop()
+    if manager.returncode in ASKED_TO_STOP:
+        return 0 if manager.all_ended_with_zero() else 1
+    return manager.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -29,8 +29,8 @@ request line over 8190 bytes is a 414, more than 100 header fields or a header f
 8190 bytes a 431 or 400. Bodies over 1 MiB are the app's 413 (``MAX_CONTENT_LENGTH``).
 
 Access log: one JSON object a line on stdout (``JsonAccessLogger``), with the request id the app
-answered with; invitation tokens in paths are masked, and no header values (keys, cookies) are
-logged.
+answered with; invitation and password-reset tokens in paths are masked, and no header values
+(keys, cookies) are logged.
 """
 
 import json
@@ -66,9 +66,10 @@ control_socket_disable = True
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="calendar-web-metrics-")
 
-# A path segment after /invite/ is a secret (an invitation token). app.logs masks it too, but
-# importing it here would build the whole app in the master, before gevent patches the workers.
-_SECRET_IN_PATH = re.compile(r"(/invite/)[^/?]+")
+# A path segment after /invite/ or /reset-password/ is a secret (an invitation's or a password
+# reset's token). app.logs masks it too, but importing it here would build the whole app in the
+# master, before gevent patches the workers.
+_SECRET_IN_PATH = re.compile(r"(/invite/|/reset-password/)[^/?]+")
 
 
 class JsonAccessLogger(Logger):

@@ -6,9 +6,9 @@ usable one, else a new one; it is echoed in the response's ``X-Request-Id`` and 
 every log line of the request (an error's traceback included), so a client quoting it leads
 to the lines. gunicorn's access log (``gunicorn.conf.py``) carries it too.
 
-Secrets: API keys, webhook secrets, bearer tokens, invitation links and ``password=`` values are
-masked in every line, whoever wrote it, as a last line of defence (nothing here logs them on
-purpose).
+Secrets: API keys, webhook secrets, bearer tokens, invitation and password-reset links and
+``password=`` values are masked in every line, whoever wrote it, as a last line of defence
+(nothing here logs them on purpose).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _SECRETS = (
     (re.compile(r"cbk_[A-Za-z0-9_-]+"), "cbk_…"),
     (re.compile(r"whsec_[A-Za-z0-9+/=]+"), "whsec_…"),
     (re.compile(r"(?i)(bearer\s+)\S+"), r"\1…"),
-    (re.compile(r"(/invite/)[^/\s?\"']+"), r"\1…"),
+    (re.compile(r"(/invite/|/reset-password/)[^/\s?\"']+"), r"\1…"),
     (re.compile(r"(?i)(password[\"']?\s*[=:]\s*[\"']?)[^\s\"',&]+"), r"\1…"),
 )
 

@@ -27,6 +27,7 @@ from app.dashboard import (
     contacts,  # noqa: F401 - registers the contact pages
     event_types,  # noqa: F401 - registers the event type pages
     notifications,  # noqa: F401 - registers the mail and webhook pages
+    password_resets,  # noqa: F401 - registers the forgot-password pages
     reschedule,  # noqa: F401 - registers the reschedule page
     settings,  # noqa: F401 - registers the settings page
     team,  # noqa: F401 - registers the team pages

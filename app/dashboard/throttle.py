@@ -1,4 +1,5 @@
-"""Sign-in throttling that slows the guesser down without locking the owner out.
+"""Sign-in throttling that slows the guesser down without locking the owner out, and the same
+throttle on asking for a password-reset link.
 
 Failed sign-ins are counted through the app's Flask-Limiter (its storage: Redis when
 configured), in three moving windows:
@@ -15,6 +16,13 @@ So the right password from an address that has not been failing is never refused
 signing in from their own machine gets in while someone else is guessing at their account. A
 refused attempt is not checked at all (no password hashing for the guesser's benefit) and is
 not counted again.
+
+Asking for a password-reset link (``/forgot-password``) is throttled the same way, in windows
+of its own (a person who forgot their password has usually failed to sign in first): every
+request counts, whether or not the address belongs to an account, so being refused says
+nothing about the account either (``FORGOT_PASSWORD_LIMIT_PER_ADDRESS``, 20 in 10 minutes;
+``FORGOT_PASSWORD_LIMIT_PER_ADDRESS_ACCOUNT``, 5 in 10 minutes;
+``FORGOT_PASSWORD_LIMIT_PER_ACCOUNT``, 10 in an hour: each request mails the account's owner).
 """
 
 from __future__ import annotations
@@ -31,8 +39,20 @@ log = logging.getLogger(__name__)
 PER_ADDRESS = "20/10 minutes"
 PER_ADDRESS_ACCOUNT = "5/10 minutes"
 PER_ACCOUNT = "100/hour"
+RESET_PER_ACCOUNT = "10/hour"
 
-_NAMESPACE = "sign-in"
+
+@dataclass(frozen=True)
+class _Counted:
+    """What is counted: its keys' namespace, and the settings naming its three windows."""
+
+    namespace: str
+    settings: str  # the settings' prefix: SIGN_IN_LIMIT, FORGOT_PASSWORD_LIMIT
+    per_account: str  # the per-account window's default
+
+
+SIGN_IN = _Counted("sign-in", "SIGN_IN_LIMIT", PER_ACCOUNT)
+RESET_REQUESTS = _Counted("forgot-password", "FORGOT_PASSWORD_LIMIT", RESET_PER_ACCOUNT)
 
 
 @dataclass(frozen=True)
@@ -46,15 +66,16 @@ class _Limits:
     namespace: str
 
 
-def _limits() -> _Limits:
+def _limits(counted: _Counted) -> _Limits:
     (limiter,) = current_app.extensions["limiter"]
     config = current_app.config
+    prefix = counted.settings
     return _Limits(
         limiter.limiter,
-        parse(config.get("SIGN_IN_LIMIT_PER_ADDRESS", PER_ADDRESS)),
-        parse(config.get("SIGN_IN_LIMIT_PER_ADDRESS_ACCOUNT", PER_ADDRESS_ACCOUNT)),
-        parse(config.get("SIGN_IN_LIMIT_PER_ACCOUNT", PER_ACCOUNT)),
-        f"{config.get('RATELIMIT_KEY_PREFIX', '')}{_NAMESPACE}",
+        parse(config.get(f"{prefix}_PER_ADDRESS", PER_ADDRESS)),
+        parse(config.get(f"{prefix}_PER_ADDRESS_ACCOUNT", PER_ADDRESS_ACCOUNT)),
+        parse(config.get(f"{prefix}_PER_ACCOUNT", counted.per_account)),
+        f"{config.get('RATELIMIT_KEY_PREFIX', '')}{counted.namespace}",
     )
 
 
@@ -65,9 +86,8 @@ def _has_been_failing(limits: _Limits, address: str) -> bool:
     return stats.remaining < limits.per_address.amount
 
 
-def sign_in_allowed(address: str, email: str) -> bool:
-    """Whether to check this attempt's password at all."""
-    limits = _limits()
+def _allowed(counted: _Counted, address: str, email: str) -> bool:
+    limits = _limits(counted)
     strategy = limits.strategy
     try:
         if not strategy.test(limits.per_address, limits.namespace, "address", address):
@@ -79,12 +99,14 @@ def sign_in_allowed(address: str, email: str) -> bool:
             return not _has_been_failing(limits, address)
         return True
     except Exception:  # the store away: signing in still works, unthrottled meanwhile
-        log.warning("sign-in throttle store unreachable; not throttling", exc_info=True)
+        log.warning(
+            "%s throttle store unreachable; not throttling", counted.namespace, exc_info=True
+        )
         return True
 
 
-def count_failed_sign_in(address: str, email: str) -> None:
-    limits = _limits()
+def _count(counted: _Counted, address: str, email: str) -> None:
+    limits = _limits(counted)
     strategy = limits.strategy
     try:
         strategy.hit(limits.per_address, limits.namespace, "address", address)
@@ -93,4 +115,22 @@ def count_failed_sign_in(address: str, email: str) -> None:
         )
         strategy.hit(limits.per_account, limits.namespace, "account", email)
     except Exception:
-        log.warning("sign-in throttle store unreachable; failure not counted", exc_info=True)
+        log.warning("%s throttle store unreachable; not counted", counted.namespace, exc_info=True)
+
+
+def sign_in_allowed(address: str, email: str) -> bool:
+    """Whether to check this attempt's password at all."""
+    return _allowed(SIGN_IN, address, email)
+
+
+def count_failed_sign_in(address: str, email: str) -> None:
+    _count(SIGN_IN, address, email)
+
+
+def reset_request_allowed(address: str, email: str) -> bool:
+    """Whether to take this request for a password-reset link at all."""
+    return _allowed(RESET_REQUESTS, address, email)
+
+
+def count_reset_request(address: str, email: str) -> None:
+    _count(RESET_REQUESTS, address, email)

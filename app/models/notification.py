@@ -20,8 +20,8 @@ class MailStatus(StrEnum):
 
 class MailMessage(db.Model):
     """One message to one recipient. ``dedupe_key`` says what it is about (the outbox event,
-    or the reminder of one booking time) and is unique, so a repeated delivery finds the
-    message it already sent and does not send it again."""
+    the reminder of one booking time, one password-reset link) and is unique, so a repeated
+    delivery finds the message it already sent and does not send it again."""
 
     __tablename__ = "mail_messages"
     __table_args__ = (
@@ -31,14 +31,19 @@ class MailMessage(db.Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     dedupe_key: Mapped[str] = mapped_column(String(400))
-    sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    # The sub account the mail speaks for; none for mail to a dashboard user about their
+    # account (a password-reset link), which no sub account's mail log shows.
+    sub_account_id: Mapped[int | None] = mapped_column(
+        ForeignKey("sub_accounts.id", ondelete="CASCADE")
+    )
     booking_id: Mapped[int | None] = mapped_column(
         ForeignKey("bookings.id", ondelete="SET NULL"), index=True
     )
     event_id: Mapped[int | None] = mapped_column(
         ForeignKey("outbox_events.id", ondelete="SET NULL")
     )
-    kind: Mapped[str] = mapped_column(String(32))  # an event name, or "booking.reminder"
+    # An event name, "booking.reminder", "connection.needs_action" or "password.reset".
+    kind: Mapped[str] = mapped_column(String(32))
     recipient: Mapped[str] = mapped_column(String(EMAIL_MAX))
     subject: Mapped[str] = mapped_column(String(500))
     message_id: Mapped[str] = mapped_column(String(300))

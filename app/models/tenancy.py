@@ -170,3 +170,22 @@ class Invitation(db.Model):
     accepted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     user: Mapped[User] = relationship(foreign_keys=[user_id])
+
+
+class PasswordReset(db.Model):
+    """A one-time link that lets a user who forgot their password choose a new one.
+
+    Only a SHA-256 digest of the link's token is stored, with when it stops working
+    (``expires_at``) and when it was used (``used_at``): it works once, within its hour.
+    """
+
+    __tablename__ = "password_resets"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_digest: Mapped[str] = mapped_column(String(DIGEST_LENGTH), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    user: Mapped[User] = relationship()

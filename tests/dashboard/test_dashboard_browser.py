@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -22,7 +24,7 @@ from tests.conftest import backend_unavailable
 from tests.dashboard_users import sign_in_browser
 from tests.google_servers import FakeGoogle
 from tests.microsoft_servers import FakeMicrosoft
-from tests.servers import MACHINE_REDIS, ROOT, gunicorn, migrate_and_run_demo
+from tests.servers import BIN, MACHINE_REDIS, ROOT, gunicorn, migrate_and_run_demo
 
 pytestmark = [
     pytest.mark.slow,
@@ -191,6 +193,67 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     assert page.get_by_role("status").inner_text() == "You are signed out."
     page.goto(base + "/dashboard/")
     assert page.url.startswith(base + "/login")
+
+
+def kept_reset_link(database_url: str, email: str) -> str:
+    """The link in the latest password-reset mail to ``email`` that the server kept (no SMTP
+    server), read as an operator would: ``flask outbox``, then ``flask outbox --show ID``."""
+    flask = [str(BIN / "flask"), "--app", "wsgi", "outbox"]
+    env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "test-secret-key"}
+
+    def outbox(*args: str) -> str:
+        run = subprocess.run([*flask, *args], cwd=ROOT, env=env, capture_output=True, text=True)
+        return run.stdout
+
+    found: list[dict] = []
+
+    def kept() -> bool:
+        listed = [json.loads(line) for line in outbox().splitlines()]
+        found[:] = [m for m in listed if m["kind"] == "password.reset" and m["recipient"] == email]
+        return bool(found)
+
+    assert wait_for(kept, timeout=20), "no password-reset mail kept"
+    return re.search(r"http://\S+/reset-password/\S+", outbox("--show", str(found[0]["id"])))[0]
+
+
+def test_a_forgotten_password_is_reset_through_the_mailed_link(browser, site, tmp_path):
+    """From the sign-in page's link to a new password, the link read from the kept mail; the
+    link then works no more, and the old password no longer signs in."""
+    base, demo = site
+    page = browser.new_page(viewport=WIDTHS["laptop"])
+    page.goto(base + "/login")
+    page.get_by_role("link", name="Forgot your password?").click()
+    expect(page.get_by_role("heading", name="Forgot your password?")).to_be_visible()
+    audit(page, "forgot-password")
+
+    page.get_by_label("Email").fill(demo.email)
+    page.get_by_role("button", name="Mail me a link").click()
+    expect(page.get_by_role("heading", name="Check your mail")).to_be_visible()
+    assert demo.email in page.get_by_role("status").inner_text()
+
+    link = kept_reset_link(f"sqlite:///{tmp_path / 'calendar.sqlite3'}", demo.email)
+    assert link.startswith(base + "/reset-password/")
+    page.goto(link)
+    expect(page.get_by_role("heading", name="Choose a new password")).to_be_visible()
+    audit(page, "reset-password")
+    page.get_by_label("New password").fill("a-brand-new-password")
+    page.get_by_role("button", name="Set password and sign in").click()
+    page.wait_for_url(base + "/dashboard/s/*/")
+    assert "every other session has ended" in page.get_by_role("status").inner_text()
+
+    page.goto(link)
+    expect(page.get_by_text("This link was used already")).to_be_visible()
+    expect(page.get_by_role("link", name="Ask for a new link")).to_be_visible()
+
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(base + "/login")
+    page.get_by_label("Email").fill(demo.email)
+    page.get_by_label("Password").fill(demo.password)
+    page.get_by_role("button", name="Sign in").click()
+    assert page.get_by_role("alert").inner_text() == "The email or the password is wrong."
+    page.get_by_label("Password").fill("a-brand-new-password")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(base + "/dashboard/s/*/")
 
 
 def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_kept_out(

@@ -19,7 +19,7 @@ from app.models import Invitation, Role, SubAccount, User
 from app.models.limits import EMAIL_MAX
 from app.services.accounts.passwords import hash_password
 from app.services.accounts.provisioning import add_sub_account
-from app.services.accounts.users import MIN_PASSWORD_LENGTH, SubAccountNotFound, end_sessions
+from app.services.accounts.users import SubAccountNotFound, end_sessions, password_problems
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.lookups import get_checked, load_document
 from app.services.common.tokens import new_token, token_digest
@@ -141,9 +141,8 @@ def open_invitation(token: str, *, now: datetime) -> Invitation:
 def accept_invitation(token: str, password: str, *, now: datetime) -> User:
     """Set the invited user's password and let them sign in; the link works once."""
     invitation = open_invitation(token, now=now)
-    if len(password) < MIN_PASSWORD_LENGTH:
-        errors = {"password": [f"Use at least {MIN_PASSWORD_LENGTH} characters."]}
-        raise InvalidRequest("The password was not set.", errors=errors)
+    if problems := password_problems(password):
+        raise InvalidRequest("The password was not set.", errors={"password": problems})
     invitation.accepted_at = now
     user = invitation.user
     user.password_hash = hash_password(password)

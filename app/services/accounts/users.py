@@ -1,5 +1,5 @@
-"""Dashboard users: signing in, their sessions, changing a password, and which sub accounts a
-user may open.
+"""Dashboard users: signing in, their sessions, changing a password (and what a new password
+must be), and which sub accounts a user may open.
 
 A session exists while its row in ``dashboard_sessions`` does (``open_session``); the cookie
 only names it. So a session ends for good the moment it is ended here, whatever copies of its
@@ -94,6 +94,13 @@ def end_sessions(user: User, *, keep: str | None = None) -> None:
     db.session.execute(stmt)
 
 
+def password_problems(password: str) -> list[str]:
+    """What is wrong with ``password`` as a new password (none: it may be set)."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        return [f"Use at least {MIN_PASSWORD_LENGTH} characters."]
+    return []
+
+
 def change_password(user: User, current: str, new: str, *, keep_session: str | None) -> None:
     """Set ``new`` as the user's password, if ``current`` is the one they have, and end the
     user's other sessions (``keep_session``, the one asking, stays): whoever else was signed in
@@ -101,8 +108,8 @@ def change_password(user: User, current: str, new: str, *, keep_session: str | N
     errors: dict[str, list[str]] = {}
     if not verify_password(user.password_hash, current):
         errors["current_password"] = ["This is not your current password."]
-    if len(new) < MIN_PASSWORD_LENGTH:
-        errors["new_password"] = [f"Use at least {MIN_PASSWORD_LENGTH} characters."]
+    if problems := password_problems(new):
+        errors["new_password"] = problems
     if errors:
         raise InvalidRequest("The password was not changed.", errors=errors)
     user.password_hash = hash_password(new)

@@ -1,0 +1,115 @@
+"""Forgotten passwords: a one-time link by mail, and choosing a new password through it.
+
+Asking names an email and learns nothing about it: whether an active user has it or not, the
+asker is told the same (the dashboard answers before this runs at all). The link is valid for
+``RESET_VALID_FOR`` and works once; only a SHA-256 digest of its token is stored
+(``password_resets``). Using it sets the new password under the same policy as changing one,
+voids the user's other links, and ends every session the user had: whoever was signed in with
+the old password is signed out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from app.extensions import db
+from app.models import PasswordReset, User
+from app.services.accounts.passwords import hash_password
+from app.services.accounts.users import end_sessions, password_problems
+from app.services.common.errors import InvalidRequest
+from app.services.common.tokens import new_token, token_digest
+from app.services.common.transactions import owns_transactions
+from app.services.integrations.notifications.password_reset_mail import (
+    ResetLink,
+    send_reset_link,
+)
+
+RESET_VALID_FOR = timedelta(hours=1)
+RESET_VALID_FOR_WORDS = "one hour"
+
+
+class ResetLinkUnusable(InvalidRequest):
+    message = "This link is not valid."
+
+
+LINK_USED = "This link was used already: each link works once."
+LINK_EXPIRED = f"This link has expired: a link works for {RESET_VALID_FOR_WORDS}."
+
+
+@owns_transactions
+def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) -> None:
+    """Mail the active user whose email is ``email`` a link (``link(token)``, absolute) to
+    choose a new password; nothing when no active user has it.
+
+    A job that must not hold a transaction open while it waits on the mail server: the link's
+    row is committed first, then the message is sent and kept in the mail log."""
+    user = db.session.scalar(select(User).where(User.email == email.strip().lower()))
+    if user is None or not user.active:
+        return
+    token = new_token()
+    reset = PasswordReset(
+        user_id=user.id,
+        token_digest=token_digest(token),
+        created_at=now,
+        expires_at=now + RESET_VALID_FOR,
+    )
+    db.session.add(reset)
+    db.session.commit()
+    message = ResetLink(
+        recipient=user.email,
+        link=link(token),
+        valid_for=RESET_VALID_FOR_WORDS,
+        dedupe_key=f"password.reset:{reset.id}",
+    )
+    send_reset_link(message, now=now)
+    db.session.commit()
+
+
+def open_reset(token: str, *, now: datetime) -> PasswordReset:
+    """The unused, unexpired link with this token, whose user may still sign in."""
+    reset = db.session.scalar(
+        select(PasswordReset).where(PasswordReset.token_digest == token_digest(token))
+    )
+    if reset is None or not reset.user.active:
+        raise ResetLinkUnusable()
+    if reset.used_at is not None:
+        raise ResetLinkUnusable(LINK_USED)
+    if reset.expires_at <= now:
+        raise ResetLinkUnusable(LINK_EXPIRED)
+    return reset
+
+
+def reset_password(token: str, password: str, *, now: datetime) -> User:
+    """Set ``password`` as the user's, through the link ``token`` names, which then works no
+    more; the user's other links stop working, and every session of theirs ends."""
+    reset = open_reset(token, now=now)
+    problems = password_problems(password)
+    if problems:
+        raise InvalidRequest("The password was not set.", errors={"password": problems})
+    # Claimed in one statement: of two uses of one link at once, one finds it used.
+    claimed = db.session.execute(
+        update(PasswordReset)
+        .where(PasswordReset.id == reset.id, PasswordReset.used_at.is_(None))
+        .values(used_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    if claimed.rowcount != 1:
+        raise ResetLinkUnusable(LINK_USED)
+    db.session.execute(
+        update(PasswordReset)
+        .where(
+            PasswordReset.user_id == reset.user_id,
+            PasswordReset.used_at.is_(None),
+            PasswordReset.expires_at > now,
+        )
+        .values(expires_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    user = reset.user
+    user.password_hash = hash_password(password)
+    end_sessions(user)
+    db.session.flush()
+    return user

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from flask import Flask, redirect, url_for
+from flask import Flask, current_app, redirect, send_from_directory, url_for
 from flask_login import LoginManager, current_user
 from werkzeug.wrappers import Response
 
@@ -52,8 +52,17 @@ def register_dashboard(app: Flask) -> None:
     app.register_blueprint(dashboard)
     app.register_blueprint(oauth)
     app.add_url_rule("/", "root", _root)
+    app.add_url_rule("/favicon.ico", "favicon", _favicon)
     app.add_template_filter(local_time)
     app.add_template_filter(clock)
+
+
+def _favicon() -> Response:
+    """The icon browsers ask for at ``/favicon.ico`` on any page (the dashboard's pages name
+    it too): the SVG, which every current browser draws."""
+    return send_from_directory(
+        current_app.static_folder, "favicon.svg", mimetype="image/svg+xml", max_age=86400
+    )
 
 
 def local_time(instant: datetime, timezone: str) -> str:

@@ -57,14 +57,20 @@ def home() -> str | Response:
 
 @dashboard.route("/s/<int:sub_account_id>/")
 def overview(sub_account_id: int) -> str:
-    """The sub account at a glance: its upcoming bookings."""
+    """The sub account at a glance: its upcoming bookings, the active ones (pending and
+    confirmed) unless ``?cancelled=1`` asks for every one, cancelled included."""
     sub_account = open_sub_account(current_user, sub_account_id)
+    with_cancelled = request.args.get("cancelled") == "1"
     upcoming, total = list_bookings(
-        sub_account, BookingListQuery(start_date=InstantInput(utcnow()), limit=20, offset=0)
+        sub_account,
+        BookingListQuery(
+            start_date=InstantInput(utcnow()), active_only=not with_cancelled, limit=20, offset=0
+        ),
     )
     return render_template(
         "dashboard/overview.html",
         sub_account=sub_account,
         upcoming=upcoming,
         total=total,
+        with_cancelled=with_cancelled,
     )

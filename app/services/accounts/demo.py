@@ -5,11 +5,12 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.extensions import db
-from app.models import EventType, Permission, SubAccount, User
+from app.models import ApiKey, EventType, Permission, SubAccount, User
 from app.models.types import utcnow
+from app.scheduling.timezones import zone
 from app.services.accounts.api_keys import issue_api_key
 from app.services.accounts.passwords import hash_password
 from app.services.accounts.provisioning import provision
@@ -56,9 +57,15 @@ class DemoAccess:
     event_type_ids: dict[str, int]
 
 
+# The demo keys' names begin so: each run revokes the keys earlier runs made.
+DEMO_KEY_PREFIX = "demo "
+
+
 def ensure_demo() -> DemoAccess:
     """Provision the demo agency if missing; give its owner a fresh password and a fresh
-    full-permission API key (plain values are never stored, so they cannot be shown again)."""
+    full-permission API key (plain values are never stored, so they cannot be shown again),
+    named after the sub account's local time (the dashboard shows times in its zone). The
+    demo keys of earlier runs are revoked: one full-permission demo key is active at a time."""
     owner = db.session.scalar(select(User).where(User.email == DEMO_EMAIL))
     if owner is None:
         provision(DEMO_DOCUMENT)
@@ -68,10 +75,20 @@ def ensure_demo() -> DemoAccess:
     ).first()
     password = secrets.token_urlsafe(12)
     owner.password_hash = hash_password(password)
+    db.session.execute(
+        update(ApiKey)
+        .where(
+            ApiKey.sub_account_id == sub_account.id,
+            ApiKey.name.startswith(DEMO_KEY_PREFIX),
+            ApiKey.active.is_(True),
+        )
+        .values(active=False)
+    )
+    local = utcnow().astimezone(zone(sub_account.settings.timezone))
     _, plain_key = issue_api_key(
         agency=owner.agency,
         sub_account=sub_account,
-        name=f"demo {utcnow():%Y-%m-%d %H:%M:%S}",
+        name=f"{DEMO_KEY_PREFIX}{local:%Y-%m-%d %H:%M:%S}",
         permissions=[p.value for p in Permission],
     )
     event_types = db.session.scalars(

@@ -18,7 +18,7 @@ from sqlalchemy.sql.elements import UnaryExpression
 from sqlalchemy.sql.operators import custom_op
 
 from app.extensions import db
-from app.models import Attendee, Booking, SubAccount
+from app.models import ACTIVE_STATUSES, Attendee, Booking, SubAccount
 from app.models.limits import LIST_LIMIT_DEFAULT
 from app.scheduling.timezones import InstantInput, zone
 from app.services.common.errors import BookingNotFound
@@ -31,6 +31,7 @@ class BookingListQuery:
     start_date: InstantInput | None = None
     end_date: InstantInput | None = None
     status: str | None = None
+    active_only: bool = False  # pending and confirmed (the dashboard's "upcoming")
     event_type_id: int | None = None
     email: str | None = None
     limit: int = LIST_LIMIT_DEFAULT
@@ -57,6 +58,8 @@ def _filtered(sub_account: SubAccount, query: BookingListQuery) -> Select[tuple[
         stmt = stmt.where(Booking.end_at <= end, Booking.start_at < end)
     if query.status is not None:
         stmt = stmt.where(Booking.status == query.status)
+    if query.active_only:
+        stmt = stmt.where(Booking.status.in_(ACTIVE_STATUSES))
     if query.event_type_id is not None:
         stmt = stmt.where(Booking.event_type_id == query.event_type_id)
     if query.email is not None:

@@ -35,7 +35,7 @@ from app.services.availability.blocked_times import (
 )
 from app.services.availability.event_types import list_event_types
 from app.services.availability.preview import preview_open_slots
-from app.services.availability.profiles import create_profile, list_profiles, profile_users
+from app.services.availability.profiles import create_profile, hours_taken_from, list_profiles
 
 
 @dataclass(frozen=True)
@@ -124,10 +124,11 @@ def _page(
     blocked_form: BlockedTimeForm | None = None,
 ) -> str:
     profiles = list_profiles(sub_account)
+    taken = hours_taken_from(sub_account)
     return render_template(
         "dashboard/availability.html",
         sub_account=sub_account,
-        profiles=[(profile, len(profile_users(profile))) for profile in profiles],
+        profiles=[(profile, taken.get(profile.id, 0)) for profile in profiles],
         blocked_times=upcoming_blocked_times(sub_account, utcnow()),
         profile_form=profile_form or ProfileForm(formdata=None),
         blocked_form=blocked_form or BlockedTimeForm(formdata=None),

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from app.extensions import db
 from app.models import AvailabilityProfile, DateOverride, EventType, SubAccount, WeeklyHours
@@ -179,6 +179,28 @@ def profile_users(profile: AvailabilityProfile) -> list[EventType]:
             .order_by(EventType.name, EventType.id)
         )
     )
+
+
+def hours_taken_from(sub_account: SubAccount) -> dict[int, int]:
+    """How many event types take their hours from each profile, by profile id: those that name
+    it, and, for the default profile, those that name none (they use the default)."""
+    counts: dict[int | None, int] = dict(
+        db.session.execute(
+            select(EventType.availability_profile_id, func.count())
+            .where(EventType.sub_account_id == sub_account.id)
+            .group_by(EventType.availability_profile_id)
+        ).all()
+    )
+    default_id = db.session.scalar(
+        select(AvailabilityProfile.id).where(
+            AvailabilityProfile.sub_account_id == sub_account.id,
+            AvailabilityProfile.is_default.is_(True),
+        )
+    )
+    taken = {pid: n for pid, n in counts.items() if pid is not None}
+    if default_id is not None:
+        taken[default_id] = taken.get(default_id, 0) + counts.get(None, 0)
+    return taken
 
 
 def create_profile(sub_account: SubAccount, document: dict[str, Any]) -> AvailabilityProfile:

@@ -53,6 +53,17 @@ class WeeklyHoursForm(FlaskForm):
         }
 
 
+class WeeklyRangeForm(FlaskForm):
+    """A weekly range's new times, from the small form in its row (rendered by hand: one per
+    row, each with ids of its own)."""
+
+    start = StringField("Opens (HH:MM)")
+    end = StringField("Closes (HH:MM, 24:00 for midnight)")
+
+    def document(self) -> dict[str, Any]:
+        return {"start": _text(self.start.data), "end": _text(self.end.data)}
+
+
 class DateOverrideForm(FlaskForm):
     date = DateField("Date", validators=[InputRequired("Enter a date.")])
     closed = BooleanField("Closed all day (the hours below are not needed)")

@@ -22,6 +22,7 @@ from app.dashboard.availability_forms import (
     DateOverrideForm,
     ProfileForm,
     WeeklyHoursForm,
+    WeeklyRangeForm,
 )
 from app.dashboard.changes import Page, press_button, save_form
 from app.dashboard.forms import ActionForm
@@ -32,6 +33,7 @@ from app.services.accounts.users import open_sub_account
 from app.services.availability.profiles import (
     add_date_hours,
     add_weekly_hours,
+    change_weekly_hours,
     close_date,
     delete_profile,
     get_date_override,
@@ -104,6 +106,20 @@ def weekly_hours_add(sub_account_id: int, profile_id: int) -> Page:
     if answer is not None:
         return answer
     flash(f"{WEEKDAY_NAMES[hours.weekday]}: {_opened(hours)}")
+    return _back(sub_account, profile, "weekly")
+
+
+@dashboard.route(f"{PROFILE}/hours/<int:hours_id>", methods=["POST"])
+def weekly_hours_change(sub_account_id: int, profile_id: int, hours_id: int) -> Response:
+    """A range's hours changed in place (its row's own small form); a refusal is flashed."""
+    sub_account, profile = _open(sub_account_id, profile_id)
+    hours = get_weekly_hours(sub_account, profile.id, hours_id)
+    form = WeeklyRangeForm()
+    document = form.document()
+    done = f"{WEEKDAY_NAMES[hours.weekday]}: {document['start']}–{document['end']}."
+    press_button(
+        form, lambda: change_weekly_hours(sub_account, profile.id, hours.id, document), done
+    )
     return _back(sub_account, profile, "weekly")
 
 

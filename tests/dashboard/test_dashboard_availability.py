@@ -195,6 +195,37 @@ def test_a_weekly_range_is_removed(signed_in, tenant):
     assert len(weekly_ranges(office)) == 4
 
 
+def test_a_weekly_range_is_changed_in_place(signed_in, tenant):
+    office = profile_ids(tenant)["Office"]
+    monday = db.session.query(WeeklyHours).filter_by(profile_id=office, weekday=0).one()
+    page = profile_page(tenant, office)
+    assert f'id="hours-{monday.id}-start" name="start" value="09:00"' in signed_in.get(
+        page
+    ).get_data(as_text=True)
+    post(signed_in, f"{page}/hours/{monday.id}", page, start="08:30", end="16:00")
+    assert [r for r in weekly_ranges(office) if r[0] == 0] == [(0, 510, 960)]
+    assert "Monday: 08:30–16:00." in signed_in.get(page).get_data(as_text=True)
+
+
+def test_a_range_changed_to_end_before_it_starts_is_refused_and_kept(signed_in, tenant):
+    office = profile_ids(tenant)["Office"]
+    monday = db.session.query(WeeklyHours).filter_by(profile_id=office, weekday=0).one()
+    page = profile_page(tenant, office)
+    post(signed_in, f"{page}/hours/{monday.id}", page, start="17:00", end="09:00")
+    assert [r for r in weekly_ranges(office) if r[0] == 0] == [(0, 540, 1020)]
+    assert "Not done:" in signed_in.get(page).get_data(as_text=True)
+
+
+def test_another_profiles_range_is_not_changed_through_this_one(signed_in, tenant):
+    office = profile_ids(tenant)["Office"]
+    monday = db.session.query(WeeklyHours).filter_by(profile_id=office, weekday=0).one()
+    evening = new_profile(signed_in, tenant)
+    page = profile_page(tenant, evening.id)
+    answer = post(signed_in, f"{page}/hours/{monday.id}", page, start="08:00", end="10:00")
+    assert answer.status_code == 404
+    assert [r for r in weekly_ranges(office) if r[0] == 0] == [(0, 540, 1020)]
+
+
 @pytest.mark.parametrize(
     ("data", "field", "message"),
     [

@@ -286,6 +286,16 @@ def get_weekly_hours(sub_account: SubAccount, profile_id: int, hours_id: int) ->
     return _child(WeeklyHours, get_profile(sub_account, profile_id), hours_id, HoursNotFound)
 
 
+def change_weekly_hours(
+    sub_account: SubAccount, profile_id: int, hours_id: int, document: dict[str, Any]
+) -> WeeklyHours:
+    """The range opens and closes at other times on the same weekday (``OpenRangeDoc``)."""
+    hours = get_weekly_hours(sub_account, profile_id, hours_id)
+    hours.start_minute, hours.end_minute = load_document(OpenRangeDoc(), document)["hours"]
+    db.session.flush()
+    return hours
+
+
 def remove_weekly_hours(sub_account: SubAccount, profile_id: int, hours_id: int) -> None:
     db.session.delete(get_weekly_hours(sub_account, profile_id, hours_id))
     db.session.flush()

@@ -40,11 +40,13 @@ def test_demo_prints_a_working_dashboard_sign_in(app, client):
     assert sign_in(client, DEMO_EMAIL, password).headers["Location"] == "/dashboard/"
 
 
-def test_demo_twice_reuses_the_workspace_with_a_new_key(app, client):
+def test_demo_twice_reuses_the_workspace_with_a_new_key_and_revokes_the_old(app, client):
     _, first_key = run_demo(app)
     _, second_key = run_demo(app)
     assert first_key != second_key
     assert db.session.scalar(select(func.count()).select_from(Agency)) == 1
-    for key in (first_key, second_key):
-        response = client.get("/v1/api/calendar/bookings", headers={"x-calendar-api-key": key})
-        assert response.status_code == 200
+    statuses = [
+        client.get("/v1/api/calendar/bookings", headers={"x-calendar-api-key": key}).status_code
+        for key in (first_key, second_key)
+    ]
+    assert statuses == [401, 200]  # one full-permission demo key is active at a time

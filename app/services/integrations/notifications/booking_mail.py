@@ -27,7 +27,6 @@ from email.message import EmailMessage
 
 from flask import current_app
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.extensions import db
@@ -40,9 +39,9 @@ from app.models import (
     SubAccount,
 )
 from app.scheduling.timezones import format_utc
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.event_schema import booking_from_snapshot
 from app.services.integrations.ical import Organizer
+from app.services.integrations.notifications.mail_log import keep_regardless, logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
 from app.services.integrations.notifications.messages import (
     REMINDER,
@@ -223,30 +222,20 @@ def _send_all(letters: list[_Letter], now: datetime) -> list[str]:
     return failures
 
 
-@owns_transactions
 def _record(letter: _Letter, status: MailStatus, now: datetime) -> None:
-    """Keep the letter in the mail log in a session of its own: the record of what was sent
-    stays whatever becomes of the handler's transaction (a record kept regardless)."""
-    message = letter.message
-    ics = ics_part(message)
-    row = MailMessage(
-        dedupe_key=letter.dedupe_key,
-        sub_account_id=letter.sub_account_id,
-        booking_id=letter.booking_id,
-        event_id=letter.event_id,
-        kind=letter.kind,
-        recipient=letter.recipient,
-        subject=str(message["Subject"]),
-        message_id=str(message["Message-ID"]),
-        text_body=message.get_body(("plain",)).get_content(),
-        html_body=message.get_body(("html",)).get_content(),
-        ics=ics.decode() if ics else None,
-        status=status,
-        created_at=now,
+    """Keep the letter in the mail log, whatever becomes of the handler's transaction."""
+    ics = ics_part(letter.message)
+    keep_regardless(
+        logged(
+            letter.message,
+            dedupe_key=letter.dedupe_key,
+            sub_account_id=letter.sub_account_id,
+            booking_id=letter.booking_id,
+            event_id=letter.event_id,
+            kind=letter.kind,
+            recipient=letter.recipient,
+            ics=ics.decode() if ics else None,
+            status=status,
+            created_at=now,
+        )
     )
-    with Session(db.engine) as session:
-        session.add(row)
-        try:
-            session.commit()
-        except IntegrityError:  # a concurrent delivery recorded it first
-            session.rollback()

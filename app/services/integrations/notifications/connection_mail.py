@@ -18,29 +18,25 @@ from datetime import datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
-from pathlib import Path
 
 from flask import current_app
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.extensions import db
-from app.models import MailMessage, MailStatus
-from app.services.common.transactions import owns_transactions
+from app.models import MailMessage
 from app.services.integrations.notifications.booking_mail import DEFAULT_SENDER
+from app.services.integrations.notifications.mail_log import keep_regardless, logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
-from app.services.integrations.notifications.messages import address, message_id
+from app.services.integrations.notifications.messages import (
+    MAIL_TEMPLATES,
+    address,
+    message_id,
+)
 
 log = logging.getLogger(__name__)
 
 KIND = "connection.needs_action"
-
-_TEMPLATES = Environment(
-    loader=FileSystemLoader(Path(__file__).resolve().parent / "templates"),
-    autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
-)
 
 
 @dataclass(frozen=True)
@@ -87,7 +83,17 @@ def send_notice(
             log.warning("mail to %s not sent: %s", email, err)
             failures.append(f"{email}: {err}")
             continue
-        _record(notice, email, message, dedupe_key, status, now)
+        keep_regardless(
+            logged(
+                message,
+                dedupe_key=dedupe_key,
+                sub_account_id=notice.sub_account_id,
+                kind=KIND,
+                recipient=email,
+                status=status,
+                created_at=now,
+            )
+        )
     return failures
 
 
@@ -112,38 +118,9 @@ def compose_notice(
     message["To"] = recipient
     message["Date"] = format_datetime(now)
     message["Message-ID"] = message_id(dedupe_key, sender)
-    message.set_content(_TEMPLATES.get_template("connection_needs_action.txt").render(**context))
-    html = _TEMPLATES.get_template("connection_needs_action.html").render(**context)
+    message.set_content(
+        MAIL_TEMPLATES.get_template("connection_needs_action.txt").render(**context)
+    )
+    html = MAIL_TEMPLATES.get_template("connection_needs_action.html").render(**context)
     message.add_alternative(html, subtype="html")
     return message
-
-
-@owns_transactions
-def _record(
-    notice: ConnectionNotice,
-    recipient: str,
-    message: EmailMessage,
-    dedupe_key: str,
-    status: MailStatus,
-    now: datetime,
-) -> None:
-    """Keep the message in the mail log in a session of its own: the record of what was sent
-    stays whatever becomes of the caller's transaction (a record kept regardless)."""
-    row = MailMessage(
-        dedupe_key=dedupe_key,
-        sub_account_id=notice.sub_account_id,
-        kind=KIND,
-        recipient=recipient,
-        subject=str(message["Subject"]),
-        message_id=str(message["Message-ID"]),
-        text_body=message.get_body(("plain",)).get_content(),
-        html_body=message.get_body(("html",)).get_content(),
-        status=status,
-        created_at=now,
-    )
-    with Session(db.engine) as session:
-        session.add(row)
-        try:
-            session.commit()
-        except IntegrityError:  # recorded meanwhile by another run
-            session.rollback()

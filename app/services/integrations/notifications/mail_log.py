@@ -1,18 +1,26 @@
-"""The mail a sub account's calendar sent or kept, for reading in the dashboard.
+"""The mail log (``MailMessage``): every message the service sent or kept, as it was composed,
+and a sub account's mail for reading in the dashboard.
 
 With no SMTP server configured (the embedded default) messages are only kept here, so this is
 where a person sees what attendees would have received. ``flask outbox`` lists the same rows
-across all sub accounts.
+across all sub accounts. ``logged`` is the one place a composed message becomes its row;
+``keep_regardless`` keeps a row whatever becomes of the caller's transaction.
 """
 
 from __future__ import annotations
 
+from email.message import EmailMessage
+from typing import Any
+
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from app.extensions import db
 from app.models import MailMessage, SubAccount
 from app.services.common.errors import NotFound
 from app.services.common.lookups import find_owned
+from app.services.common.transactions import owns_transactions
 
 
 class MailMessageNotFound(NotFound):
@@ -36,3 +44,28 @@ def list_mail(sub_account: SubAccount, *, limit: int, offset: int) -> tuple[list
 def get_mail(sub_account: SubAccount, message_id: int) -> MailMessage:
     """The message, if it is ``sub_account``'s: another sub account's does not exist here."""
     return find_owned(MailMessage, sub_account, message_id, MailMessageNotFound)
+
+
+def logged(message: EmailMessage, **fields: Any) -> MailMessage:
+    """The mail log's row of ``message`` (its subject, Message-ID and both parts) with
+    ``fields`` (dedupe key, kind, recipient, status, …)."""
+    return MailMessage(
+        subject=str(message["Subject"]),
+        message_id=str(message["Message-ID"]),
+        text_body=message.get_body(("plain",)).get_content(),
+        html_body=message.get_body(("html",)).get_content(),
+        **fields,
+    )
+
+
+@owns_transactions
+def keep_regardless(row: MailMessage) -> None:
+    """Add ``row`` to the mail log in a session of its own: the record of what was sent stays
+    whatever becomes of the caller's transaction (a record kept regardless). One recorded
+    meanwhile under the same dedupe key (a concurrent run) is left as it is."""
+    with Session(db.engine) as session:
+        session.add(row)
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()

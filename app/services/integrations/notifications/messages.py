@@ -23,8 +23,9 @@ from app.services.integrations.ical import Organizer, booking_calendar
 
 REMINDER = "booking.reminder"
 
-# HTML parts are escaped, plain-text parts are not (as Flask would render them).
-_TEMPLATES = Environment(
+# Every mail's templates (``templates/`` beside this module): HTML parts are escaped,
+# plain-text parts are not (as Flask would render them).
+MAIL_TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).resolve().parent / "templates"),
     autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
 )
@@ -105,8 +106,8 @@ def compose(
     message["Reply-To"] = letterhead.organizer.email
     message["Date"] = format_datetime(now)
     message["Message-ID"] = message_id(dedupe_key, letterhead.sender)
-    message.set_content(_TEMPLATES.get_template("booking.txt").render(**context))
-    html = _TEMPLATES.get_template("booking.html").render(**context)
+    message.set_content(MAIL_TEMPLATES.get_template("booking.txt").render(**context))
+    html = MAIL_TEMPLATES.get_template("booking.html").render(**context)
     message.add_alternative(html, subtype="html")
     method = "CANCEL" if cancelled else "REQUEST"
     ics = booking_calendar(booking, now=now, method=method, organizer=letterhead.organizer)

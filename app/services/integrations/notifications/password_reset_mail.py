@@ -16,26 +16,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime
-from pathlib import Path
 
 from flask import current_app
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.extensions import db
-from app.models import MailMessage
 from app.services.integrations.notifications.booking_mail import DEFAULT_SENDER
+from app.services.integrations.notifications.mail_log import logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
-from app.services.integrations.notifications.messages import message_id
+from app.services.integrations.notifications.messages import MAIL_TEMPLATES, message_id
 
 log = logging.getLogger(__name__)
 
 KIND = "password.reset"
 SUBJECT = "Choose a new password for the Calendar Booking dashboard"
-
-_TEMPLATES = Environment(
-    loader=FileSystemLoader(Path(__file__).resolve().parent / "templates"),
-    autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
-)
 
 
 @dataclass(frozen=True)
@@ -60,15 +53,12 @@ def send_reset_link(reset: ResetLink, *, now: datetime) -> bool:
         log.warning("password-reset mail not sent: %s", err)
         return False
     db.session.add(
-        MailMessage(
+        logged(
+            message,
             dedupe_key=reset.dedupe_key,
             sub_account_id=None,
             kind=KIND,
             recipient=reset.recipient,
-            subject=str(message["Subject"]),
-            message_id=str(message["Message-ID"]),
-            text_body=message.get_body(("plain",)).get_content(),
-            html_body=message.get_body(("html",)).get_content(),
             status=status,
             created_at=now,
         )
@@ -90,8 +80,8 @@ def compose_reset_link(reset: ResetLink, *, sender: str, now: datetime) -> Email
     message["To"] = reset.recipient
     message["Date"] = format_datetime(now)
     message["Message-ID"] = message_id(reset.dedupe_key, sender)
-    message.set_content(_TEMPLATES.get_template("password_reset.txt").render(**context))
+    message.set_content(MAIL_TEMPLATES.get_template("password_reset.txt").render(**context))
     message.add_alternative(
-        _TEMPLATES.get_template("password_reset.html").render(**context), subtype="html"
+        MAIL_TEMPLATES.get_template("password_reset.html").render(**context), subtype="html"
     )
     return message

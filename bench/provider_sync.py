@@ -586,6 +586,9 @@ class ApiSource(Source):
         """The calendar's events, made through the fake's control API."""
         raise NotImplementedError
 
+    def config(self) -> dict[str, Any]:
+        return self.fake.app_settings()  # its client is the bench's (CLIENT_ID, CLIENT_SECRET)
+
     def round(self, token: str | None) -> tuple[list[dict[str, Any]], str, float]:
         """A round of the listing on a new client, as the app asks it (in full, or since
         ``token``): its items, the token it ends with, the seconds it took."""
@@ -714,16 +717,6 @@ class GoogleSource(ApiSource):
             for event in overrides:
                 self.fake.add_event(EMAIL, **event)
 
-    def config(self) -> dict[str, Any]:
-        return {
-            "GOOGLE_CLIENT_ID": CLIENT_ID,
-            "GOOGLE_CLIENT_SECRET": CLIENT_SECRET,
-            "GOOGLE_AUTHORIZE_URL": self.fake.authorize_url,
-            "GOOGLE_TOKEN_URL": self.fake.token_url,
-            "GOOGLE_REVOKE_URL": self.fake.revoke_url,
-            "GOOGLE_CALENDAR_API_URL": self.fake.calendar_api_url,
-        }
-
     def change(self, step: int) -> None:
         (event,) = google_events(CHANGED_UID, changed_item(step))
         self.fake.update_event(EMAIL, self.ids[CHANGED_UID], start=event["start"], end=event["end"])
@@ -794,14 +787,6 @@ class MicrosoftSource(ApiSource):
 
     def external_uid(self, uid: str) -> str:
         return self.ical_uids[uid]  # Graph chooses an event's iCalUId
-
-    def config(self) -> dict[str, Any]:
-        return {
-            "MICROSOFT_CLIENT_ID": CLIENT_ID,
-            "MICROSOFT_CLIENT_SECRET": CLIENT_SECRET,
-            "MICROSOFT_LOGIN_URL": self.fake.login_url,
-            "MICROSOFT_GRAPH_URL": self.fake.graph_url,
-        }
 
     def change(self, step: int) -> None:
         event = graph_item(changed_item(step)).event

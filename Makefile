@@ -4,7 +4,7 @@ PYTHON ?= python3
 PORT ?= 5000
 BIN := $(VENV)/bin
 
-.PHONY: run test lint format venv dev-venv
+.PHONY: run test lint format venv dev-venv screenshots
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -68,3 +68,16 @@ lint: dev-venv
 format: dev-venv
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+## make screenshots: the browser tests that look at the dashboard, then the README's and the
+## docs' pictures copied from what they wrote (test-artifacts/screenshots/, NAME-laptop.png and
+## NAME-phone.png for every page they look at).
+SCREENSHOTS = calendar-week-laptop:calendar.png calendar-phone-day-phone:calendar-phone.png \
+	reschedule-laptop:reschedule.png event-types-phone:event-types-phone.png \
+	connections-phone-phone:connections-phone.png
+screenshots: dev-venv
+	$(BIN)/pytest -q tests/dashboard/test_dashboard_layout.py tests/dashboard/test_dashboard_browser.py \
+	  -k "week_views_booking or phone_gets_a_day_grid or stacked_table or invited_user_is_kept_out"
+	@for pair in $(SCREENSHOTS); do \
+	  cp test-artifacts/screenshots/$${pair%%:*}.png docs/screenshots/$${pair#*:}; \
+	  echo "docs/screenshots/$${pair#*:} from $${pair%%:*}.png"; done

@@ -34,6 +34,7 @@ from sqlalchemy import text
 from app import create_app
 from app.extensions import db
 from app.services.accounts import passwords
+from tests.browser_pages import layout_lines
 from tests.dashboard_users import owner_email, sign_in
 from tests.factories import NEW_YORK, Tenant, TenantFactory
 from tests.google_servers import FakeGoogle
@@ -99,8 +100,10 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """What the stateful fuzz run did (``tests/api/test_fuzz_stateful.py``), by operation and
-    status, at the end of the output."""
+    """At the end of the output: what the stateful fuzz run did
+    (``tests/api/test_fuzz_stateful.py``), by operation and status; and the dashboard pages'
+    layout at laptop and phone widths (``tests/browser_pages.py``)."""
+    layout: list[dict] = []
     for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get(
         "failed", []
     ):
@@ -108,6 +111,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             if name == "outcomes" and report.when == "call":
                 terminalreporter.write_sep("-", "stateful fuzz: answers by operation and status")
                 terminalreporter.write_line(", ".join(f"{k} ×{n}" for k, n in value.items()))
+            if name == "page_layout" and report.when == "call":
+                layout += value
+    if layout:
+        terminalreporter.write_sep("-", "dashboard pages: content width, header height, axe")
+        for line in layout_lines(layout):
+            terminalreporter.write_line(line)
 
 
 def backend_unavailable(reason: str) -> None:

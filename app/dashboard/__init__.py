@@ -10,10 +10,14 @@ token (Flask-WTF).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from datetime import datetime
+from itertools import count
 
 from flask import Flask, current_app, redirect, send_from_directory, url_for
 from flask_login import LoginManager, current_user
+from markupsafe import Markup, escape
 from werkzeug.wrappers import Response
 
 from app.dashboard import (
@@ -55,6 +59,7 @@ def register_dashboard(app: Flask) -> None:
     app.add_url_rule("/favicon.ico", "favicon", _favicon)
     app.add_template_filter(local_time)
     app.add_template_filter(clock)
+    app.add_template_filter(labelled_cells)
 
 
 def _favicon() -> Response:
@@ -74,6 +79,25 @@ def local_time(instant: datetime, timezone: str) -> str:
 def clock(instant: datetime, timezone: str) -> str:
     """``10:00`` in ``timezone``."""
     return f"{instant.astimezone(zone(timezone)):%H:%M}"
+
+
+_CELL = re.compile(r"<(td|th)(?=[\s>])", re.IGNORECASE)
+
+
+def labelled_cells(row: str, columns: Sequence[str]) -> Markup:
+    """A table row's HTML with each data cell labelled by its column (``data-label``): on a
+    phone a table's rows stack, and each cell shows its label beside it (dashboard.css), so a
+    row reads "Last sync Never", not a bare "Never". Row headings (``<th>``) name the row and
+    keep no label; cells are counted in order, so a row has no ``colspan``."""
+    position = count()
+
+    def label(cell: re.Match[str]) -> str:
+        index = next(position)
+        if cell.group(1).lower() == "th" or index >= len(columns):
+            return cell.group(0)
+        return f'{cell.group(0)} data-label="{escape(columns[index])}"'
+
+    return Markup(_CELL.sub(label, str(row)))
 
 
 def _root() -> Response:

@@ -1,5 +1,7 @@
-"""The calendar: week and month views (FullCalendar, vendored) of bookings coloured by status,
-with blocked and external busy time behind them; a booking opens its page.
+"""The calendar: week, month and list views (FullCalendar, vendored) of bookings coloured by
+status, and on phones a day or three-day time grid. Blocked and external busy time lie behind
+the bookings in the time grids and are entries of their own in the month and list views; a
+booking opens its page, and each entry carries its full text for hover and focus.
 
 FullCalendar has no timezone database of its own. So it runs in "UTC", and the entries feed
 sends wall-clock times of the sub account's timezone (no offset), and reads the window it asks
@@ -25,6 +27,14 @@ from app.services.common.errors import InvalidRequest
 
 def _wall_clock(instant: datetime, tz_name: str) -> str:
     return instant.astimezone(zone(tz_name)).replace(tzinfo=None).isoformat(timespec="minutes")
+
+
+def _span(start: datetime, end: datetime, tz_name: str) -> str:
+    """``10:00–10:30`` in the sub account's time; an entry over midnight names its days."""
+    first, last = (i.astimezone(zone(tz_name)) for i in (start, end))
+    if first.date() == last.date():
+        return f"{first:%H:%M}–{last:%H:%M}"
+    return f"{first:%a} {first:%H:%M} – {last:%a} {last:%H:%M}"
 
 
 def _window_day(name: str) -> date:
@@ -57,27 +67,45 @@ def calendar_feed(sub_account_id: int) -> Response | tuple[Response, int]:
         bookings, blocked = calendar_entries(sub_account, start, end)
     except InvalidRequest as err:
         return jsonify({"message": err.message}), 400
-    events: list[dict[str, Any]] = [
-        {
-            "id": f"booking-{b.booking_id}",
-            "title": f"{b.status.replace('_', ' ').capitalize()} · {b.title}",
-            "start": _wall_clock(b.start, tz_name),
-            "end": _wall_clock(b.end, tz_name),
-            "url": url_for(
-                "dashboard.booking", sub_account_id=sub_account.id, booking_id=b.booking_id
-            ),
-            "classNames": [f"status-{b.status}"],
-        }
-        for b in bookings
-    ]
-    events += [
-        {
-            "title": entry.label,
-            "start": _wall_clock(entry.start, tz_name),
-            "end": _wall_clock(entry.end, tz_name),
-            "display": "background",
-            "classNames": ["busy-external" if entry.external else "busy-blocked"],
-        }
-        for entry in blocked
-    ]
+    events: list[dict[str, Any]] = []
+    for b in bookings:
+        title = f"{b.title} · {b.attendee}" if b.attendee and b.attendee != b.title else b.title
+        status = b.status.replace("_", " ").capitalize()
+        when = _span(b.start, b.end, tz_name)
+        events.append(
+            {
+                "id": f"booking-{b.booking_id}",
+                "title": title,
+                "start": _wall_clock(b.start, tz_name),
+                "end": _wall_clock(b.end, tz_name),
+                "url": url_for(
+                    "dashboard.booking", sub_account_id=sub_account.id, booking_id=b.booking_id
+                ),
+                "classNames": [f"status-{b.status}"],
+                "extendedProps": {
+                    "kind": "booking",
+                    "status": status,
+                    "when": when,
+                    "detail": f"{title}, {when}, {status}",
+                },
+            }
+        )
+    for entry in blocked:
+        when = _span(entry.start, entry.end, tz_name)
+        events.append(
+            {
+                "title": entry.label,
+                "start": _wall_clock(entry.start, tz_name),
+                "end": _wall_clock(entry.end, tz_name),
+                # Behind the bookings in the time grids; calendar.js shows it as an entry of
+                # its own in the month and list views, which draw no background.
+                "display": "background",
+                "classNames": ["busy-external" if entry.external else "busy-blocked"],
+                "extendedProps": {
+                    "kind": "busy" if entry.external else "blocked",
+                    "when": when,
+                    "detail": f"{entry.label}, {when}",
+                },
+            }
+        )
     return jsonify(events)

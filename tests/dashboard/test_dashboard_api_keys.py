@@ -50,7 +50,7 @@ def key_count() -> int:
 
 
 def row_of(page: str, name: str) -> str:
-    (row,) = [r for r in page.split("<tr>") if f"<td>{name}</td>" in r]
+    (row,) = [r for r in page.split("<tr>") if f'<td data-label="Name">{name}</td>' in r]
     return row
 
 

@@ -113,7 +113,7 @@ def test_the_page_names_the_timezone_and_lists_profiles(signed_in, tenant):
 def test_the_default_profile_counts_the_event_types_that_use_it_by_default(signed_in, tenant):
     # Cleaning names Office; Checkup names no profile, so it takes the default's hours too.
     page = signed_in.get(page_of(tenant)).get_data(as_text=True)
-    office_row = re.search(r"<tr>\s*<td><a [^>]*>Office</a>.*?</tr>", page, re.DOTALL).group(0)
+    office_row = re.search(r"<tr>\s*<td[^>]*><a [^>]*>Office</a>.*?</tr>", page, re.DOTALL).group(0)
     assert "2 event types" in office_row
 
 

@@ -42,12 +42,32 @@ def test_bookings_come_in_wall_clock_time_across_a_dst_change(client, tenant):
     assert by_id[f"booking-{after.id}"]["end"] == "2027-03-15T10:30"
 
 
-def test_a_booking_is_labelled_and_classed_by_status_and_links_to_its_page(client, tenant):
-    booking = make_booking(tenant, ny(datetime(2027, 5, 3).date(), 9), status="cancelled")
+def test_a_booking_is_titled_first_and_timed_second_classed_by_status_and_linked(client, tenant):
+    """The title (with whom) leads, since a 30-minute entry in the week view has room for
+    about one line; the time and status follow, and the whole text is there for hover."""
+    booking = make_booking(
+        tenant,
+        ny(datetime(2027, 5, 3).date(), 9),
+        status="cancelled",
+        title="Knee assessment",
+        emails=("robin@example.test",),
+    )
     (entry,) = feed(client, tenant, "2027-05-03", "2027-05-04").get_json()
-    assert entry["title"] == f"Cancelled · {booking.title}"
+    assert entry["title"] == "Knee assessment · robin"
+    assert entry["extendedProps"] == {
+        "kind": "booking",
+        "status": "Cancelled",
+        "when": "09:00–09:30",
+        "detail": "Knee assessment · robin, 09:00–09:30, Cancelled",
+    }
     assert entry["classNames"] == ["status-cancelled"]
     assert entry["url"] == f"/dashboard/s/{tenant.sub_account_id}/bookings/{booking.id}"
+
+
+def test_an_entry_over_midnight_names_its_days(client, tenant):
+    make_booking(tenant, ny(datetime(2027, 5, 3).date(), 23, 30), minutes=60)
+    (entry,) = feed(client, tenant, "2027-05-03", "2027-05-05").get_json()
+    assert entry["extendedProps"]["when"] == "Mon 23:30 – Tue 00:30"
 
 
 def test_the_window_is_read_in_the_sub_accounts_timezone(client, tenant):
@@ -85,9 +105,23 @@ def test_blocked_and_external_busy_time_are_background_entries(client, tenant):
     )
     db.session.commit()
     entries = feed(client, tenant, "2027-05-03", "2027-05-04").get_json()
-    assert [(e["title"], e["display"], e["start"], e["classNames"]) for e in entries] == [
-        ("Blocked: Lunch", "background", "2027-05-03T12:00", ["busy-blocked"]),
-        ("Busy in Personal", "background", "2027-05-03T15:00", ["busy-external"]),
+    assert [
+        (e["title"], e["display"], e["start"], e["classNames"], e["extendedProps"]) for e in entries
+    ] == [
+        (
+            "Blocked: Lunch",
+            "background",
+            "2027-05-03T12:00",
+            ["busy-blocked"],
+            {"kind": "blocked", "when": "12:00–13:00", "detail": "Blocked: Lunch, 12:00–13:00"},
+        ),
+        (
+            "Busy in Personal",
+            "background",
+            "2027-05-03T15:00",
+            ["busy-external"],
+            {"kind": "busy", "when": "15:00–16:00", "detail": "Busy in Personal, 15:00–16:00"},
+        ),
     ]
 
 

@@ -20,6 +20,8 @@ MAX_WINDOW = timedelta(days=62)
 class BookingEntry:
     booking_id: int
     title: str
+    attendee: str | None
+    """The first attendee's name (who the booking is with), if any."""
     status: str
     start: datetime
     end: datetime
@@ -61,7 +63,17 @@ def calendar_entries(
         .order_by(BlockedTime.start_at, BlockedTime.id)
     )
     return (
-        [BookingEntry(b.id, b.title, b.status, b.start_at, b.end_at) for b in bookings],
+        [
+            BookingEntry(
+                b.id,
+                b.title,
+                b.attendees[0].name if b.attendees else None,
+                b.status,
+                b.start_at,
+                b.end_at,
+            )
+            for b in bookings
+        ],
         [
             BlockedEntry(
                 label=f"Busy in {connection}"

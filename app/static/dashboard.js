@@ -1,0 +1,26 @@
+// Every dashboard page's script, loaded in the head before the page is drawn. It marks that
+// scripts run (class "js"), so that on a phone the header folds its menu behind the Menu
+// button; without scripts the menu stays open and the page still works.
+document.documentElement.classList.add("js");
+
+document.addEventListener("DOMContentLoaded", function () {
+  "use strict";
+  var toggle = document.querySelector(".menu-toggle");
+  var menu = document.getElementById("menu");
+  if (!toggle || !menu) return;
+
+  function setOpen(open) {
+    toggle.setAttribute("aria-expanded", String(open));
+    menu.classList.toggle("open", open);
+  }
+
+  toggle.addEventListener("click", function () {
+    setOpen(toggle.getAttribute("aria-expanded") !== "true");
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && menu.classList.contains("open")) {
+      setOpen(false);
+      toggle.focus();
+    }
+  });
+});

@@ -20,6 +20,7 @@ from tests.servers import gunicorn, migrate_and_run_demo
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.date_sensitive,  # the booking goes in the first open slot from tomorrow
+    pytest.mark.one_shifted_clock,
 ]
 
 NEW_YORK = ZoneInfo("America/New_York")  # the demo sub account's zone

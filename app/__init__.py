@@ -42,6 +42,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.metrics import count_booking_event, register_metrics
     from app.request_body import WholeBodyFirst
     from app.security_headers import register_security_headers
+    from app.services.availability.kept import availability_store
     from app.services.integrations.calendars.consent import consent_page_origins
     from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
     from app.services.integrations.calendars.write_back import write_back_delivery
@@ -77,6 +78,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     register_api(app)
+    app.extensions["availability_store"] = availability_store(app.config)
     register_rate_limits(app)
     register_commands(app)
     register_dashboard(app)

@@ -174,6 +174,7 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "DB_MIGRATION_LOCK_TIMEOUT_MS",
         "DB_REQUEST_WAIT_S",
         "REDIS_TIMEOUT_S",
+        "AVAILABILITY_KEEP_SECONDS",
         "METRICS_TOKEN",
         # Calendar providers (app/services/integrations/calendars/oauth.py): the service's
         # OAuth clients, and endpoint bases that only tests or other clouds change.

@@ -16,6 +16,7 @@ from app.models.calendar_connection import (
     ConnectionKind,
     WrittenEvent,
 )
+from app.models.calendar_version import CalendarVersion
 from app.models.event_type import EventType
 from app.models.hold import SlotHold
 from app.models.notification import MailMessage, MailStatus
@@ -51,6 +52,7 @@ __all__ = [
     "CalendarConnection",
     "CalendarItem",
     "CalendarSettings",
+    "CalendarVersion",
     "ConnectedCalendar",
     "ConnectionKind",
     "Contact",

@@ -139,3 +139,8 @@ def format_utc(instant: datetime) -> str:
     if instant.tzinfo is not UTC:
         instant = instant.astimezone(UTC)
     return instant.isoformat(timespec="seconds")[:19] + "Z"
+
+
+def format_utc_seconds(seconds: float) -> str:
+    """``format_utc`` of a POSIX instant."""
+    return format_utc(datetime.fromtimestamp(seconds, UTC))

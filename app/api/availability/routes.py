@@ -1,20 +1,34 @@
-"""GET /calendar/availability."""
+"""GET /calendar/availability, with conditional requests.
+
+The answer comes from the slots kept for the calendar's version
+(``app.services.availability.kept``) and carries a weak ``ETag`` naming the version, the
+question and what the instant cut; ``If-None-Match`` with that tag answers ``304`` with no body
+(it still counts against the rate limit, which ran before). The body is written here from the
+kept slots' instants, each slot's JSON rendered once per kept set and process, so a repeated
+question does not dump 31 days of slots through marshmallow again; its shape is the documented
+``AvailabilityDaySchema``'s, which the tests hold it to.
+"""
 
 from __future__ import annotations
 
+from flask import Response, current_app
 from flask.views import MethodView
+from werkzeug.http import parse_etags
 
 from app.api import examples
 from app.api.auth import current_sub_account
-from app.api.availability.schemas import AvailabilityArgsSchema, AvailabilityDaySchema
+from app.api.availability.schemas import (
+    AvailabilityArgsSchema,
+    AvailabilityDaySchema,
+    ConditionalHeadersSchema,
+)
 from app.api.smorest import Blueprint
 from app.models import Permission
 from app.models.types import utcnow
-from app.services.availability.open_time import (
-    AvailabilityDay,
-    AvailabilityQuery,
-    check_availability,
-)
+from app.scheduling.offered import SlotSet
+from app.scheduling.timezones import format_utc_seconds
+from app.services.availability.kept import KeptAnswer, availability_at
+from app.services.availability.open_time import AvailabilityQuery
 
 blp = Blueprint(
     "availability",
@@ -23,12 +37,43 @@ blp = Blueprint(
     description="Open slots of the calendar",
 )
 
+# An answer may be kept by the client and must be asked again before each use (revalidated
+# with If-None-Match), never by a shared cache: it is one key's calendar.
+CACHE_CONTROL = "private, no-cache"
+ETAG_HEADER = {
+    "ETag": {
+        "description": "Weak tag of this answer: the calendar's version, the question and the"
+        " slots the current time still offers. Send it back as If-None-Match to be answered"
+        " 304 while nothing changed.",
+        "schema": {
+            "type": "string",
+            "maxLength": 128,
+            "example": 'W/"5f1c2a.9d3e0b7c41a2f6e8.3.214.0"',
+        },
+    },
+    "Cache-Control": {
+        "description": CACHE_CONTROL,
+        "schema": {"type": "string", "enum": [CACHE_CONTROL]},
+    },
+}
+
 
 @blp.route("")
 class AvailabilityViews(MethodView):
     @blp.requires(Permission.CHECK_AVAILABILITY)
     @blp.arguments(AvailabilityArgsSchema, location="query", as_kwargs=False)
-    @blp.response(200, AvailabilityDaySchema(many=True), example=examples.AVAILABILITY)
+    @blp.arguments(ConditionalHeadersSchema, location="headers", as_kwargs=False)
+    @blp.response(
+        200,
+        AvailabilityDaySchema(many=True),
+        example=examples.AVAILABILITY,
+        headers=ETAG_HEADER,
+    )
+    @blp.alt_response(
+        304,
+        description="Not modified: the If-None-Match tag is still the answer (no body)",
+        headers=ETAG_HEADER,
+    )
     @blp.error(
         400,
         "A parameter that does not parse or a window that cannot be read",
@@ -36,11 +81,48 @@ class AvailabilityViews(MethodView):
     )
     @blp.error(404, "Event type not found", examples.not_found("Event type not found"))
     @blp.doc(operationId="checkAvailability")
-    def get(self, query: AvailabilityQuery) -> list[AvailabilityDay]:
+    def get(self, query: AvailabilityQuery, conditions: dict[str, str]) -> Response:
         """Check availability
 
         One entry per calendar date of the window in the requested timezone (default: the
         availability profile's), with the open slots starting that day as UTC instants. Time
         held by a live slot hold is not open, whoever holds it.
+
+        Answers carry a weak `ETag`; ask again with `If-None-Match` and an unchanged answer is
+        a `304` with no body.
         """
-        return check_availability(current_sub_account(), query, utcnow())
+        answer = availability_at(
+            current_sub_account(),
+            query,
+            utcnow().timestamp(),
+            current_app.extensions.get("availability_store"),
+        )
+        headers = {"ETag": f'W/"{answer.tag}"', "Cache-Control": CACHE_CONTROL}
+        if parse_etags(conditions.get("if_none_match")).contains_weak(answer.tag):
+            return Response(status=304, headers=headers)
+        return Response(_body(answer), mimetype="application/json", headers=headers)
+
+
+def _body(answer: KeptAnswer) -> str:
+    """The answer as ``AvailabilityDaySchema(many=True)`` dumps it, from the kept slots."""
+    slots = _rendered_slots(answer.slot_set)
+    return (
+        "["
+        + ",".join(
+            f'{{"date":"{day}","slots":[{",".join(slots[i] for i in indexes)}]}}'
+            for day, indexes in answer.slot_set.offered_days(answer.offer)
+        )
+        + "]"
+    )
+
+
+def _rendered_slots(slot_set: SlotSet) -> list[str]:
+    """Each slot of the set as JSON, rendered once and kept with the set."""
+    rendered = slot_set.memo.get("json")
+    if rendered is None:
+        rendered = [
+            f'{{"start":"{format_utc_seconds(start)}","end":"{format_utc_seconds(end)}"}}'
+            for start, end in zip(slot_set.starts, slot_set.ends, strict=True)
+        ]
+        slot_set.memo["json"] = rendered
+    return rendered

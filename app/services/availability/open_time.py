@@ -8,10 +8,11 @@ Booking writes load their inputs through the same loaders (``profile_for``, ``lo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from itertools import chain
+from operator import attrgetter
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -46,6 +47,7 @@ from app.models import (
 )
 from app.models.types import UTCDateTime, utcnow
 from app.scheduling.intervals import Interval, merge
+from app.scheduling.offered import HeldTime, SlotSet
 from app.scheduling.slots import SlotRules, open_slots, slots_by_day
 from app.scheduling.timezones import InstantInput, zone
 from app.scheduling.working_hours import WeeklySchedule, working_ranges
@@ -82,6 +84,9 @@ class BusyTime:
     held: list[Interval] = field(default_factory=list)
     # Expired holds whose rows are still stored in the span: a write over them deletes them.
     expired_holds: bool = False
+    # Every hold stored in the span, live or expired, with its expiry (availability kept for a
+    # calendar version applies them at each question: ``app.scheduling.offered``).
+    hold_rows: list[tuple[Interval, datetime]] = field(default_factory=list)
 
     def all(self) -> list[Interval]:
         return merge(chain(self.bookings, self.blocked, self.external, self.held))
@@ -235,19 +240,23 @@ def load_busy(
     )
     by_kind: tuple[list[Interval], ...] = ([], [], [], [])
     expired_holds = False
+    hold_rows: list[tuple[Interval, datetime]] = []
     # Fetched at once (one fetchall, not a fetch per row: a busy month is ~1,500 rows).
     rows = db.session.execute(union_all(holds, bookings, blocked)).all()
     for kind, start, end, expires_at in rows:
-        if kind == _HOLD and expires_at <= now:
-            expired_holds = True
-        else:
-            by_kind[kind].append(Interval(start, end))
+        if kind == _HOLD:
+            hold_rows.append((Interval(start, end), expires_at))
+            if expires_at <= now:
+                expired_holds = True
+                continue
+        by_kind[kind].append(Interval(start, end))
     return BusyTime(
         bookings=merge(by_kind[_BOOKING]),
         blocked=merge(by_kind[_BLOCKED]),
         external=merge(by_kind[_EXTERNAL]),
         held=merge(by_kind[_HOLD]),
         expired_holds=expired_holds,
+        hold_rows=hold_rows,
     )
 
 
@@ -320,6 +329,22 @@ def check_availability(
     sub_account: SubAccount, query: AvailabilityQuery, now: datetime
 ) -> list[AvailabilityDay]:
     """Open slots per calendar date of the window, in the requested timezone."""
+    slot_set = compute_slot_set(sub_account, query)
+    offer = slot_set.offer(now.timestamp())
+    return [
+        AvailabilityDay(
+            date.fromisoformat(day),
+            [Interval(_instant(slot_set.starts[i]), _instant(slot_set.ends[i])) for i in indexes],
+        )
+        for day, indexes in slot_set.offered_days(offer)
+    ]
+
+
+def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotSet:
+    """Every slot of the query's window that the calendar as it is now leaves open, whatever
+    the instant, with what decides which of them an instant offers (``SlotSet.offer``):
+    minimum notice, booking horizon and the stored holds. Raises as the API answers: an unknown
+    event type, a window that does not parse, is reversed or is too long."""
     event_type = find_event_type(sub_account, query.event_type_id) if query.event_type_id else None
     profile = profile_for(sub_account, event_type)
     tz_name = query.timezone or (profile.timezone if profile else sub_account.settings.timezone)
@@ -337,15 +362,39 @@ def check_availability(
     if _wall_clock(window.end, tz) - _wall_clock(window.start, tz) > MAX_WINDOW:
         raise InvalidRequest("The availability window may span at most 93 days")
 
-    rules = slot_rules(sub_account, event_type, now, query.duration)
+    # The rules without an instant: notice and horizon are applied at each question.
+    epoch = datetime.fromtimestamp(0, UTC)
+    rules = slot_rules(sub_account, event_type, epoch, query.duration)
+    notice, horizon = rules.earliest_start - epoch, rules.latest_start - epoch
+    unbounded = replace(rules, earliest_start=None, latest_start=None)
     schedule = load_schedule(profile, sub_account.settings.timezone, window)
     occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
-    busy = load_busy(
-        sub_account.id, occupied_span, now=now, exclude_booking_id=query.exclude_booking_id
-    )
-    slots = open_slots(working_ranges(schedule, *window), busy.all(), rules, window)
+    busy = load_busy(sub_account.id, occupied_span, exclude_booking_id=query.exclude_booking_id)
+    not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
+    slots = open_slots(working_ranges(schedule, *window), not_held, unbounded, window)
 
-    return [
-        AvailabilityDay(day, day_slots)
-        for day, day_slots in slots_by_day(slots, tz, first_day, last_day)
-    ]
+    days: list[tuple[str, int, int]] = []
+    index = 0
+    for day, day_slots in slots_by_day(slots, tz, first_day, last_day):
+        days.append((day.isoformat(), index, index + len(day_slots)))
+        index += len(day_slots)
+    return SlotSet(
+        starts=[int(slot.start.timestamp()) for slot in slots],
+        ends=[int(slot.end.timestamp()) for slot in slots],
+        days=days,
+        holds=sorted(
+            (
+                HeldTime(int(held.start.timestamp()), int(held.end.timestamp()), expiry.timestamp())
+                for held, expiry in busy.hold_rows
+            ),
+            key=attrgetter("expires_at"),
+        ),
+        notice_seconds=int(notice.total_seconds()),
+        horizon_seconds=int(horizon.total_seconds()),
+        buffer_before_seconds=int(rules.buffer_before.total_seconds()),
+        buffer_after_seconds=int(rules.buffer_after.total_seconds()),
+    )
+
+
+def _instant(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)

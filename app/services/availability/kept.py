@@ -1,0 +1,191 @@
+"""Availability kept per calendar version, so that the questions agents repeat cost one version
+read instead of loading and converting the calendar's busy time again.
+
+The calendar version (``app.models.calendar_version``) changes in the transaction of every change
+that can move availability. A question's slots are computed once per version and query
+(``compute_slot_set``: working hours, busy time, the event type's rules, without "now") and
+kept; each question reads the version, finds the kept set, and applies the instant to it
+(``SlotSet.offer``: notice, horizon and live holds, to the second). The answer's tag names the
+version, the query and what the instant cut, so two answers with one tag are the same answer.
+
+Kept in Redis when ``REDIS_URL`` is set (every process shares them, for
+``AVAILABILITY_KEEP_SECONDS``), and in each process's memory in front of it (the last
+``LOCAL_SETS`` sets; no round trip at all for a set this process has seen). Without Redis,
+the memory alone. An unreachable or frozen Redis costs one ``REDIS_TIMEOUT_S`` and is then left
+alone for ``REDIS_RETRY_SECONDS``: the answers are computed as before it existed.
+
+A set is kept only if the version read after computing it is the one read before: reads
+between two equal readings saw no change (every change draws a new version), so the set is the
+calendar at that version. Writes never use kept sets: their time rule runs under the calendar's
+lock on what is stored (``app.services.bookings.time_claims``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from sqlalchemy import select
+
+from app.config import configured_number
+from app.deadlines import redis_timeout_s
+from app.extensions import db
+from app.models import CalendarVersion, SubAccount
+from app.scheduling.offered import Offer, SlotSet
+from app.services.availability.open_time import AvailabilityQuery, compute_slot_set
+
+LOG = logging.getLogger(__name__)
+
+LOCAL_SETS = 512
+DEFAULT_KEEP_SECONDS = 3600
+REDIS_RETRY_SECONDS = 5.0
+# A calendar changing while its slots are computed: computed again, this many times at most.
+TRIES = 3
+
+
+def calendar_version(sub_account_id: int) -> int:
+    """The calendar's current version; 0 for a calendar that never changed."""
+    version = db.session.execute(
+        select(CalendarVersion.version).where(CalendarVersion.sub_account_id == sub_account_id)
+    ).scalar()
+    return version or 0
+
+
+def query_key(query: AvailabilityQuery) -> str:
+    """A short digest of the question as asked (the window as written: its meaning depends on
+    timezones the version covers)."""
+    asked = (
+        query.event_type_id,
+        query.duration,
+        query.timezone,
+        query.start_date.value.isoformat(),
+        query.start_date.is_date,
+        query.end_date.value.isoformat(),
+        query.end_date.is_date,
+        query.exclude_booking_id,
+    )
+    return hashlib.blake2b(repr(asked).encode(), digest_size=8).hexdigest()
+
+
+class SlotSetStore:
+    """Kept slot sets by key: this process's memory, then Redis when configured."""
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        timeout_s: float = 0.25,
+        keep_seconds: int = DEFAULT_KEEP_SECONDS,
+        local_sets: int = LOCAL_SETS,
+    ) -> None:
+        self._local: OrderedDict[str, SlotSet] = OrderedDict()
+        self._local_sets = local_sets
+        self._lock = threading.Lock()
+        self._keep_seconds = keep_seconds
+        self._redis = (
+            redis.Redis.from_url(
+                redis_url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+            )
+            if redis_url
+            else None
+        )
+        self._redis_resting_until = 0.0
+
+    def get(self, key: str) -> SlotSet | None:
+        with self._lock:
+            found = self._local.get(key)
+            if found is not None:
+                self._local.move_to_end(key)
+                return found
+        plain = self._ask_redis(lambda client: client.get(key))
+        if plain is None:
+            return None
+        found = SlotSet.from_plain(json.loads(plain))
+        self._keep_locally(key, found)
+        return found
+
+    def put(self, key: str, slot_set: SlotSet) -> None:
+        self._keep_locally(key, slot_set)
+        text = json.dumps(slot_set.to_plain(), separators=(",", ":"))
+        self._ask_redis(lambda client: client.set(key, text, ex=self._keep_seconds))
+
+    def forget_local(self) -> None:
+        """This process's memory emptied (tests; Redis keeps its sets)."""
+        with self._lock:
+            self._local.clear()
+
+    def _keep_locally(self, key: str, slot_set: SlotSet) -> None:
+        with self._lock:
+            self._local[key] = slot_set
+            self._local.move_to_end(key)
+            while len(self._local) > self._local_sets:
+                self._local.popitem(last=False)
+
+    def _ask_redis(self, ask: Callable[[redis.Redis], Any]) -> Any:
+        if self._redis is None or time.monotonic() < self._redis_resting_until:
+            return None
+        try:
+            return ask(self._redis)
+        except redis.RedisError as error:
+            self._redis_resting_until = time.monotonic() + REDIS_RETRY_SECONDS
+            LOG.warning(
+                "Redis not answering for kept availability (%s): computing answers for %s s",
+                type(error).__name__,
+                REDIS_RETRY_SECONDS,
+            )
+            return None
+
+
+def availability_store(config: Mapping[str, Any]) -> SlotSetStore | None:
+    """The app's store: Redis (``REDIS_URL``) behind this process's memory, or the memory
+    alone; none when ``AVAILABILITY_KEEP_SECONDS`` is 0 (every answer computed)."""
+    keep_seconds = int(configured_number(config, "AVAILABILITY_KEEP_SECONDS", DEFAULT_KEEP_SECONDS))
+    if keep_seconds <= 0:
+        return None
+    return SlotSetStore(
+        config.get("REDIS_URL"), timeout_s=redis_timeout_s(config), keep_seconds=keep_seconds
+    )
+
+
+@dataclass(frozen=True)
+class KeptAnswer:
+    """Availability at one instant: the kept set, what the instant offers of it, and the tag
+    (a weak ETag's value) that names both."""
+
+    tag: str
+    slot_set: SlotSet
+    offer: Offer
+
+
+def availability_at(
+    sub_account: SubAccount, query: AvailabilityQuery, now: float, store: SlotSetStore | None
+) -> KeptAnswer:
+    """The calendar's availability for ``query`` at ``now`` (POSIX seconds), from the set kept
+    for its current version, computed and kept first if there is none. Raises as
+    ``compute_slot_set`` does."""
+    asked = query_key(query)
+    for _ in range(TRIES):
+        version = calendar_version(sub_account.id)
+        key = f"availability:{sub_account.id}:{version:x}:{asked}"
+        slot_set = store.get(key) if store is not None else None
+        if slot_set is None:
+            slot_set = compute_slot_set(sub_account, query)
+            if calendar_version(sub_account.id) != version:
+                continue  # changed while computing: the set may mix two versions
+            if store is not None:
+                store.put(key, slot_set)
+        offer = slot_set.offer(now)
+        return KeptAnswer(f"{version:x}.{asked}.{offer.key}", slot_set, offer)
+    # Changed during every try: the last set is the calendar at no one version. It is answered
+    # (it is as fresh as any) under a tag that names none, and so never matches.
+    offer = slot_set.offer(now)
+    return KeptAnswer(f"changing.{secrets.token_hex(8)}", slot_set, offer)

@@ -1,7 +1,7 @@
 """A typed Python client of the Calendar Booking API (``CalendarClient``), built on httpx. Its
 modules use nothing of the service but talk to it over HTTP only, as any agent would."""
 
-from app.client.client import CalendarClient
+from app.client.client import CalendarClient, KeptAnswers
 from app.client.errors import (
     AuthenticationFailed,
     CalendarApiError,
@@ -37,6 +37,7 @@ __all__ = [
     "Cancellation",
     "Hold",
     "InvalidRequest",
+    "KeptAnswers",
     "NewAttendee",
     "NotFound",
     "PermissionDenied",

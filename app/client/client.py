@@ -6,6 +6,9 @@ Retries, within bounds:
   operation runs; a 503 means the transaction did not commit), so every operation is retried
   after the server's ``Retry-After`` (else an exponential backoff), as long as that wait is at
   most ``max_wait`` seconds and attempts remain.
+* Availability is asked conditionally: the client keeps each answer with its ``ETag``
+  (``KeptAnswers``) and sends ``If-None-Match`` when it asks the same question again; a ``304``
+  returns the kept answer without a body crossing the network or being parsed again.
 * A lost answer (connection refused, dropped or timed out) is retried for reads, and for
   creates: each create carries an ``idempotencyKey`` (a fresh one unless given), so the retry
   of a create the server had committed returns that booking instead of booking twice. Updates
@@ -16,9 +19,12 @@ Retries, within bounds:
 
 from __future__ import annotations
 
+import hashlib
 import random
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -61,6 +67,37 @@ def _attendees(attendees: Attendees) -> list[dict[str, Any]]:
     return [a.to_json() if isinstance(a, NewAttendee) else dict(a) for a in attendees]
 
 
+class KeptAnswers:
+    """Availability answers with their ETags, by API key and question: the last ``size`` of
+    them. One may serve many clients (the MCP server makes a client per call); each key's
+    answers are kept apart under a digest of the key, never the key itself."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[str, tuple], tuple[str, list[AvailabilityDay]]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, api_key: str, question: tuple) -> tuple[str, list[AvailabilityDay]] | None:
+        with self._lock:
+            found = self._kept.get((_digest(api_key), question))
+            if found is not None:
+                self._kept.move_to_end((_digest(api_key), question))
+            return found
+
+    def keep(self, api_key: str, question: tuple, etag: str, days: list[AvailabilityDay]) -> None:
+        with self._lock:
+            self._kept[(_digest(api_key), question)] = (etag, days)
+            self._kept.move_to_end((_digest(api_key), question))
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+
+
+def _digest(api_key: str) -> str:
+    return hashlib.sha256(api_key.encode()).hexdigest()
+
+
 class CalendarClient:
     """A client of one API key's calendar. ``base_url`` ends with ``/v1/api``."""
 
@@ -74,6 +111,7 @@ class CalendarClient:
         max_wait: float = 60.0,
         http: httpx.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        kept_answers: KeptAnswers | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.max_attempts = max_attempts
@@ -82,6 +120,7 @@ class CalendarClient:
         self._own_http = http is None
         self._http = http or httpx.Client(timeout=timeout)
         self._sleep = sleep
+        self.kept_answers = kept_answers if kept_answers is not None else KeptAnswers()
 
     def __enter__(self) -> CalendarClient:
         return self
@@ -104,7 +143,8 @@ class CalendarClient:
         duration: int | None = None,
         timezone: str | None = None,
     ) -> list[AvailabilityDay]:
-        """Open slots per day between ``start_date`` and ``end_date``."""
+        """Open slots per day between ``start_date`` and ``end_date``. Asked again, the same
+        question is sent with the last answer's ``ETag``; a ``304`` returns that answer."""
         params = without_none(
             {
                 "startDate": _instant(start_date),
@@ -114,8 +154,21 @@ class CalendarClient:
                 "timezone": timezone,
             }
         )
-        days = self._call("GET", "/calendar/availability", params=params, retry_lost=True)
-        return [AvailabilityDay.from_json(day) for day in days]
+        question = tuple(sorted(params.items()))
+        kept = self.kept_answers.get(self._api_key, question)
+        response = self._send(
+            "GET",
+            "/calendar/availability",
+            params=params,
+            retry_lost=True,
+            headers={"If-None-Match": kept[0]} if kept else None,
+        )
+        if response.status_code == 304 and kept is not None:
+            return list(kept[1])
+        days = [AvailabilityDay.from_json(day) for day in response.json()]
+        if etag := response.headers.get("ETag"):
+            self.kept_answers.keep(self._api_key, question, etag, days)
+        return list(days)
 
     def list_bookings(
         self,
@@ -273,6 +326,19 @@ class CalendarClient:
         body: Mapping[str, Any] | None = None,
         retry_lost: bool = False,
     ) -> Any:
+        return self._send(method, path, params=params, body=body, retry_lost=retry_lost).json()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+        retry_lost: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """The request's answer below 400 (a 304 included), after the retries above."""
         for attempt in range(1, self.max_attempts + 1):
             last = attempt == self.max_attempts
             try:
@@ -281,7 +347,7 @@ class CalendarClient:
                     self.base_url + path,
                     params=params,
                     json=body,
-                    headers={API_KEY_HEADER: self._api_key},
+                    headers={API_KEY_HEADER: self._api_key, **(headers or {})},
                 )
             except httpx.TransportError as err:
                 if not retry_lost or last:
@@ -289,7 +355,7 @@ class CalendarClient:
                 self._sleep(self._backoff(attempt))
                 continue
             if response.status_code < 400:
-                return response.json()
+                return response
             error = self._error(response)
             if response.status_code in RETRIED_STATUSES and not last:
                 wait = self._backoff(attempt) if error.retry_after is None else error.retry_after

@@ -23,6 +23,7 @@ from app.client import (
     CalendarApiError,
     CalendarClient,
     CalendarUnreachable,
+    KeptAnswers,
     NotFound,
     PermissionDenied,
     RateLimited,
@@ -243,6 +244,9 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
     the caller's key for a call; it is used for that call only, never kept."""
     server = MCPServer("calendar-booking", instructions=INSTRUCTIONS)
     http = httpx.Client(timeout=15.0)
+    # Availability answers kept with their ETags across calls (each key's apart): a repeated
+    # check_availability is asked with If-None-Match, and a 304 costs the API no body.
+    kept_answers = KeptAnswers()
 
     def call(ctx: Context, tool: str, operation: Callable[[CalendarClient], Any]) -> Any:
         key = api_key_of(ctx)
@@ -252,7 +256,8 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
                 "CALENDAR_API_KEY (stdio)."
             )
         try:
-            return as_api_json(operation(CalendarClient(base_url, key, http=http)))
+            client = CalendarClient(base_url, key, http=http, kept_answers=kept_answers)
+            return as_api_json(operation(client))
         except (CalendarApiError, CalendarUnreachable) as error:
             raise tool_error(error, tool) from None
 

@@ -86,6 +86,33 @@ def test_availability_comes_as_typed_days_of_aware_slots(client, tenant):
     assert all(s.end - s.start == timedelta(minutes=30) for s in slots)
 
 
+def test_a_repeated_availability_question_is_answered_304_and_returns_the_kept_answer(live, tenant):
+    seen: list[tuple[int, str | None]] = []
+    http = httpx.Client(
+        timeout=10,
+        event_hooks={
+            "response": [
+                lambda r: seen.append((r.status_code, r.request.headers.get("If-None-Match")))
+            ]
+        },
+    )
+    with CalendarClient(live.base_url, tenant.keys["all"], http=http) as calendar:
+        ask = lambda: calendar.availability(  # noqa: E731
+            ny(MONDAY, 0), ny(MONDAY, 23), event_type_id=tenant.event_types["Cleaning"]
+        )
+        first = ask()
+        again = ask()
+        assert again == first
+        assert [status for status, _ in seen] == [200, 304]
+        assert seen[0][1] is None and seen[1][1].startswith('W/"')
+        # A booking changes the calendar: the next question gets the new answer.
+        book(calendar, tenant, 10)
+        after = ask()
+        assert seen[-1][0] == 200
+        assert ny(MONDAY, 10) not in [slot.start for day in after for slot in day.slots]
+    http.close()
+
+
 def test_a_created_booking_is_pending_with_a_uid_and_can_be_read_back(client, tenant):
     created = book(client, tenant, 10, title="Cleaning", metadata={"source": "client"})
     assert (created.status, created.start_time, created.end_time) == (

@@ -283,12 +283,22 @@ class Client:
         self.calendar = calendar
         self.slots = slots
 
-    def send(self, method: str, path: str, body: bytes | None = None) -> tuple[float, int, bytes]:
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[float, int, bytes]:
+        """One request; its time, status and body. The answer's headers are ``last_headers``."""
         started = time.perf_counter()
         try:
-            self.conn.request(method, path, body=body, headers=self.calendar.headers)
+            self.conn.request(
+                method, path, body=body, headers={**self.calendar.headers, **(headers or {})}
+            )
             response = self.conn.getresponse()
             status, answer = response.status, response.read()
+            self.last_headers = response.headers
         except OSError as err:
             self.conn.close()
             status, answer = 0, repr(err).encode()

@@ -135,7 +135,9 @@ LATENCY = {
     "floor_b": "floor B: GET, one PK SELECT",
     "floor_c": "floor C: POST, one INSERT txn",
     "by_id": "GET /bookings/:id",
-    "availability": "GET /availability, 31 days",
+    "availability": "GET /availability, 31 d, after a booking",
+    "availability_again": "GET /availability, 31 d, again",
+    "availability_304": "GET /availability, 31 d, 304",
     "list": f"GET /bookings?limit={LIST_LIMIT}",
     "create": "POST create, busy calendar",
     "sql_pk": "  raw SQL: floor B's PK SELECT",
@@ -143,7 +145,22 @@ LATENCY = {
     "sql_list": "  raw SQL: the list's queries",
     "engine": "  availability engine alone",
 }
-HTTP_KINDS = ("floor_a", "floor_b", "floor_c", "by_id", "availability", "list", "create")
+HTTP_KINDS = (
+    "floor_a",
+    "floor_b",
+    "floor_c",
+    "by_id",
+    "availability",
+    "availability_again",
+    "availability_304",
+    "list",
+    "create",
+)
+# Timed in this order, at a shuffled place of each iteration: a booking on the busy calendar
+# (after the window, so the window's slots stay as seeded, but the calendar has a new version),
+# the first question after it (computed), the same question again (kept) and asked with the
+# last answer's ETag (304).
+AFTER_A_BOOKING = ("create", "availability", "availability_again", "availability_304")
 THROUGHPUT = {
     "floor_a": "floor A: GET, bare JSON",
     "floor_b": "floor B: GET, one PK SELECT",
@@ -168,6 +185,8 @@ TARGETS = (
     Target("GET /bookings/:id throughput ÷ floor B's", "rate", "by_id", "floor_b", 0.50, True),
     Target("availability 31 d median ÷ floor B's", "latency", "availability", "floor_b", 3, False),
     Target("availability 31 d median, ms", "ms", "availability", None, 10, False),
+    Target("availability again ÷ floor B", "latency", "availability_again", "floor_b", 1.5, False),
+    Target("availability 304 ÷ floor B", "latency", "availability_304", "floor_b", 1.2, False),
     Target("creates over 4 calendars/s ÷ floor C's", "rate", "create_4", "floor_c", 0.33, True),
     Target("creates on 1 calendar/s ÷ floor C's", "rate", "create_1", "floor_c", 0.25, True),
     Target(f"list of {LIST_LIMIT} median ÷ floor B's", "latency", "list", "floor_b", 4, False),
@@ -577,6 +596,7 @@ class Sequential:
         self.floor_slots = floor_slots
         self.tallies = tallies
         self.turn = 0
+        self.etag = ""
 
     def close(self) -> None:
         self.api.close()
@@ -622,11 +642,22 @@ class Sequential:
             if json.loads(answer)["id"] != booking_id:
                 raise Failed(f"GET {BY_ID.format(booking_id)} answered another booking")
             return elapsed
-        if kind == "availability":
+        if kind in ("availability", "availability_again"):
             elapsed, answer = self.http(self.api, "GET", setup.availability_path, None, 200)
             slots = sum(len(day["slots"]) for day in json.loads(answer))
             if slots != setup.expected_slots:
                 raise Failed(f"availability: {slots} slots, the engine: {setup.expected_slots}")
+            etag = self.api.last_headers["ETag"]
+            if kind == "availability_again" and etag != self.etag:
+                raise Failed(f"availability asked again: tag {etag}, was {self.etag}")
+            self.etag = etag
+            return elapsed
+        if kind == "availability_304":
+            elapsed, _, answer = self.api.send(
+                "GET", setup.availability_path, None, {"If-None-Match": self.etag}
+            )
+            if _ != 304 or answer:
+                raise Failed(f"availability with If-None-Match: {_} {answer[:200]!r}")
             return elapsed
         if kind == "list":
             elapsed, answer = self.http(self.api, "GET", LIST, None, 200)
@@ -683,8 +714,10 @@ class Sequential:
         self.pg.execute("SELECT * FROM attendees WHERE booking_id = ANY(%s)", (ids,)).fetchall()
 
     def iteration(self, rng: random.Random, samples: dict[str, list[float]] | None) -> None:
-        kinds = list(LATENCY)
+        kinds = [kind for kind in LATENCY if kind not in AFTER_A_BOOKING]
         rng.shuffle(kinds)
+        at = rng.randrange(len(kinds) + 1)
+        kinds[at:at] = AFTER_A_BOOKING
         for kind in kinds:
             elapsed = self.timed(kind)
             if samples is not None:

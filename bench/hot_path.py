@@ -45,7 +45,11 @@ The requests (every answer is checked):
 * floors A, B, C as above; floor B reads the busy calendar's seeded bookings, id after id;
 * ``GET /v1/api/calendar/bookings/<id>``: the same ids, with the busy calendar's key;
 * ``GET /v1/api/calendar/availability`` for "Cleaning", 31 days: the slot count must equal
-  what the engine computes for the busy time in the window;
+  what the engine computes for the busy time in the window. Asked three times in a row, right
+  after the iteration's create on the busy calendar (after the window, so its slots stay as
+  seeded, but the calendar has a new version): the first question after a booking (computed
+  and kept), the same question again (the kept answer: the same ETag) and once more with that
+  ETag in ``If-None-Match`` (a 304 with no body);
 * ``GET /v1/api/calendar/bookings?limit=50``: the busy calendar's first page (its past), 50;
 * ``POST /v1/api/calendar/event-types/<Quick check>/bookings``: each a distinct free slot in
   working hours after the window (:00 and :30, each handed out once), a unique
@@ -55,8 +59,9 @@ Each round (``ROUNDS``; rounds repeat so the noise shows):
 
 1. Latency: one client, sequential requests on keep-alive connections (one to each server,
    opened for the round), ``RUNS`` iterations after a few untimed ones; each iteration sends
-   every request once, in a freshly shuffled order: floors A, B, C, by id, availability, the
-   list, a create on the busy calendar. The same iteration also times, from this process on
+   every request once, in a freshly shuffled order: floors A, B, C, by id, the list, and at a
+   shuffled place the create on the busy calendar followed by the three availability
+   questions. The same iteration also times, from this process on
    a psycopg connection of its own, floor B's query alone and what two API requests cannot do
    without: the busy rows the availability request reads (its one statement) and
    the list's queries (count, page of 50, their attendees); and the availability engine alone

@@ -11,17 +11,12 @@ question does not dump 31 days of slots through marshmallow again; its shape is 
 
 from __future__ import annotations
 
-from flask import Response, current_app
+from flask import Response, current_app, request
 from flask.views import MethodView
-from werkzeug.http import parse_etags
 
 from app.api import examples
 from app.api.auth import current_sub_account
-from app.api.availability.schemas import (
-    AvailabilityArgsSchema,
-    AvailabilityDaySchema,
-    ConditionalHeadersSchema,
-)
+from app.api.availability.schemas import AvailabilityArgsSchema, AvailabilityDaySchema
 from app.api.smorest import Blueprint
 from app.models import Permission
 from app.models.types import utcnow
@@ -48,7 +43,7 @@ ETAG_HEADER = {
         "schema": {
             "type": "string",
             "maxLength": 128,
-            "example": 'W/"5f1c2a.9d3e0b7c41a2f6e8.3.214.0"',
+            "example": 'W/"5f1c2a9e0b7d3c41.9d3e0b7c41a2f6e8.0.342.0"',
         },
     },
     "Cache-Control": {
@@ -58,11 +53,26 @@ ETAG_HEADER = {
 }
 
 
-@blp.route("")
+# A path-level parameter (this path has one operation): read from werkzeug's parsed header
+# rather than through a second webargs schema, which cost every question a tenth of a ms.
+IF_NONE_MATCH = {
+    "in": "header",
+    "name": "If-None-Match",
+    "required": False,
+    "description": "The ETag of an earlier answer to the same question: 304 with no body while"
+    " it is still the answer.",
+    "schema": {
+        "type": "string",
+        "maxLength": 8192,
+        "example": 'W/"5f1c2a9e0b7d3c41.9d3e0b7c41a2f6e8.0.342.0"',
+    },
+}
+
+
+@blp.route("", parameters=[IF_NONE_MATCH])
 class AvailabilityViews(MethodView):
     @blp.requires(Permission.CHECK_AVAILABILITY)
     @blp.arguments(AvailabilityArgsSchema, location="query", as_kwargs=False)
-    @blp.arguments(ConditionalHeadersSchema, location="headers", as_kwargs=False)
     @blp.response(
         200,
         AvailabilityDaySchema(many=True),
@@ -81,7 +91,7 @@ class AvailabilityViews(MethodView):
     )
     @blp.error(404, "Event type not found", examples.not_found("Event type not found"))
     @blp.doc(operationId="checkAvailability")
-    def get(self, query: AvailabilityQuery, conditions: dict[str, str]) -> Response:
+    def get(self, query: AvailabilityQuery) -> Response:
         """Check availability
 
         One entry per calendar date of the window in the requested timezone (default: the
@@ -98,7 +108,7 @@ class AvailabilityViews(MethodView):
             current_app.extensions.get("availability_store"),
         )
         headers = {"ETag": f'W/"{answer.tag}"', "Cache-Control": CACHE_CONTROL}
-        if parse_etags(conditions.get("if_none_match")).contains_weak(answer.tag):
+        if request.if_none_match.contains_weak(answer.tag):
             return Response(status=304, headers=headers)
         return Response(_body(answer), mimetype="application/json", headers=headers)
 

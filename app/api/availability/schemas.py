@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, fields, post_load, validate
+from marshmallow import Schema, fields, post_load, validate
 
 from app.api import examples
 from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES
@@ -56,22 +56,4 @@ class AvailabilityDaySchema(Schema):
     date = fields.Date(required=True)
     slots = fields.List(
         fields.Nested(SlotSchema), required=True, validate=validate.Length(max=MAX_DAY_SLOTS)
-    )
-
-
-class ConditionalHeadersSchema(Schema):
-    """The conditional request header availability answers (other headers are not its
-    business)."""
-
-    class Meta:
-        unknown = EXCLUDE
-
-    if_none_match = fields.String(
-        data_key="If-None-Match",
-        validate=validate.Length(min=1, max=8192),
-        metadata={
-            "description": "The ETag of an earlier answer to the same question: 304 with no"
-            " body while it is still the answer.",
-            "example": 'W/"5f1c2a.9d3e0b7c41a2f6e8.3.214.0"',
-        },
     )

@@ -317,16 +317,9 @@ class CalendarClient:
 
     # --- one request, with its retries ---------------------------------------------------------
 
-    def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Mapping[str, Any] | None = None,
-        retry_lost: bool = False,
-    ) -> Any:
-        return self._send(method, path, params=params, body=body, retry_lost=retry_lost).json()
+    def _call(self, method: str, path: str, **options: Any) -> Any:
+        """``_send``'s answer, read as JSON."""
+        return self._send(method, path, **options).json()
 
     def _send(
         self,

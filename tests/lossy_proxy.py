@@ -39,6 +39,8 @@ class LossyProxy:
         self.upstream_port = upstream_port
         self.lose = lose  # given each request's head and body; True: drop its answer
         self.lost: list[bytes] = []
+        # Each relayed exchange: the request's first line and headers, the answer's status line.
+        self.exchanges: list[tuple[bytes, bytes]] = []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
 
@@ -55,6 +57,7 @@ class LossyProxy:
             request = _read_message(client)
             upstream.sendall(request)
             answer = _read_message(upstream)
+            self.exchanges.append((request.split(b"\r\n\r\n", 1)[0], answer.split(b"\r\n", 1)[0]))
             if self.lose(request):
                 self.lost.append(request)
                 client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

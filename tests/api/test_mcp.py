@@ -345,6 +345,26 @@ def test_a_rate_limited_call_is_retried_and_then_succeeds(migrated_postgres_data
 
 
 @pytest.mark.date_sensitive
+def test_a_repeated_availability_check_is_asked_with_its_etag_and_answered_304(live, tenant):
+    with lossy_proxy(live.port, lambda request: False) as proxy:
+
+        async def scenario():
+            async with stdio_client(f"{proxy.url}/v1/api", tenant.keys["all"]) as client:
+                ask = {
+                    "eventTypeId": tenant.event_types["Cleaning"],
+                    "startDate": MONDAY.isoformat(),
+                    "endDate": MONDAY.isoformat(),
+                }
+                return [await call(client, "check_availability", **ask) for _ in range(2)]
+
+        first, second = asyncio.run(scenario())
+    assert second == first and first[0]["slots"]
+    asked = [(head, status) for head, status in proxy.exchanges if b"/availability" in head]
+    assert [status.split(b" ")[1] for _, status in asked] == [b"200", b"304"]
+    assert b"if-none-match: w/" in asked[1][0].lower()
+
+
+@pytest.mark.date_sensitive
 def test_a_create_whose_answer_was_lost_books_once(live, tenant):
     with lossy_proxy(live.port, first_create_lost()) as proxy:
 

@@ -141,6 +141,20 @@ def format_utc(instant: datetime) -> str:
     return instant.isoformat(timespec="seconds")[:19] + "Z"
 
 
-def format_utc_seconds(seconds: float) -> str:
-    """``format_utc`` of a POSIX instant."""
-    return format_utc(datetime.fromtimestamp(seconds, UTC))
+def format_utc_seconds(seconds: int) -> str:
+    """``format_utc`` of a POSIX instant in whole seconds, by arithmetic on the day's prefix:
+    a 31-day availability answer writes about a thousand of these, which this does in a
+    half the time of going through ``datetime``."""
+    day, second = divmod(seconds, _SECONDS_A_DAY)
+    prefix = _UTC_DAY_PREFIXES.get(day)
+    if prefix is None:
+        if len(_UTC_DAY_PREFIXES) >= _DAY_PREFIXES_KEPT:
+            _UTC_DAY_PREFIXES.clear()
+        prefix = _UTC_DAY_PREFIXES[day] = date.fromordinal(_EPOCH_ORDINAL + day).isoformat() + "T"
+    return f"{prefix}{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z"
+
+
+_SECONDS_A_DAY = 86_400
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_DAY_PREFIXES_KEPT = 20_000
+_UTC_DAY_PREFIXES: dict[int, str] = {}

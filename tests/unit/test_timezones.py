@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.scheduling.timezones import (
     InvalidInstant,
     InvalidTimezone,
     NonexistentLocalTime,
     format_utc,
+    format_utc_seconds,
     local_to_utc,
     read_instant,
     zone,
@@ -124,3 +127,8 @@ def test_doubled_wall_time_resolves_to_the_first_occurrence():
 def test_format_utc_is_second_precision_with_z():
     instant = datetime(2026, 12, 1, 10, 0, 5, 999, tzinfo=NEW_YORK)
     assert format_utc(instant) == "2026-12-01T15:00:05Z"
+
+
+@given(st.integers(min_value=-2_208_988_800, max_value=7_258_118_399))  # 1900 to 2199
+def test_an_instant_in_whole_seconds_is_written_as_format_utc_writes_it(seconds):
+    assert format_utc_seconds(seconds) == format_utc(datetime.fromtimestamp(seconds, UTC))

@@ -25,6 +25,7 @@ from tests.servers import BIN, MACHINE_REDIS, ROOT, gunicorn, migrate_and_run_de
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.date_sensitive,  # the week shown and the slots open from today
+    pytest.mark.one_shifted_clock,  # long browser walks; the dates only pick the week and slots
 ]
 
 

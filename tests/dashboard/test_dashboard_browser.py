@@ -197,6 +197,9 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
         weekly.get_by_label("Opens (HH:MM)").fill("08:00")
         weekly.get_by_label("Closes (HH:MM, 24:00 for midnight)").fill("18:00")
         weekly.get_by_role("button", name="Add hours").click()
+        # The form posts and the page comes back with the day's hours: waited for, not counted
+        # at once (a count taken while the page was still loading found none).
+        expect(weekly.get_by_role("row").filter(has_text=day)).to_contain_text("08:00–18:00")
     assert page.get_by_text("18:00").count() >= 7
     audit(page, "availability-profile")
 

@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -146,6 +148,40 @@ def api_call(base, key, method, path, body=None):
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
+
+
+def book_slot(base, key, event_type_id, slot, title: str, email: str, name: str) -> dict:
+    """An agent's booking through the HTTP API of ``slot`` (as availability gave it), with
+    ``title`` and one attendee; the created booking."""
+    return api(
+        base,
+        key,
+        f"/event-types/{event_type_id}/bookings",
+        {
+            "startTime": slot["start"],
+            "endTime": slot["end"],
+            "title": title,
+            "attendees": [{"email": email, "name": name}],
+        },
+    )
+
+
+@contextmanager
+def launched_browser() -> Iterator:
+    """Debian's chromium under Playwright (a failure in CI, a skip elsewhere, without it)."""
+    executable = chromium_path()
+    if executable is None:
+        from tests.conftest import backend_unavailable
+
+        backend_unavailable("chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def open_slots(base, demo, event_type_id):

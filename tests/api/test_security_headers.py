@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import uuid
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from app.security_headers import HSTS, source_hash
-from tests.conftest import backend_unavailable
+from tests.browser_pages import launched_browser
 from tests.dashboard_users import create_key, plain_key_of, sign_in_browser
 from tests.servers import gunicorn, migrate_and_run_demo
 
@@ -175,20 +173,11 @@ def test_the_trusted_proxy_count_comes_from_the_environment(make_app, monkeypatc
 
 # In a real browser: the pages keep working under their policies, and break none of its rules.
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    if executable is None:
-        backend_unavailable("chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield browser
-        browser.close()
+    with launched_browser() as launched:
+        yield launched
 
 
 @pytest.mark.slow

@@ -7,22 +7,14 @@ import os
 
 import pytest
 
-from tests.browser_pages import chromium_path, look_at
-from tests.conftest import backend_unavailable
+from tests.browser_pages import launched_browser, look_at
 from tests.servers import gunicorn, migrate_and_run_demo
 
 
 @pytest.fixture(scope="module")
 def browser():
-    executable = chromium_path()
-    if executable is None:
-        backend_unavailable("chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield browser
-        browser.close()
+    with launched_browser() as launched:
+        yield launched
 
 
 @pytest.fixture

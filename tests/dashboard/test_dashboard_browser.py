@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_pages import WIDTHS, api, api_call, open_slots, week_showing
+from tests.browser_pages import WIDTHS, api, api_call, book_slot, open_slots, week_showing
 from tests.celery_workers import celery_worker, wait_for
 from tests.dashboard_users import sign_in_browser
 from tests.google_servers import FakeGoogle
@@ -48,24 +48,9 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
 
     # An agent books through the API with the demo's key …
     event_type_id = next(iter(demo.event_types.values()))
-    today = datetime.now(UTC).date()
-    days = api(
-        base,
-        demo.api_key,
-        f"/availability?eventTypeId={event_type_id}"
-        f"&startDate={today + timedelta(days=1)}&endDate={today + timedelta(days=14)}",
-    )
-    slot = next(slot for day in days for slot in day["slots"])
-    booked = api(
-        base,
-        demo.api_key,
-        f"/event-types/{event_type_id}/bookings",
-        {
-            "startTime": slot["start"],
-            "endTime": slot["end"],
-            "title": "Booked by an agent",
-            "attendees": [{"email": "pat@example.com", "name": "Pat"}],
-        },
+    slot = open_slots(base, demo, event_type_id)[0]
+    booked = book_slot(
+        base, demo.api_key, event_type_id, slot, "Booked by an agent", "pat@example.com", "Pat"
     )
     # … and the booking is on the owner's overview.
     page.reload()
@@ -235,16 +220,8 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
         f"&startDate={today + timedelta(days=2)}&endDate={today + timedelta(days=9)}",
     )
     slot = next(slot for day in days for slot in day["slots"])
-    booked = api(
-        base,
-        key,
-        f"/event-types/{event_type_id}/bookings",
-        {
-            "startTime": slot["start"],
-            "endTime": slot["end"],
-            "title": "Knee assessment",
-            "attendees": [{"email": "robin@example.com", "name": "Robin"}],
-        },
+    booked = book_slot(
+        base, key, event_type_id, slot, "Knee assessment", "robin@example.com", "Robin"
     )
     assert booked["status"] == "pending"
 
@@ -370,16 +347,14 @@ def test_connect_a_providers_calendar_its_busy_time_blocks_and_bookings_reach_it
     assert busy_slot["start"] not in starts and booked_slot["start"] in starts
 
     # … an agent's booking appears in it, and its cancellation removes it.
-    booked = api(
+    booked = book_slot(
         base,
         demo.api_key,
-        f"/event-types/{event_type_id}/bookings",
-        {
-            "startTime": booked_slot["start"],
-            "endTime": booked_slot["end"],
-            "title": "Booked by an agent",
-            "attendees": [{"email": "pat@example.com", "name": "Pat"}],
-        },
+        event_type_id,
+        booked_slot,
+        "Booked by an agent",
+        "pat@example.com",
+        "Pat",
     )
 
     def written():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_pages import WIDTHS, api, api_call, open_slots
+from tests.browser_pages import WIDTHS, api_call, book_slot, open_slots
 from tests.dashboard_users import sign_in_browser
 
 pytestmark = [
@@ -60,17 +60,7 @@ def test_the_overview_shows_active_bookings_and_cancelled_ones_behind_a_filter(
     kept = slots[0]
     dropped = next(s for s in slots if s["start"][:10] != kept["start"][:10])
     for slot, title in ((kept, "Crown fitting"), (dropped, "Whitening")):
-        booked = api(
-            base,
-            demo.api_key,
-            f"/event-types/{event_type_id}/bookings",
-            {
-                "startTime": slot["start"],
-                "endTime": slot["end"],
-                "title": title,
-                "attendees": [{"email": "sam@example.com", "name": "Sam"}],
-            },
-        )
+        booked = book_slot(base, demo.api_key, event_type_id, slot, title, "sam@example.com", "Sam")
     api_call(base, demo.api_key, "DELETE", f"/bookings/{booked['id']}", {"reason": "Moved away"})
 
     page = browser.new_page(viewport=WIDTHS["laptop"])

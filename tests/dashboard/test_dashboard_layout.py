@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser_pages import HEADER_MAX_PX, WIDTHS, api, open_slots, week_showing
+from tests.browser_pages import HEADER_MAX_PX, WIDTHS, book_slot, open_slots, week_showing
 from tests.dashboard_users import sign_in_browser
 from tests.feed_servers import feed_server
 from tests.servers import gunicorn, migrate_and_run_demo
@@ -39,16 +39,8 @@ def furnished(tmp_path, browser):
     with feed_server() as feed, gunicorn(url, workers=1, threads=4, env=settings) as base:
         event_type_id = demo.event_types["Consultation"]
         slot = open_slots(base, demo, event_type_id)[0]
-        booking = api(
-            base,
-            demo.api_key,
-            f"/event-types/{event_type_id}/bookings",
-            {
-                "startTime": slot["start"],
-                "endTime": slot["end"],
-                "title": "Knee assessment",
-                "attendees": [{"email": "robin@example.com", "name": "Robin"}],
-            },
+        booking = book_slot(
+            base, demo.api_key, event_type_id, slot, "Knee assessment", "robin@example.com", "Robin"
         )
         day = datetime.fromisoformat(slot["start"]).astimezone(NEW_YORK).date()
         feed.serve(_busy_feed(day, time(14), time(15)))

@@ -40,6 +40,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.llms import register_llms
     from app.logs import configure_logging, register_request_ids
     from app.metrics import count_booking_event, register_metrics
+    from app.push import register_push
     from app.request_body import WholeBodyFirst
     from app.security_headers import register_security_headers
     from app.services.availability.kept import availability_store
@@ -79,7 +80,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_error_handlers(app)
     register_api(app)
     app.extensions["availability_store"] = availability_store(app.config)
-    register_rate_limits(app)
+    limiter = register_rate_limits(app)
+    register_push(app, limiter)
     register_commands(app)
     register_dashboard(app)
     register_health(app, MIGRATIONS_DIR)

@@ -49,6 +49,8 @@ BEAT_SCHEDULE = {
     "send-reminders": {"task": "notifications.send_reminders", "schedule": timedelta(minutes=1)},
     "sweep-webhooks": {"task": "webhooks.sweep", "schedule": timedelta(minutes=1)},
     "purge-expired-holds": {"task": "holds.purge_expired", "schedule": timedelta(minutes=10)},
+    # Push channels renewed a day before they expire, so every 15 minutes is plenty.
+    "keep-push-channels": {"task": "calendars.keep_channels", "schedule": timedelta(minutes=15)},
 }
 
 
@@ -78,6 +80,15 @@ def webhook_attempt_to_worker(delivery_id: int, when: datetime) -> None:
     should the broker be away, the webhook sweep hands it over later."""
     if current_app.config.get("OUTBOX_DISPATCH", True):
         publish_once("webhooks.send", [delivery_id], f"webhook delivery {delivery_id}", eta=when)
+
+
+def sync_to_worker(connection_id: int, delay: float) -> None:
+    """After a commit: hand a connection's queued sync to the worker (to run ``delay`` seconds
+    later); should the broker be away, the mark waits for a worker's start or the next poll."""
+    if current_app.config.get("OUTBOX_DISPATCH", True):
+        what = f"sync of connection {connection_id}"
+        options = {"countdown": delay} if delay else {}
+        publish_once("calendars.sync", [connection_id], what, **options)
 
 
 def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:
@@ -131,7 +142,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "task_soft_time_limit": 120,
         "task_time_limit": 180,
-        "beat_schedule": beat_schedule(int(config.get("SYNC_INTERVAL_SECONDS", 300))),
+        "beat_schedule": beat_schedule(int(float(config["SYNC_INTERVAL_SECONDS"]))),
         "beat_schedule_filename": str(beside_database(database, instance, "beat-schedule")),
         "timezone": "UTC",
         "include": TASK_MODULES,
@@ -173,4 +184,5 @@ def celery_init_app(flask_app: Flask) -> Celery:
     events = init_registry(flask_app)
     events.subscribe(dispatch_to_worker)
     events.set_dispatcher(webhook_attempt_to_worker)
+    events.set_sync_dispatcher(sync_to_worker)
     return celery_app

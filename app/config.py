@@ -54,6 +54,18 @@ class Config:
     # Seconds to wait for a CalDAV server, per connection attempt and per read.
     CALDAV_TIMEOUT_SECONDS = 10.0
 
+    # Fresh calendars (app/services/integrations/calendars: live_check, push, polling).
+    # How often a calendar without a live push channel is read, in seconds.
+    SYNC_INTERVAL_SECONDS = 60
+    # How often a calendar with a live push channel is still read (a notification may be lost).
+    PUSH_RESYNC_SECONDS = 1800
+    # auto: push when PUBLIC_URL is https://; on; off.
+    CALENDAR_PUSH = "auto"
+    # Asking the connected calendars at a write: best_effort, strict or off; and the one
+    # deadline for all of them, in seconds.
+    CALENDAR_LIVE_CHECK = "best_effort"
+    CALENDAR_LIVE_CHECK_TIMEOUT_S = 1.5
+
     # Dashboard sessions: a signed cookie, unreadable to scripts, not sent on cross-site
     # requests, and refused by the server once older than this (Secure in production).
     SESSION_COOKIE_HTTPONLY = True
@@ -159,6 +171,10 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "CELERY_BROKER_URL",
         "CELERY_QUEUE",
         "SYNC_INTERVAL_SECONDS",
+        "PUSH_RESYNC_SECONDS",
+        "CALENDAR_PUSH",
+        "CALENDAR_LIVE_CHECK",
+        "CALENDAR_LIVE_CHECK_TIMEOUT_S",
         "OUTBOX_SWEEP_GRACE_SECONDS",
         "OUTBOX_RETRY_BASE_SECONDS",
         "SMTP_URL",

@@ -49,3 +49,32 @@ DELIVERIES = Counter(
     "Outbox deliveries attempted (write-back, notifications, webhooks), by outcome",
     ["handler", "outcome"],
 )
+LIVE_CHECKS = Counter(
+    "calendar_live_checks_total",
+    "Writes that asked the connected calendars about their time, by outcome (clear, busy,"
+    " unanswered)",
+    ["outcome"],
+)
+LIVE_CHECK_SECONDS = Histogram(
+    "calendar_live_check_duration_seconds",
+    "How long asking the connected calendars took (bounded by CALENDAR_LIVE_CHECK_TIMEOUT_S)",
+    buckets=(0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0),
+)
+PUSH_NOTIFICATIONS = Counter(
+    "calendar_push_notifications_total",
+    "Push notifications received from calendar providers, by provider and outcome (accepted:"
+    " a sync asked for; acknowledged: nothing new to read; refused: unknown channel, wrong"
+    " secret or connection off)",
+    ["provider", "outcome"],
+)
+PUSH_CHANNEL_CHANGES = Counter(
+    "calendar_push_channel_changes_total",
+    "Push channels made, renewed and stopped at the providers",
+    ["provider", "change"],
+)
+SYNC_LAG_SECONDS = Histogram(
+    "calendar_sync_lag_seconds",
+    "From a change at the provider (the time it says the event changed) to its busy time"
+    " stored, for changes read incrementally",
+    buckets=(1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600),
+)

@@ -104,7 +104,14 @@ def handle_service_error(error: ServiceError) -> ResponseReturnValue:
     extra = None
     if isinstance(error, TimeUnavailable):
         extra = {"suggestedSlots": SlotSchema(many=True).dump(error.suggested_slots)}
-    return envelope(error.status_code, error.message, error.errors, code=error.code, extra=extra)
+    headers = None
+    retry_after = getattr(error, "retry_after", None)
+    if retry_after is not None:  # a 503 worth retrying (a calendar that did not answer)
+        g.retry_after = str(retry_after)
+        headers = {"Retry-After": g.retry_after}
+    return envelope(
+        error.status_code, error.message, error.errors, headers, code=error.code, extra=extra
+    )
 
 
 def handle_database_unavailable(error: Exception) -> ResponseReturnValue:

@@ -63,6 +63,7 @@ class DeploymentGauges(Collector):
         from app.models.types import utcnow
         from app.services.health import check_redis, workers_seen
         from app.services.integrations.calendars.health import connections_needing_action
+        from app.services.integrations.calendars.push import channel_counts
         from app.services.integrations.outbox import backlog
 
         with self.app.app_context():
@@ -72,6 +73,7 @@ class DeploymentGauges(Collector):
             config = self.app.config
             redis_up = check_redis(config.get("REDIS_URL"), redis_timeout_s(config)).ok
             needing_action = connections_needing_action()
+            live_channels, near_expiry = channel_counts(now)
         yield GaugeMetricFamily(
             "calendar_outbox_backlog_events", "Outbox events not delivered yet", value=count
         )
@@ -95,6 +97,16 @@ class DeploymentGauges(Collector):
             "Active calendar connections that fail until a person acts (reconnect, choose"
             " another calendar, subscribe again); each says what to do",
             value=needing_action,
+        )
+        yield GaugeMetricFamily(
+            "calendar_push_channels_live",
+            "Push channels (Google watch channels, Graph subscriptions) not expired",
+            value=live_channels,
+        )
+        yield GaugeMetricFamily(
+            "calendar_push_channels_near_expiry",
+            "Live push channels expiring within 6 hours (their renewal keeps failing)",
+            value=near_expiry,
         )
 
 

@@ -17,12 +17,14 @@ from app.models import (
     Attendee,
     BlockedTime,
     Booking,
+    CalendarConnection,
     CalendarSettings,
     EventType,
     OutboxEvent,
     Permission,
     SubAccount,
 )
+from app.models.types import utcnow
 from app.services.accounts.provisioning import provision
 
 ALL_PERMISSIONS = [p.value for p in Permission]
@@ -270,3 +272,30 @@ def external_busy_rows(connection_id: int) -> list[Any]:
         .where(BlockedTime.calendar_connection_id == connection_id)
         .order_by(BlockedTime.start_at, BlockedTime.id)
     ).all()
+
+
+def run_queued_sync(connection_id: int):
+    """What the worker's ``calendars.sync`` does with a connection's queued sync, here: take
+    it, sync and follow up, give it back. Returns the sync's result."""
+    from app.services.integrations.calendars.freshness import begin_sync, end_sync
+    from app.services.integrations.calendars.upkeep import sync_and_follow_up
+
+    assert begin_sync(connection_id, utcnow()) == "begun"
+    db.session.commit()
+    result = sync_and_follow_up(connection_id, now=utcnow(), page=lambda *_: "http://dashboard/")
+    end_sync(connection_id)
+    db.session.commit()
+    return result
+
+
+def first_read_over(connection_id: int) -> bool:
+    """Whether the worker has read the connection since it was made, and followed up (the
+    bookings made before it written into it): nothing of its first sync is still to come."""
+    connection = db.session.get(CalendarConnection, connection_id, populate_existing=True)
+    db.session.rollback()
+    return bool(
+        connection.last_success_at
+        and connection.sync_running_until is None
+        and connection.sync_requested_at is None
+        and not connection.write_existing_pending
+    )

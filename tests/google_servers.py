@@ -8,8 +8,9 @@ Endpoints, under ``FakeGoogle.url``:
   ``authorization_code`` (PKCE) and ``refresh_token`` grants; ``POST /revoke``;
 * ``/calendar/v3``: ``GET users/me/calendarList``, ``GET calendars/{id}``,
   ``GET|POST calendars/{id}/events`` (events.list, events.insert),
-  ``GET|PATCH|PUT|DELETE calendars/{id}/events/{eventId}``; ``primary`` names the account's
-  primary calendar.
+  ``GET|PATCH|PUT|DELETE calendars/{id}/events/{eventId}``,
+  ``POST calendars/{id}/events/watch`` (events.watch), ``POST channels/stop``,
+  ``POST freeBusy`` (freebusy.query); ``primary`` names the account's primary calendar.
 
 As documented: a refresh token only for ``access_type=offline``, and refreshing does not
 rotate it; revoking an access or refresh token revokes the grant (both stop working);
@@ -27,11 +28,31 @@ takes a client ``id`` (base32hex, 5–1024 characters; 409 ``duplicate`` when th
 or had it); delete answers 204, then 410 ``deleted``; errors are
 ``{"error": {"errors": [{"domain", "reason", "message"}], "code", "message"}}``.
 
+Push notifications, as the guide documents them: events.watch takes ``{"id", "type":
+"web_hook", "address", "token"?, "expiration"? (ms), "params"?: {"ttl"}}`` and answers the
+channel (``kind: api#channel``, ``resourceId``, the same for every channel of a calendar,
+``resourceUri``, ``expiration`` as a string of milliseconds), which lives until the expiration
+asked for, at most (and by default) a week; a channel id still live is 400
+``channelIdNotUnique``; an address that is not HTTPS is 400 ``push.webhookUrlNotHttps`` (but
+``http`` to a loopback address is accepted, for tests). The ``sync`` message (number 1) goes
+out at once; then every insert, change or deletion of the calendar's events (through the API
+or the control methods) sends each live channel an empty POST with ``X-Goog-Channel-ID``,
+``X-Goog-Channel-Token`` (if any), ``X-Goog-Channel-Expiration`` (an HTTP date),
+``X-Goog-Resource-ID``, ``X-Goog-Resource-URI``, ``X-Goog-Resource-State: exists`` and an
+increasing ``X-Goog-Message-Number``. channels.stop answers 204, or 404 ``notFound`` for a
+channel unknown, ended, of another client or of another resource. freebusy.query answers, per
+calendar asked for, its busy intervals in the window (opaque events that are not cancelled,
+series expanded), merged, clipped to the window, in UTC; a calendar the caller cannot see has
+``errors: [{"domain": "global", "reason": "notFound"}]``.
+
 Simplified: a sync token remembers the window and expansion of its full sync, and expands
 series only within that window (or two years from the window's start, or the series' first
 start); instances of a series cannot be edited one by one (``EXDATE`` removes one); a deleted
 event cannot be patched (410); search, extended properties, attendees and notifications are
-stored as given and not acted on.
+stored as given and not acted on. Push: the messages go out one at a time, in order, and are
+not retried; ``not_exists`` is never sent (deleting a calendar tells no channel); a requested
+expiration in the past is refused (400); freeBusy answers in UTC whatever its ``timeZone``, and
+knows no groups nor the range limits of the real service.
 """
 
 from __future__ import annotations
@@ -39,11 +60,14 @@ from __future__ import annotations
 import base64
 import copy
 import re
+import secrets
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from email.utils import format_datetime
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from dateutil.rrule import rruleset, rrulestr
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
@@ -53,12 +77,14 @@ from tests.oauth_fakes import (
     Account,
     Invalid,
     OAuthFake,
+    Push,
     Refusal,
     TokenGone,
     UnknownToken,
     Window,
     expand,
     iana_zone,
+    is_loopback,
     locked,
     midnight,
     parse_instant,
@@ -68,6 +94,10 @@ from tests.oauth_fakes import (
 
 CALENDAR_SCOPE = "https://www.googleapis.com/auth/calendar"
 EVENT_ID = re.compile(r"[a-v0-9]{5,1024}")
+CHANNEL_ID = re.compile(r"[A-Za-z0-9\-_+/=]{1,64}")  # as the push guide allows
+CHANNEL_LIFETIME = timedelta(days=7)  # the longest an events channel lives, and its default
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+USER_AGENT = "APIs-Google; (+https://developers.google.com/webmasters/APIs-Google.html)"
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
 SYNC_TOKEN_RESTRICTIONS = (
     "iCalUID",
@@ -122,6 +152,11 @@ def rfc3339(instant: datetime) -> str:
     """An instant as Google writes a ``dateTime``: an offset, or ``Z`` in UTC."""
     text = instant.isoformat(timespec="seconds")
     return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def milliseconds(instant: datetime) -> int:
+    """An instant as milliseconds since the epoch (a channel's ``expiration``), exactly."""
+    return (instant - EPOCH) // timedelta(milliseconds=1)
 
 
 def stamp(instant: datetime) -> str:
@@ -181,6 +216,28 @@ class GoogleCalendar:
         return iana_zone(self.time_zone)
 
 
+@dataclass
+class Channel:
+    """A notification channel of events.watch: where it sends its messages (``address``, with
+    ``token``), what it watches (``calendar_id``: the calendar's own id, whatever the request
+    named), until when (``expiration``, in UTC to the millisecond) unless ``stopped``; the
+    number of its last message (the sync message is 1)."""
+
+    id: str
+    calendar_id: str
+    client_id: str
+    address: str
+    token: str | None
+    resource_id: str
+    resource_uri: str
+    expiration: datetime
+    stopped: bool = False
+    messages: int = 1
+
+    def live(self, now: datetime) -> bool:
+        return not self.stopped and self.expiration > now
+
+
 class FakeGoogle(OAuthFake):
     """Google's OAuth 2.0 server and Calendar API v3, on loopback (see the module)."""
 
@@ -194,6 +251,12 @@ class FakeGoogle(OAuthFake):
     revocation_ends_access_tokens = True
     default_page_size = 250
     prefixes = ("4/0A", "ya29.", "1//0")
+    api_prefix = "/calendar/v3"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.watches: list[Channel] = []  # every channel made, ended ones too
+        self.resource_ids: dict[str, str] = {}  # a calendar's id -> its channels' resourceId
+        super().__init__(*args, **kwargs)
 
     # The URLs the app is configured with
     @property
@@ -268,6 +331,26 @@ class FakeGoogle(OAuthFake):
     def event(self, calendar_id: str, event_id: str) -> dict[str, Any]:
         """One stored event (deleted ones too, as ``status: cancelled``)."""
         return copy.deepcopy(self.calendars[calendar_id].events[event_id])
+
+    # Control: push notifications
+    @locked
+    def channels(self, *, include_ended: bool = False) -> list[Channel]:
+        """Copies of the live notification channels (with ``include_ended``, the stopped and
+        expired ones too), oldest first."""
+        now = self.current_datetime()
+        return [replace(c) for c in self.watches if include_ended or c.live(now)]
+
+    @locked
+    def expire_channel(self, channel_id: str) -> None:
+        """The live channel ``channel_id`` expires now, on the fake's clock (as every channel
+        does once ``advance_clock`` passes its expiration): no more messages, and
+        channels.stop answers 404."""
+        now = self.current_datetime()
+        live = [c for c in self.watches if c.id == channel_id and c.live(now)]
+        if not live:
+            raise KeyError(channel_id)
+        for channel in live:
+            channel.expiration = now
 
     # Provider hooks
     @property
@@ -404,6 +487,198 @@ class FakeGoogle(OAuthFake):
         return self._answer_event(
             calendar, lambda: self.change_event(calendar, event_id, body, replace)
         )
+
+    @route("/calendar/v3/calendars/<calendar_id>/events/watch", "POST")
+    def watch(self, request: Request, calendar_id: str) -> Response:
+        """events.watch: a channel told of every change to the calendar's events; its sync
+        message goes out at once."""
+        calendar = self._calendar_for(request, calendar_id)
+        client_id = self.grant_of(request).client_id
+        channel = self._new_channel(calendar, calendar_id, client_id, self.json_body(request))
+        self.watches.append(channel)
+        self._send(channel, "sync")
+        body: dict[str, Any] = {
+            "kind": "api#channel",
+            "id": channel.id,
+            "resourceId": channel.resource_id,
+            "resourceUri": channel.resource_uri,
+        }
+        if channel.token is not None:
+            body["token"] = channel.token
+        body["expiration"] = str(milliseconds(channel.expiration))
+        return self.answer(body)
+
+    @route("/calendar/v3/channels/stop", "POST")
+    def stop_channel(self, request: Request) -> Response:
+        """channels.stop: the channel sends no more messages (204); 404 for a channel that is
+        unknown, ended, of another client, or of another resource."""
+        grant = self.grant_of(request)
+        body = self.json_body(request)
+        now = self.current_datetime()
+        channel = next(
+            (
+                c
+                for c in self.watches
+                if c.id == body.get("id") and c.client_id == grant.client_id and c.live(now)
+            ),
+            None,
+        )
+        if channel is None or channel.resource_id != body.get("resourceId"):
+            message = f"Channel '{body.get('id')}' not found for project '{grant.client_id}'"
+            raise google_error(404, "notFound", message)
+        channel.stopped = True
+        return self.answer(None, 204)
+
+    @route("/calendar/v3/freeBusy", "POST")
+    def free_busy(self, request: Request) -> Response:
+        """freebusy.query: each calendar's busy intervals within the window."""
+        grant = self.grant_of(request)
+        body = self.json_body(request)
+        start, end = self._body_instant(body, "timeMin"), self._body_instant(body, "timeMax")
+        if end <= start:
+            raise google_error(400, "timeRangeEmpty", "The specified time range is empty.")
+        zone = body.get("timeZone")
+        if zone is not None:
+            try:
+                iana_zone(zone)
+            except (TypeError, ValueError) as err:
+                raise google_error(400, "invalid", "Invalid time zone definition.") from err
+        items = body.get("items", [])
+        if not isinstance(items, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("id"), str) for item in items
+        ):
+            raise google_error(400, "invalid", "Invalid items value.")
+        found: dict[str, Any] = {}
+        for item in items:
+            asked = item["id"]
+            calendar = self.calendars.get(grant.account.email if asked == "primary" else asked)
+            if calendar is None or calendar.owner != grant.account.email:
+                found[asked] = {"errors": [{"domain": "global", "reason": "notFound"}], "busy": []}
+            else:
+                found[asked] = {"busy": self._busy(calendar, Window(start, end))}
+        return self.answer(
+            {
+                "kind": "calendar#freeBusy",
+                "timeMin": stamp(start),
+                "timeMax": stamp(end),
+                "calendars": found,
+            }
+        )
+
+    # Push notifications
+    def _new_channel(
+        self, calendar: GoogleCalendar, asked_id: str, client_id: str, body: dict[str, Any]
+    ) -> Channel:
+        """The channel a watch request asks for, or the API's 400."""
+        channel_id = body.get("id")
+        if not isinstance(channel_id, str) or not channel_id:
+            raise google_error(400, "required", "Required")
+        if not CHANNEL_ID.fullmatch(channel_id):
+            raise google_error(400, "invalid", f"Invalid channel id value: {channel_id}")
+        if body.get("type") != "web_hook":
+            raise google_error(400, "invalid", f"Invalid channel type: {body.get('type')}")
+        address = body.get("address")
+        if not isinstance(address, str) or not address:
+            raise google_error(400, "required", "Required")
+        parts = urlsplit(address)
+        secure = parts.scheme == "https" and bool(parts.hostname)
+        if not secure and not (parts.scheme == "http" and is_loopback(address)):
+            message = f"WebHook callback must be HTTPS: {address}"
+            raise google_error(400, "push.webhookUrlNotHttps", message)
+        token = body.get("token")
+        if token is not None and (not isinstance(token, str) or len(token) > 256):
+            raise google_error(400, "invalid", "Invalid channel token value.")
+        now = self.current_datetime()
+        if any(
+            c.id == channel_id and c.client_id == client_id and c.live(now) for c in self.watches
+        ):
+            raise google_error(400, "channelIdNotUnique", f"Channel id {channel_id} not unique")
+        resource_id = self.resource_ids.setdefault(calendar.id, secrets.token_urlsafe(20))
+        return Channel(
+            channel_id,
+            calendar.id,
+            client_id,
+            address,
+            token,
+            resource_id,
+            f"{self.calendar_api_url}/calendars/{quote(asked_id, safe='@')}/events?alt=json",
+            self._channel_expiration(body, now),
+        )
+
+    def _channel_expiration(self, body: dict[str, Any], now: datetime) -> datetime:
+        """When a channel ends: as asked (``expiration`` in ms, or ``params.ttl`` seconds, the
+        sooner of the two), at most a week from now; to the millisecond."""
+        asked = [milliseconds(now + CHANNEL_LIFETIME)]
+        requested = body.get("expiration")
+        if requested is not None:
+            if isinstance(requested, bool) or not str(requested).isdigit():
+                raise google_error(400, "invalid", f"Invalid expiration value: {requested}")
+            asked.append(int(requested))
+        params = body.get("params") or {}
+        ttl = params.get("ttl") if isinstance(params, dict) else None
+        if ttl is not None:
+            if isinstance(ttl, bool) or not str(ttl).isdigit():
+                raise google_error(400, "invalid", f"Invalid ttl value: {ttl}")
+            asked.append(milliseconds(now) + int(ttl) * 1000)
+        if min(asked) <= milliseconds(now):
+            raise google_error(400, "invalid", "The channel expiration is in the past.")
+        return EPOCH + timedelta(milliseconds=min(asked))
+
+    def _notify(self, calendar: GoogleCalendar) -> None:
+        """Tell each live channel of ``calendar`` that its events changed."""
+        now = self.current_datetime()
+        for channel in self.watches:
+            if channel.calendar_id == calendar.id and channel.live(now):
+                channel.messages += 1
+                self._send(channel, "exists")
+
+    def _send(self, channel: Channel, state: str) -> None:
+        """A message of ``channel`` (``sync`` or ``exists``), as the guide shows it."""
+        headers = {
+            "Content-Type": "application/json; utf-8",
+            "User-Agent": USER_AGENT,
+            "X-Goog-Channel-ID": channel.id,
+            "X-Goog-Channel-Expiration": format_datetime(channel.expiration, usegmt=True),
+            "X-Goog-Resource-ID": channel.resource_id,
+            "X-Goog-Resource-URI": channel.resource_uri,
+            "X-Goog-Resource-State": state,
+            "X-Goog-Message-Number": "1" if state == "sync" else str(channel.messages),
+        }
+        if channel.token is not None:
+            headers["X-Goog-Channel-Token"] = channel.token
+        self.send_push(Push(channel.id, channel.address, state, headers))
+
+    # Free/busy
+    def _body_instant(self, body: dict[str, Any], name: str) -> datetime:
+        text = body.get(name)
+        if text is None:
+            raise google_error(400, "required", f"Missing {name} parameter.")
+        if not isinstance(text, str) or not RFC3339.fullmatch(text):
+            raise google_error(400, "badRequest", "Bad Request")
+        return parse_instant(text.replace("z", "Z"))
+
+    def _busy(self, calendar: GoogleCalendar, window: Window) -> list[dict[str, str]]:
+        """The calendar's busy intervals in ``window``: its opaque events that are not
+        cancelled (series expanded), clipped to the window, merged where they touch."""
+        spans = []
+        for event in calendar.events.values():
+            if event["status"] == "cancelled" or event.get("transparency") == "transparent":
+                continue
+            items = self._instances(calendar, event, window) if event.get("recurrence") else [event]
+            for item in items:
+                begin, finish = self._span(calendar, item)
+                if window.overlaps(begin, finish):
+                    spans.append((max(begin, window.start), min(finish, window.end)))
+        merged: list[tuple[datetime, datetime]] = []
+        for begin, finish in sorted(spans):
+            if merged and begin <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], finish))
+            else:
+                merged.append((begin, finish))
+        return [
+            {"start": rfc3339(begin.astimezone(UTC)), "end": rfc3339(finish.astimezone(UTC))}
+            for begin, finish in merged
+        ]
 
     # Reading
     def _calendar_for(self, request: Request, calendar_id: str) -> GoogleCalendar:
@@ -673,6 +948,7 @@ class FakeGoogle(OAuthFake):
         event = self._validated(calendar, event)
         event.update(etag=f'"{self.next_version()}"', updated=now)
         calendar.events[event_id] = event
+        self._notify(calendar)
         return event
 
     def change_event(
@@ -706,6 +982,7 @@ class FakeGoogle(OAuthFake):
             event["sequence"] = stored.get("sequence", 0) + 1
         event.update(etag=f'"{self.next_version()}"', updated=stamp(self.current_datetime()))
         calendar.events[event_id] = event
+        self._notify(calendar)
         return event
 
     def remove_event(self, calendar: GoogleCalendar, event_id: str) -> None:
@@ -717,6 +994,7 @@ class FakeGoogle(OAuthFake):
             etag=f'"{self.next_version()}"',
             updated=stamp(self.current_datetime()),
         )
+        self._notify(calendar)
 
 
 if __name__ == "__main__":

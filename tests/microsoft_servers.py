@@ -9,9 +9,11 @@ Endpoints, under ``FakeMicrosoft.url``:
   /{tenant}/oauth2/v2.0/token`` — ``authorization_code`` (PKCE) and ``refresh_token`` grants;
   any tenant (``common``, ``organizations``, a GUID);
 * ``/v1.0``: ``GET me``, ``GET me/calendars``, ``GET me/calendar``, ``GET me/calendars/{id}``,
-  ``GET me/calendars/{id}/calendarView/delta`` (and ``me/calendarView/delta``, the default
-  calendar), ``POST me/calendars/{id}/events`` (and ``me/events``, ``me/calendar/events``),
-  ``GET|PATCH|DELETE me/events/{id}``.
+  ``GET me/calendars/{id}/calendarView`` (and ``me/calendarView``, ``me/calendar/calendarView``:
+  the default calendar), ``GET me/calendars/{id}/calendarView/delta`` (and
+  ``me/calendarView/delta``), ``POST me/calendars/{id}/events`` (and ``me/events``,
+  ``me/calendar/events``), ``GET|PATCH|DELETE me/events/{id}``; ``GET|POST subscriptions``,
+  ``GET|PATCH|DELETE subscriptions/{id}`` (change notifications).
 
 As documented: a refresh token only with the ``offline_access`` scope; each refresh answers a
 new refresh token (the old one keeps working until it expires); token errors carry ``error``,
@@ -30,7 +32,29 @@ Windows names); ``isAllDay``, ``showAs``, ``isCancelled``, ``type`` (``singleIns
 ``noEnd``) is expanded into occurrences within the view; an occurrence changed or deleted on
 its own is an exception or gone. A create with a ``transactionId`` the mailbox already has
 answers that event; errors are ``{"error": {"code", "message", "innerError"}}``, 404
-``ErrorItemNotFound``, 401 ``InvalidAuthenticationToken``.
+``ErrorItemNotFound``, 401 ``InvalidAuthenticationToken``. calendarView (not delta) answers the
+same items as a delta round of the same window, afresh at each request, in pages linked by
+``@odata.nextLink`` (``$skip``), of ``$top`` or ``Prefer: odata.maxpagesize`` items.
+
+Change notifications, as documented: ``POST subscriptions`` takes ``changeType`` (a comma list
+of ``created``, ``updated``, ``deleted``), ``notificationUrl``, ``lifecycleNotificationUrl``?,
+``resource`` (``me/events``: every calendar of the mailbox; ``me/calendar/events``;
+``me/calendars/{id}/events`` or ``me/calendars('{id}')/events``; with or without a leading
+slash, ``users/{id or email}`` for ``me``), ``expirationDateTime`` (in the future, at most 10080
+minutes ahead) and ``clientState``? (at most 128 characters). Before it answers, it validates
+each URL synchronously: a POST of ``?validationToken=…`` (``text/plain``, empty body) that must
+be answered 200 within 10 s with the token as a ``text/plain`` body, else 400 ``InvalidRequest``
+"Subscription validation request failed. …"; a URL that is not HTTPS is 400 too (but ``http``
+to a loopback address is accepted, for tests). The answer is 201 with the subscription
+resource. ``GET|PATCH`` (``expirationDateTime``, same bounds) ``|DELETE`` (204) on its id, by
+the app and account that made it; anything else, or an expired one, is 404
+``ResourceNotFound``. Each create, change or deletion of an event in a subscribed calendar
+(through the API or the control methods) POSTs ``{"value": [{"subscriptionId",
+"subscriptionExpirationDateTime", "changeType", "resource": "Users/{user id}/Events/{id}",
+"resourceData": {"@odata.type", "@odata.id", "@odata.etag", "id"}, "clientState"?,
+"tenantId"}]}`` to each live subscription that asked for that change type; the receiver is
+expected to answer 202. Lifecycle notifications (``send_lifecycle``) go to the
+``lifecycleNotificationUrl``.
 
 The quirk: with ``answer_time_zone`` set (``set_answer_time_zone("W. Europe Standard Time")``)
 every answer's times come in that Windows zone, whatever the request preferred, as some
@@ -38,19 +62,26 @@ mailboxes answer.
 
 Simplified: only ``daily`` and ``weekly`` patterns; an all-day event's dates are read in the
 answer's zone; the default page size (10) is this fake's choice; ``$select``, ``$filter`` and
-attendees are not acted on.
+attendees are not acted on. Notifications: one per change and subscription, posted one at a
+time in order, never retried nor batched, without resource data (``includeResourceData`` is
+refused); a change to one occurrence of a series (or its deletion) is notified as ``updated``
+of the series master; the validation handshake is not repeated when a subscription is renewed;
+error messages other than the validation failure's are the fake's words.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import sys
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
+import httpx
 from dateutil.rrule import DAILY, WEEKLY, rrule, rruleset
 from dateutil.rrule import weekday as rrule_weekday
 from dateutil.rrule import weekdays as rrule_weekdays
@@ -58,11 +89,38 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 from werkzeug.wrappers import Request, Response
 
 from tests import oauth_fakes
-from tests.oauth_fakes import Account, Invalid, OAuthFake, Refusal, Window, locked, route
+from tests.oauth_fakes import (
+    Account,
+    Invalid,
+    OAuthFake,
+    Push,
+    Refusal,
+    Window,
+    is_loopback,
+    locked,
+    route,
+    unlocked,
+)
 
 CALENDAR_SCOPES = "openid profile offline_access User.Read Calendars.ReadWrite"
 TENANT_ID = "9188040d-6c67-4c5b-b112-36a304b66dad"  # the tenant of personal accounts
 SHOW_AS = ("free", "tentative", "busy", "oof", "workingElsewhere", "unknown")
+CHANGE_TYPES = ("created", "updated", "deleted")
+LIFECYCLE_EVENTS = ("reauthorizationRequired", "subscriptionRemoved", "missed")
+SUBSCRIPTION_MINUTES = 10080  # the longest an Outlook event subscription lives
+VALIDATION_TIMEOUT = 10.0  # seconds a notification endpoint has to answer the handshake
+VALIDATION_FAILED = (
+    "Subscription validation request failed. Notification endpoint must respond with 200 OK to "
+    "validation request."
+)
+# The resources of events a subscription may name: every calendar of the mailbox, the default
+# one, or one by id (``calendars/{id}`` or ``calendars('{id}')``).
+SUBSCRIBABLE = re.compile(
+    r"/?(?:me|users/(?P<user>[^/]+))/(?:(?P<every>events)|calendar/events"
+    r"|calendars(?:/(?P<id>[^/()']+)|\('(?P<quoted>[^']+)'\))/events)",
+    re.IGNORECASE,
+)
+JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 DAYS: dict[str, rrule_weekday] = dict(
     zip(
         ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
@@ -284,6 +342,23 @@ class GraphCalendar:
     events: dict[str, GraphEvent] = field(default_factory=dict)
 
 
+@dataclass
+class Subscription:
+    """A change-notification subscription of one app (``client_id``) to one mailbox's events:
+    of every calendar (``calendar_id`` None: ``me/events``) or of one; until ``expiration``."""
+
+    id: str
+    owner: str  # the account's email
+    client_id: str
+    resource: str  # as the app named it
+    calendar_id: str | None
+    change_types: tuple[str, ...]
+    notification_url: str
+    lifecycle_url: str | None
+    client_state: str | None
+    expiration: datetime
+
+
 class FakeMicrosoft(OAuthFake):
     """The Microsoft identity platform and Graph calendars, on loopback (see the module)."""
 
@@ -297,11 +372,14 @@ class FakeMicrosoft(OAuthFake):
     revocation_ends_access_tokens = False
     default_page_size = 10
     prefixes = ("M.C5", "EwB", "M.C5_BAY.")
+    api_prefix = "/v1.0"
     calendars: dict[str, GraphCalendar]
     time_field = staticmethod(time_field)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.answer_time_zone: str | None = None
+        self.held_subscriptions: dict[str, Subscription] = {}
+        self.validations: list[Push] = []  # every validation request sent, and its answer
         super().__init__(*args, **kwargs)
 
     # The URLs the app is configured with
@@ -387,6 +465,44 @@ class FakeMicrosoft(OAuthFake):
         """One event, series master or occurrence, as stored (times in its own zone)."""
         event, key = self._found(self.calendars[calendar_id], event_id)
         return copy.deepcopy(self._occurrence(event, key) if key else event.resource)
+
+    # Control: change notifications
+    @locked
+    def subscriptions(self, *, include_expired: bool = False) -> list[Subscription]:
+        """Copies of the subscriptions held (with ``include_expired``, the expired ones too)."""
+        now = self.current_datetime()
+        return [
+            replace(held)
+            for held in self.held_subscriptions.values()
+            if include_expired or held.expiration > now
+        ]
+
+    def send_lifecycle(
+        self, subscription_id: str, event: str, *, timeout: float = 10.0
+    ) -> Push | None:
+        """Send the subscription's lifecycle notification ``event`` (reauthorizationRequired,
+        subscriptionRemoved or missed) to its ``lifecycleNotificationUrl``, after the messages
+        already queued; the attempt, once made (None when the subscription has no lifecycle
+        URL or ``push_enabled`` is off). ``subscriptionRemoved`` also ends the subscription."""
+        if event not in LIFECYCLE_EVENTS:
+            raise ValueError(f"{event!r} is not one of {LIFECYCLE_EVENTS}")
+        with self.lock:
+            held = self.held_subscriptions[subscription_id]
+            if event == "subscriptionRemoved":
+                del self.held_subscriptions[subscription_id]
+            if held.lifecycle_url is None:
+                return None
+            item: dict[str, Any] = {
+                "subscriptionId": held.id,
+                "subscriptionExpirationDateTime": graph_stamp(held.expiration),
+                "tenantId": TENANT_ID,
+            }
+            if held.client_state is not None:
+                item["clientState"] = held.client_state
+            item["lifecycleEvent"] = event
+            body = json.dumps({"value": [item]}).encode()
+            sent = self.send_push(Push(held.id, held.lifecycle_url, event, JSON_HEADERS, body))
+        return None if sent is None else sent.result(timeout)
 
     # Provider hooks
     @property
@@ -566,6 +682,94 @@ class FakeMicrosoft(OAuthFake):
             body, headers={"Preference-Applied": ", ".join(applied)} if applied else None
         )
 
+    @route("/v1.0/me/calendarView")
+    @route("/v1.0/me/calendar/calendarView")
+    @route("/v1.0/me/calendars/<calendar_id>/calendarView")
+    def calendar_view(self, request: Request, calendar_id: str | None = None) -> Response:
+        """calendarView: the single events, occurrences and exceptions in the window (never a
+        series master), as a delta round shows them; each page computed afresh (``$skip``)."""
+        calendar = self._calendar_for(request, calendar_id)
+        args = {key.lower(): value for key, value in request.args.items()}
+        window = self._window(args)
+        label, zone, applied = self._answer_zone(request)
+        skip, top = args.get("$skip", "0"), args.get("$top")
+        if not skip.isdigit() or (top is not None and not top.isdigit()):
+            message = "The value of $skip or $top is invalid."
+            raise self.graph_error(400, "ErrorInvalidParameter", message)
+        requested = preferences(request).get("odata.maxpagesize", "")
+        if top is None and requested.isdigit():
+            applied.append(f"odata.maxpagesize={requested}")
+            top = requested
+        size = self.page_size_for(int(top) if top else None)
+        found = self._view(calendar, window, label, zone)
+        start = int(skip)
+        account = self.accounts[calendar.owner]
+        body: dict[str, Any] = {
+            "@odata.context": f"{self.graph_url}/$metadata#users('{account.id}')/calendarView",
+            "value": found[start : start + size],
+        }
+        if start + size < len(found):
+            query = [(k, v) for k, v in request.args.items(multi=True) if k.lower() != "$skip"]
+            query.append(("$skip", str(start + size)))
+            body["@odata.nextLink"] = f"{self.url}{request.path}?{urlencode(query)}"
+        return self.answer(
+            body, headers={"Preference-Applied": ", ".join(applied)} if applied else None
+        )
+
+    @route("/v1.0/subscriptions", "POST")
+    @unlocked
+    def create_subscription(self, request: Request) -> Response:
+        """Create a subscription (201), once its URLs have answered the validation request;
+        the handshake runs outside the fake's lock, so the fake answers the receiver meanwhile."""
+        with self.lock:
+            grant = self.grant_of(request)
+            held = self._new_subscription(grant, self.json_body(request))
+        for url in (held.notification_url, held.lifecycle_url):
+            if url is not None and not self._validated_endpoint(held.id, url):
+                raise self.graph_error(400, "InvalidRequest", VALIDATION_FAILED)
+        with self.lock:
+            self.held_subscriptions[held.id] = held
+            return self.answer(self._subscription_resource(held), 201)
+
+    @route("/v1.0/subscriptions")
+    def list_subscriptions(self, request: Request) -> Response:
+        """The live subscriptions of the caller's app and account."""
+        grant = self.grant_of(request)
+        now = self.current_datetime()
+        mine = [
+            self._subscription_resource(held)
+            for held in self.held_subscriptions.values()
+            if held.owner == grant.account.email
+            and held.client_id == grant.client_id
+            and held.expiration > now
+        ]
+        context = f"{self.graph_url}/$metadata#subscriptions"
+        return self.answer({"@odata.context": context, "value": mine})
+
+    @route("/v1.0/subscriptions/<subscription_id>", "GET", "PATCH", "DELETE")
+    def subscription(self, request: Request, subscription_id: str) -> Response:
+        """Read, renew (PATCH ``expirationDateTime``) or delete (204) a subscription."""
+        grant = self.grant_of(request)
+        held = self.held_subscriptions.get(subscription_id)
+        if (
+            held is None
+            or held.owner != grant.account.email
+            or held.client_id != grant.client_id
+            or held.expiration <= self.current_datetime()
+        ):
+            message = f"The object '{subscription_id}' was not found."
+            raise self.graph_error(404, "ResourceNotFound", message)
+        if request.method == "DELETE":
+            del self.held_subscriptions[subscription_id]
+            return self.answer(None, 204)
+        if request.method == "PATCH":
+            body = self.json_body(request)
+            if "expirationDateTime" not in body:
+                message = "Only expirationDateTime can be changed by this fake."
+                raise self.graph_error(400, "InvalidRequest", message)
+            held.expiration = self._expiration(body["expirationDateTime"])
+        return self.answer(self._subscription_resource(held))
+
     @route("/v1.0/me/events", "POST")
     @route("/v1.0/me/calendar/events", "POST")
     @route("/v1.0/me/calendars/<calendar_id>/events", "POST")
@@ -608,6 +812,171 @@ class FakeMicrosoft(OAuthFake):
         return self.answer(
             self._shown(self._occurrence(event, key) if key else event.resource, label, zone)
         )
+
+    # Change notifications
+    def _new_subscription(self, grant: Any, body: dict[str, Any]) -> Subscription:
+        """The subscription a create request asks for, or Graph's 400 (404 for a calendar the
+        mailbox does not have); its URLs are not validated yet."""
+        for name in ("changeType", "notificationUrl", "resource", "expirationDateTime"):
+            if not isinstance(body.get(name), str) or not body[name]:
+                message = f"{name} is a required property for subscription creation."
+                raise self.graph_error(400, "InvalidRequest", message)
+        change_types = tuple(kind.strip() for kind in body["changeType"].split(","))
+        if not all(kind in CHANGE_TYPES for kind in change_types):
+            message = f"Invalid changeType '{body['changeType']}': use {', '.join(CHANGE_TYPES)}."
+            raise self.graph_error(400, "InvalidRequest", message)
+        urls = [body["notificationUrl"], body.get("lifecycleNotificationUrl")]
+        for name, url in zip(("notificationUrl", "lifecycleNotificationUrl"), urls, strict=True):
+            if url is None:
+                continue
+            parts = urlsplit(url) if isinstance(url, str) else None
+            secure = parts is not None and parts.scheme == "https" and bool(parts.hostname)
+            if not secure and not (
+                parts is not None and parts.scheme == "http" and is_loopback(url)
+            ):
+                raise self.graph_error(400, "InvalidRequest", f"{name} must be an HTTPS URL.")
+        client_state = body.get("clientState")
+        if client_state is not None and (
+            not isinstance(client_state, str) or len(client_state) > 128
+        ):
+            message = "clientState must be a string of at most 128 characters."
+            raise self.graph_error(400, "InvalidRequest", message)
+        if body.get("includeResourceData"):
+            message = "includeResourceData needs an encryptionCertificate; this fake sends none."
+            raise self.graph_error(400, "InvalidRequest", message)
+        return Subscription(
+            str(uuid.uuid4()),
+            grant.account.email,
+            grant.client_id,
+            body["resource"],
+            self._subscribed_calendar(grant.account, body["resource"]),
+            change_types,
+            urls[0],
+            urls[1],
+            client_state,
+            self._expiration(body["expirationDateTime"]),
+        )
+
+    def _subscribed_calendar(self, account: Account, resource: str) -> str | None:
+        """The calendar a subscription's ``resource`` names (None: every one of the mailbox)."""
+        match = SUBSCRIBABLE.fullmatch(resource.strip())
+        if match is None:
+            message = f"Resource '{resource}' is not supported: this fake notifies of events only."
+            raise self.graph_error(400, "InvalidRequest", message)
+        user = match.group("user")
+        if user is not None and user.lower() not in (account.id.lower(), account.email.lower()):
+            raise self.graph_error(403, "ErrorAccessDenied", "Access is denied.")
+        if match.group("every"):
+            return None
+        calendar_id = match.group("id") or match.group("quoted")
+        mine = [c for c in self.calendars.values() if c.owner == account.email]
+        if calendar_id is None:
+            return next(c.id for c in mine if c.is_default)
+        if calendar_id not in {c.id for c in mine}:
+            raise self.missing_item()
+        return calendar_id
+
+    def _expiration(self, value: Any) -> datetime:
+        """A subscription's ``expirationDateTime``: in the future, within 10080 minutes."""
+        try:
+            instant = oauth_fakes.parse_instant(value, UTC)
+        except (AttributeError, TypeError, ValueError) as err:
+            message = f"Invalid expirationDateTime '{value}'."
+            raise self.graph_error(400, "InvalidRequest", message) from err
+        now = self.current_datetime()
+        if instant <= now:
+            message = "Subscription expiration can only be in the future (expirationDateTime)."
+            raise self.graph_error(400, "InvalidRequest", message)
+        if instant > now + timedelta(minutes=SUBSCRIPTION_MINUTES):
+            message = (
+                f"Subscription expiration can only be {SUBSCRIPTION_MINUTES} minutes in the "
+                "future (expirationDateTime)."
+            )
+            raise self.graph_error(400, "InvalidRequest", message)
+        return instant.astimezone(UTC)
+
+    def _validated_endpoint(self, subscription_id: str, url: str) -> bool:
+        """Graph's validation request to ``url``: whether it answered 200 in time with the
+        token as its ``text/plain`` body. Called without the fake's lock."""
+        token = (
+            "Validation: Testing client application reachability for subscription Request-Id: "
+            f"{uuid.uuid4()}"
+        )
+        headers = {"Content-Type": "text/plain; charset=utf-8"}
+        push = Push(subscription_id, url, "validation", headers)
+        if is_loopback(url):
+            target = oauth_fakes.with_query(url, {"validationToken": token})
+            try:
+                with httpx.Client(
+                    timeout=VALIDATION_TIMEOUT, trust_env=False, verify=False
+                ) as client:
+                    answer = client.post(target, content=b"", headers=headers)
+                push = replace(push, status=answer.status_code)
+                echoed = (
+                    answer.status_code == 200
+                    and answer.headers.get("content-type", "").lower().startswith("text/plain")
+                    and answer.content == token.encode()
+                )
+            except httpx.HTTPError as err:
+                push, echoed = replace(push, error=f"{type(err).__name__}: {err}"), False
+        else:
+            push, echoed = replace(push, error=oauth_fakes.NOT_LOOPBACK), False
+        with self.lock:
+            self.validations.append(push)
+        return echoed
+
+    def _subscription_resource(self, held: Subscription) -> dict[str, Any]:
+        return {
+            "@odata.context": f"{self.graph_url}/$metadata#subscriptions/$entity",
+            "id": held.id,
+            "resource": held.resource,
+            "applicationId": held.client_id,
+            "changeType": ",".join(held.change_types),
+            "clientState": held.client_state,
+            "notificationUrl": held.notification_url,
+            "notificationQueryOptions": None,
+            "lifecycleNotificationUrl": held.lifecycle_url,
+            "expirationDateTime": graph_stamp(held.expiration),
+            "creatorId": self.accounts[held.owner].id,
+            "includeResourceData": False,
+            "latestSupportedTlsVersion": "v1_2",
+            "encryptionCertificate": None,
+            "encryptionCertificateId": None,
+            "notificationUrlAppId": None,
+        }
+
+    def _notify(self, calendar_id: str, change: str, resource: dict[str, Any]) -> None:
+        """Tell each live subscription to ``calendar_id`` that asked for ``change`` that the
+        event ``resource`` changed."""
+        calendar = self.calendars[calendar_id]
+        account = self.accounts[calendar.owner]
+        now = self.current_datetime()
+        path = f"Users/{account.id}/Events/{resource['id']}"
+        for held in self.held_subscriptions.values():
+            if (
+                held.owner != calendar.owner
+                or held.expiration <= now
+                or change not in held.change_types
+                or held.calendar_id not in (None, calendar_id)
+            ):
+                continue
+            item: dict[str, Any] = {
+                "subscriptionId": held.id,
+                "subscriptionExpirationDateTime": graph_stamp(held.expiration),
+                "changeType": change,
+                "resource": path,
+                "resourceData": {
+                    "@odata.type": "#Microsoft.Graph.Event",
+                    "@odata.id": path,
+                    "@odata.etag": resource.get("@odata.etag"),
+                    "id": resource["id"],
+                },
+                "tenantId": TENANT_ID,
+            }
+            if held.client_state is not None:
+                item["clientState"] = held.client_state
+            body = json.dumps({"value": [item]}).encode()
+            self.send_push(Push(held.id, held.notification_url, change, JSON_HEADERS, body))
 
     # Reading
     def _calendar_for(self, request: Request, calendar_id: str | None) -> GraphCalendar:
@@ -944,6 +1313,7 @@ class FakeMicrosoft(OAuthFake):
             resource.pop("transactionId", None)
         resource = self._stamped(self._validated(resource))
         calendar.events[event_id] = GraphEvent(resource, calendar.id)
+        self._notify(calendar.id, "created", resource)
         return resource
 
     def _patch(self, found: tuple[GraphEvent, str | None], body: dict[str, Any]) -> None:
@@ -952,11 +1322,12 @@ class FakeMicrosoft(OAuthFake):
         if key is None:
             merged = {**copy.deepcopy(event.resource), **changes}
             event.resource = self._stamped(self._validated(merged))
-            return
-        occurrence = {**self._occurrence(event, key), **changes, "recurrence": None}
-        self._validated(occurrence)
-        own = {k: occurrence[k] for k in (*changes, "start", "end")}
-        event.exceptions[key] = self._stamped({**(event.exceptions.get(key) or {}), **own})
+        else:
+            occurrence = {**self._occurrence(event, key), **changes, "recurrence": None}
+            self._validated(occurrence)
+            own = {k: occurrence[k] for k in (*changes, "start", "end")}
+            event.exceptions[key] = self._stamped({**(event.exceptions.get(key) or {}), **own})
+        self._notify(event.calendar_id, "updated", event.resource)
 
     def change_event(self, calendar: GraphCalendar, event_id: str, fields: dict[str, Any]) -> None:
         self._patch(self._found(calendar, event_id), fields)
@@ -968,8 +1339,10 @@ class FakeMicrosoft(OAuthFake):
         event, key = found
         if key is None:
             del self.calendars[event.calendar_id].events[event.resource["id"]]
+            self._notify(event.calendar_id, "deleted", event.resource)
         else:
             event.exceptions[key] = None
+            self._notify(event.calendar_id, "updated", event.resource)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,17 @@ shapes. This module is the one home of what both need:
 * the machinery of listing: answers cut into pages under opaque tokens, and sync tokens that
   remember what the client was last told, so that the next round answers only what changed
   (``compare``);
-* recurrence: the instances of a series within a window, bounded (``expand``).
+* recurrence: the instances of a series within a window, bounded (``expand``);
+* push messages (Google's channel messages, Graph's change and lifecycle notifications): each
+  provider decides what to send and to whom; the courier here POSTs them on a thread of its
+  own, one at a time in the order queued, outside the fake's lock (a slow receiver never holds
+  up the API), each with a short timeout and no retries, and records every attempt in
+  ``pushes`` (``Push``: to whom, what, and the receiver's status or the error). Tests wait for
+  them (``wait_for_pushes``), prove that nothing more was sent (``flush_pushes``: everything
+  queued so far has been delivered), and turn them off (``push_enabled``). The courier posts
+  only to loopback addresses: anything else is recorded as not sent, never contacted;
+* a slow provider: ``stall`` makes the API's requests (never the OAuth endpoints) wait before
+  the fake takes them up, outside its lock, so the fake answers other requests meanwhile.
 
 Each provider supplies its paths, its error bodies and its token-answer details (hooks named
 below); nothing else is written twice. The clock is the ``clock`` the fake is given
@@ -35,7 +45,9 @@ import base64
 import functools
 import hashlib
 import html
+import ipaddress
 import json
+import queue
 import re
 import secrets
 import signal
@@ -44,7 +56,8 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any, ClassVar, Self
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
@@ -67,6 +80,8 @@ ACCESS_TOKEN_LIFETIME = 3599  # expires_in of both providers' token answers
 HORIZON = timedelta(days=730)  # how far a series is expanded when nothing else bounds it
 MAX_INSTANCES = 1000  # instances of one series in one answer, at most
 MAX_PAGE = 2500  # the largest page any answer has
+PUSH_TIMEOUT = 5.0  # seconds a receiver has to answer a push message
+NOT_LOOPBACK = "not sent: the fake posts to loopback addresses only"
 
 
 # Errors and routing
@@ -109,6 +124,14 @@ def route(rule: str, *methods: str) -> Callable[[Callable], Callable]:
         return handler
 
     return mark
+
+
+def unlocked(handler: Callable) -> Callable:
+    """Run the decorated handler without the fake's lock: it takes the lock itself around what
+    touches the fake's state, because it also waits on the network (Graph's validation
+    handshake), and the fake must go on answering meanwhile (the receiver may call it)."""
+    handler.unlocked = True
+    return handler
 
 
 def locked(method: Callable) -> Callable:
@@ -208,6 +231,58 @@ class Code:
     consent: Consent
     expires_at: float
     used: bool = False
+
+
+@dataclass(frozen=True)
+class Push:
+    """One delivery attempt of a push message, as ``fake.pushes`` keeps it: to whom (``target``:
+    the Google channel's or the Graph subscription's id; ``address``), what (``state``: Google's
+    resource state, Graph's change type or lifecycle event; the headers and body sent) and how it
+    went (the receiver's ``status``, or the ``error`` that kept it from answering)."""
+
+    target: str
+    address: str
+    state: str
+    headers: dict[str, str]
+    body: bytes = b""
+    status: int | None = None
+    error: str | None = None
+
+    @property
+    def json(self) -> Any:
+        """The body read as JSON (None when empty)."""
+        return json.loads(self.body) if self.body else None
+
+
+@dataclass(frozen=True)
+class Stall:
+    """What ``stall`` asked: how long matching requests wait, and until ``released``."""
+
+    seconds: float
+    path_contains: str | None
+    released: threading.Event
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` names this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def deliver(client: httpx.Client, push: Push) -> Push:
+    """POST ``push`` with ``client``; the attempt as recorded (status, or error)."""
+    if not is_loopback(push.address):
+        return replace(push, error=NOT_LOOPBACK)
+    try:
+        answer = client.post(push.address, content=push.body, headers=push.headers)
+    except httpx.HTTPError as err:
+        return replace(push, error=f"{type(err).__name__}: {err}")
+    return replace(push, status=answer.status_code)
 
 
 # Listing: pages and sync tokens
@@ -429,6 +504,7 @@ class OAuthFake:
     revocation_ends_access_tokens: ClassVar[bool]  # or do they live until they expire
     prefixes: ClassVar[tuple[str, str, str]] = ("", "", "")  # of codes, access, refresh tokens
     default_page_size: ClassVar[int] = 100
+    api_prefix: ClassVar[str]  # where the API's paths begin (what ``stall`` may hold up)
 
     def __init__(
         self,
@@ -459,6 +535,16 @@ class OAuthFake:
         self.sync_states = SyncStates()
         self.rounds = Rounds()
         self.versions = 0
+        # Push messages: the courier's queue (None stops it; a None push is a barrier), and
+        # what it delivered.
+        self.push_enabled = True
+        self.pushes: list[Push] = []
+        self.pushed = threading.Condition()
+        self.outbox: queue.SimpleQueue[tuple[Push | None, Future] | None] = queue.SimpleQueue()
+        self.courier: threading.Thread | None = None
+        self.stalled: Stall | None = None
+        self.stalling = threading.Condition()  # counts the requests waiting in a stall
+        self.waiting = 0
         self.server: BaseWSGIServer | None = None
         self.thread: threading.Thread | None = None
         self.register_client(client_id, client_secret)
@@ -489,10 +575,17 @@ class OAuthFake:
         self.thread.start()
 
     def stop(self) -> None:
+        self.unstall()
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
+        with self.pushed:
+            courier, self.courier = self.courier, None
+            outbox = self.outbox
+        if courier is not None:
+            outbox.put(None)
+            courier.join(timeout=1.0)  # a receiver that hangs keeps only the daemon thread
 
     def __enter__(self) -> Self:
         self.start()
@@ -512,8 +605,10 @@ class OAuthFake:
         return rules
 
     def wsgi(self, environ: dict[str, Any], start_response: Callable) -> Iterator[bytes]:
-        """Record the request, then answer it under the lock."""
+        """Wait out a stall, if one holds this request; record the request, then answer it
+        under the lock (an ``unlocked`` handler takes the lock itself)."""
         request = Request(environ)
+        self._wait_if_stalled(request)
         with self.lock:
             self.requests.append(
                 Recorded(
@@ -523,14 +618,24 @@ class OAuthFake:
                     {key.lower(): value for key, value in request.headers.items()},
                 )
             )
-            try:
-                endpoint, arguments = self.url_map.bind_to_environ(environ).match()
-                response = getattr(self, endpoint)(request, **arguments)
-            except Refusal as refusal:
-                response = self.refusal_response(refusal)
-            except (NotFound, MethodNotAllowed) as err:
-                response = self.refusal_response(self.no_such_path(err))
+            response = self._handle(environ, request, unlocked=False)
+        if response is None:
+            response = self._handle(environ, request, unlocked=True)
         return response(environ, start_response)
+
+    def _handle(self, environ: dict[str, Any], request: Request, *, unlocked: bool) -> Any:
+        """The answer of the request's handler, if it is ``unlocked`` or not as asked (else
+        None); a refusal or an unknown path in the provider's error shape."""
+        try:
+            endpoint, arguments = self.url_map.bind_to_environ(environ).match()
+            handler = getattr(self, endpoint)
+            if getattr(handler, "unlocked", False) != unlocked:
+                return None
+            return handler(request, **arguments)
+        except Refusal as refusal:
+            return self.refusal_response(refusal)
+        except (NotFound, MethodNotAllowed) as err:
+            return self.refusal_response(self.no_such_path(err))
 
     def refusal_response(self, refusal: Refusal) -> Response:
         if isinstance(refusal.body, str):
@@ -567,6 +672,94 @@ class OAuthFake:
     def advance_clock(self, seconds: float) -> None:
         """Move the fake's clock ``seconds`` on (codes and access tokens expire by it)."""
         self.offset += seconds
+
+    # A slow provider
+    def stall(self, seconds: float, path_contains: str | None = None) -> None:
+        """From now until ``unstall``, each API request (never the OAuth endpoints) whose path
+        contains ``path_contains`` (any, when None) waits ``seconds`` before the fake takes it
+        up, then is answered as usual. It waits outside the fake's lock, so the fake answers
+        other requests meanwhile: a provider slow to answer one call, for the app's timeouts
+        and live checks."""
+        self.unstall()
+        self.stalled = Stall(seconds, path_contains, threading.Event())
+
+    def unstall(self) -> None:
+        """No more stalls; the requests waiting in one are taken up at once."""
+        stall, self.stalled = self.stalled, None
+        if stall is not None:
+            stall.released.set()
+
+    def wait_until_stalled(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Wait until ``count`` requests are waiting in the stall (the app's call is in
+        flight, and held)."""
+        with self.stalling:
+            if not self.stalling.wait_for(lambda: self.waiting >= count, timeout):
+                raise AssertionError(f"expected {count} stalled requests, got {self.waiting}")
+
+    def _wait_if_stalled(self, request: Request) -> None:
+        stall = self.stalled
+        path = request.path
+        if stall is None or not (path == self.api_prefix or path.startswith(self.api_prefix + "/")):
+            return
+        if stall.path_contains is not None and stall.path_contains not in path:
+            return
+        with self.stalling:
+            self.waiting += 1
+            self.stalling.notify_all()
+        try:
+            stall.released.wait(stall.seconds)
+        finally:
+            with self.stalling:
+                self.waiting -= 1
+                self.stalling.notify_all()
+
+    # Push messages
+    def send_push(self, push: Push) -> Future[Push] | None:
+        """Queue ``push`` for the courier; its recorded attempt, once delivered, is the
+        future's result. None while ``push_enabled`` is off: nothing is sent or recorded."""
+        if not self.push_enabled:
+            return None
+        return self._queue(push)
+
+    def _queue(self, push: Push | None) -> Future[Push]:
+        done: Future[Push] = Future()
+        with self.pushed:
+            if self.courier is None or not self.courier.is_alive():
+                self.outbox = queue.SimpleQueue()  # its own: a stopped courier's stays behind
+                self.courier = threading.Thread(
+                    target=self._deliver_forever, args=(self.outbox,), daemon=True
+                )
+                self.courier.start()
+            self.outbox.put((push, done))
+        return done
+
+    def _deliver_forever(self, outbox: queue.SimpleQueue) -> None:
+        """The courier: POST each queued message in turn, record it, until told to stop."""
+        with httpx.Client(timeout=PUSH_TIMEOUT, trust_env=False, verify=False) as client:
+            while (item := outbox.get()) is not None:
+                push, done = item
+                if push is not None:
+                    push = deliver(client, push)
+                    with self.pushed:
+                        self.pushes.append(push)
+                        self.pushed.notify_all()
+                done.set_result(push)
+
+    def wait_for_pushes(self, count: int, timeout: float = 10.0) -> list[Push]:
+        """Wait until ``count`` push messages have been delivered (or have failed); all those
+        recorded then, in order."""
+        with self.pushed:
+            if not self.pushed.wait_for(lambda: len(self.pushes) >= count, timeout):
+                raise AssertionError(f"expected {count} push messages, got {self.pushes}")
+            return list(self.pushes)
+
+    def flush_pushes(self, timeout: float = 10.0) -> list[Push]:
+        """Wait until every push message queued so far has been delivered (or has failed);
+        all those recorded then. The courier keeps order, so this proves what was not sent
+        without sleeping."""
+        self._queue(None).result(timeout)
+        with self.pushed:
+            return list(self.pushes)
 
     def next_version(self) -> int:
         """A number greater than every earlier one (etags, change keys)."""
@@ -892,8 +1085,13 @@ class OAuthFake:
     ) -> tuple[list[dict[str, Any]], str | None, str | None]:
         """A page of the round under ``token``, of the size the client asked for (else the
         provider's default), never more than the fake's ``page_size``."""
+        return self.rounds.take(token, self.page_size_for(requested))
+
+    def page_size_for(self, requested: int | None) -> int:
+        """The size of a page when the client asks for ``requested`` items (None: the
+        provider's default): never more than the fake's ``page_size``, nor less than one."""
         size = min(requested or self.default_page_size, self.page_size or MAX_PAGE, MAX_PAGE)
-        return self.rounds.take(token, max(size, 1))
+        return max(size, 1)
 
     def begin_round(
         self,

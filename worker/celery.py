@@ -4,7 +4,7 @@ module."""
 
 from typing import Any
 
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready
 
 from worker.metrics import count_in_own_folder
 
@@ -27,3 +27,10 @@ def connect_afresh_in_each_pool_process(**_: Any) -> None:
     the child forgets the inherited connections, leaving them open for the parent."""
     with flask_app.app_context():
         db.engine.dispose(close=False)
+
+
+@worker_ready.connect
+def read_what_waits(**_: Any) -> None:
+    """A worker that starts reads the connections whose sync was asked for while none ran (or
+    whose message was lost), at once rather than at the next poll."""
+    app.send_task("calendars.sync_requested")

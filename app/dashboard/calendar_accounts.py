@@ -26,10 +26,9 @@ from app.extensions import db
 from app.links import public_link
 from app.models import ConnectionKind
 from app.models.calendar_connection import OAUTH_KINDS
-from app.models.types import utcnow
 from app.services.accounts.users import open_sub_account
 from app.services.common.errors import InvalidRequest
-from app.services.integrations.calendars.connections import find_connection, sync_now
+from app.services.integrations.calendars.connections import find_connection
 from app.services.integrations.calendars.consent import (
     begin_consent,
     calendar_options,
@@ -232,12 +231,7 @@ def connection_calendars(sub_account_id: int, connection_id: int) -> str | Respo
         )
     except Refused:
         return _calendars_page(sub_account, found, form)
-    result = sync_now(sub_account, found.id, now=utcnow())
-    db.session.commit()
-    if result.ok:
-        flash(f"Calendars saved and synced: {result.busy_count} busy periods.")
-    else:
-        flash(f"Calendars saved. The first sync failed: {result.error}.")
+    flash("Calendars saved: reading them now.")  # choose_calendars asked the worker to
     return redirect(connection_page)
 
 

@@ -30,16 +30,16 @@ from app.services.accounts.users import open_sub_account
 from app.services.common.errors import InvalidRequest, ServiceError
 from app.services.integrations.calendars.connections import (
     CalendarChoice,
+    ask_for_sync,
     connect_calendar,
     disconnect_calendar,
     find_connection,
+    freshness_of,
     list_calendars,
     list_connections,
-    sync_now,
     update_connection,
 )
 from app.services.integrations.calendars.consent import provider_setup
-from app.services.integrations.calendars.sync import SyncResult
 
 FIELDS = {"writeBack": "write_back"}
 
@@ -153,16 +153,7 @@ def connection_feed(sub_account_id: int) -> str | Response | tuple[str, int]:
         )
     except Refused:
         return list_page(sub_account, feed_form=form)
-    result = sync_now(sub_account, connection.id, now=utcnow())
-    db.session.commit()
-    flash(
-        f"Subscribed to “{connection.name}”: "
-        + (
-            f"{result.busy_count} busy periods."
-            if result.ok
-            else f"the first read failed: {result.error}."
-        )
-    )
+    flash(f"Subscribed to “{connection.name}”: reading it now.")
     return redirect(_connection_url(connection))
 
 
@@ -171,6 +162,8 @@ def connection(sub_account_id: int, connection_id: int) -> str | Response | tupl
     """A connection's health and its settings (POST saves them)."""
     sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
+    if request.method == "GET" and "HX-Request" in request.headers:
+        return _health(sub_account, found)  # the health section, looked at again
     form = EditConnectionForm(obj=found)
     if request.method == "GET":
         return _page(sub_account, found, form)
@@ -238,36 +231,21 @@ def connection_calendar(sub_account_id: int, connection_id: int) -> Response:
 
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>/sync", methods=["POST"])
 def connection_sync(sub_account_id: int, connection_id: int) -> Response:
+    """Ask the worker to read the connection now; its page shows the result when it has."""
     sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     if not ActionForm().validate_on_submit():
         flash(FORM_EXPIRED)
         return redirect(_connection_url(found))
     try:
-        result = sync_now(sub_account, found.id, now=utcnow())
+        ask_for_sync(sub_account, found.id, now=utcnow())
         db.session.commit()
     except InvalidRequest as err:
         db.session.rollback()
         flash(f"Not synced: {err.message}")
         return redirect(_connection_url(found))
-    flash(_sync_outcome(result))
+    flash("Sync asked for: the result shows here as soon as the worker has read the calendar.")
     return redirect(_connection_url(found))
-
-
-def _sync_outcome(result: SyncResult) -> str:
-    periods = f"{result.busy_count} busy period{'' if result.busy_count == 1 else 's'}"
-    if result.status == "synced":
-        return f"Synced: {periods} ({result.added} added, {result.removed} removed)."
-    if result.status == "unchanged":
-        return f"Synced: the calendar is unchanged, {periods}."
-    if result.status == "skipped":
-        return f"Not synced: {result.error}."
-    then = (
-        "The periodic sync will try again."
-        if result.retryable
-        else "Change the connection's settings, then sync again."
-    )
-    return f"Sync failed: {result.error}. The busy time read before stays. {then}"
 
 
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>/remove", methods=["POST"])
@@ -282,6 +260,16 @@ def connection_remove(sub_account_id: int, connection_id: int) -> Response:
     db.session.commit()
     flash(f"Connection “{name}” removed, and the busy time it brought with it.")
     return redirect(url_for("dashboard.connections", sub_account_id=sub_account.id))
+
+
+def _health(sub_account: SubAccount, found: CalendarConnection) -> str:
+    return render_template(
+        "dashboard/connection_freshness.html",
+        sub_account=sub_account,
+        c=found,
+        tz=sub_account.settings.timezone,
+        freshness=freshness_of(sub_account, found.id, now=utcnow()),
+    )
 
 
 def _page(
@@ -301,4 +289,5 @@ def _page(
         choose_form=ChooseCalendarForm(formdata=None),
         calendars=calendars,
         test_error=test_error,
+        freshness=freshness_of(sub_account, found.id, now=utcnow()),
     )

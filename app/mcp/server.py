@@ -278,7 +278,10 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         "create_booking or a move with update_booking, and book exactly one of the returned "
         "slots (start and end). Pass eventTypeId so the slots have that appointment's length "
         "and rules. Returns [{date: YYYY-MM-DD, slots: [{start, end}]}]; a day without open "
-        "time has an empty slots list. Needs the key's canCheckAvailability permission.",
+        "time has an empty slots list. The owner's connected calendars are as fresh as the "
+        "last push or read (seconds for Google and Microsoft, a minute for the others), and "
+        "booking asks them again, so a slot may still be refused as external_busy. Needs the "
+        "key's canCheckAvailability permission.",
     )
     def check_availability(
         ctx: Context,
@@ -362,7 +365,10 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         "holdToken (before expiresAt) to book the held time. A time that cannot be booked is an "
         "error naming the cause (code, e.g. slot_taken) and listing the nearest open slots: "
         "offer one of those and call again with it, or check availability again for other "
-        "times. Needs canBook.",
+        "times. external_busy means the owner's own calendar has an event then, possibly one "
+        "added seconds ago (the connected calendars are asked at the moment of booking). "
+        "calendar_unreachable (only on servers set to strict) means a connected calendar did "
+        "not answer in time: nothing was booked, try again shortly. Needs canBook.",
     )
     def create_booking(
         ctx: Context,

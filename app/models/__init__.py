@@ -14,6 +14,7 @@ from app.models.calendar_connection import (
     CalendarItem,
     ConnectedCalendar,
     ConnectionKind,
+    PushChannel,
     WrittenEvent,
 )
 from app.models.calendar_version import CalendarVersion
@@ -67,6 +68,7 @@ __all__ = [
     "OutboxEvent",
     "PasswordReset",
     "Permission",
+    "PushChannel",
     "Role",
     "SlotHold",
     "SubAccount",

@@ -57,7 +57,11 @@ class CalendarConnection(db.Model):
       ``write_existing_after``: the booking id written up to so far, ids in order);
     - what a person must do (``needs_action``: the action in words, such as "reconnect", set by
       a failure that trying again cannot fix, cleared by a success) and when they were told by
-      mail (``action_mailed_at``: once, until the connection has worked again).
+      mail (``action_mailed_at``: once, until the connection has worked again);
+    - freshness (``app.services.integrations.calendars.freshness``): ``sync_requested_at`` (a
+      sync is queued; asking again meanwhile queues nothing more), ``sync_running_until`` (a
+      sync is running, a lease a crashed worker's sync gives up when it passes), and
+      ``last_notification_at`` (the latest push notification for one of its calendars).
 
     The sync state is per calendar, on ``ConnectedCalendar``.
     """
@@ -94,6 +98,9 @@ class CalendarConnection(db.Model):
     write_existing_after: Mapped[int | None] = mapped_column(Integer)
     needs_action: Mapped[str | None] = mapped_column(Text)
     action_mailed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    sync_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    sync_running_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_notification_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
@@ -178,3 +185,34 @@ class WrittenEvent(db.Model):
         ForeignKey("calendar_connections.id", ondelete="CASCADE")
     )
     event_id: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
+
+
+class PushChannel(db.Model):
+    """A provider's promise to tell the service when a connected calendar changes: a Google
+    ``events.watch`` channel or a Microsoft Graph subscription
+    (``app.services.integrations.calendars.push``). ``channel_id`` is the channel's id (chosen
+    by the service for Google, by Graph for a subscription), ``resource_id`` Google's id of the
+    watched calendar (both needed to stop the channel); ``secret_digest`` the SHA-256 of the
+    secret the provider sends back with every notification (Google's channel token, Graph's
+    ``clientState``), so the secret itself is never stored; ``expires_at`` when the provider
+    stops sending (renewed before that)."""
+
+    __tablename__ = "push_channels"
+    __table_args__ = (UniqueConstraint("kind", "channel_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    calendar_connection_id: Mapped[int] = mapped_column(
+        ForeignKey("calendar_connections.id", ondelete="CASCADE"), index=True
+    )
+    # None: the calendar is no longer read; the worker stops the channel and drops the row.
+    connected_calendar_id: Mapped[int | None] = mapped_column(
+        ForeignKey("connected_calendars.id", ondelete="SET NULL"), unique=True
+    )
+    kind: Mapped[str] = mapped_column(String(32))
+    channel_id: Mapped[str] = mapped_column(String(255))
+    resource_id: Mapped[str | None] = mapped_column(String(CALDAV_URL_MAX))
+    secret_digest: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    renewed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_notification_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -340,7 +340,11 @@ def test_connect_a_providers_calendar_its_busy_time_blocks_and_bookings_reach_it
     checkboxes = page.get_by_role("checkbox")
     expect(checkboxes.first).to_be_checked()  # the primary calendar, until chosen otherwise
     page.get_by_role("button", name="Save calendars").click()
-    expect(page.get_by_role("status")).to_contain_text("Calendars saved and synced: 1 busy period")
+    expect(page.get_by_role("status").first).to_contain_text("Calendars saved: reading them now.")
+    # The worker reads them; the page looks again until the result is there.
+    expect(page.locator("#health")).to_contain_text(
+        re.compile(r"Busy periods stored\s*1\b"), timeout=30_000
+    )
 
     # The calendar's busy time is no longer offered …
     starts = {slot["start"] for slot in open_slots(base, demo, event_type_id)}

@@ -14,7 +14,7 @@ import pytest
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar
 from tests.dashboard_users import csrf_token, owner_email, sign_in
-from tests.factories import TenantFactory, external_busy_rows
+from tests.factories import TenantFactory, external_busy_rows, run_queued_sync
 from tests.feed_servers import feed_server
 from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 
@@ -104,6 +104,8 @@ def test_after_consent_the_person_chooses_calendars_and_their_busy_time_is_read(
         team,
     }
     assert the_connection().write_calendar == team
+    assert the_connection().sync_requested_at is not None  # read at once, by the worker
+    assert run_queued_sync(connection.id).ok
     assert len(external_busy_rows(connection.id)) == 1
 
 
@@ -169,9 +171,11 @@ def test_subscribing_to_a_feed_reads_its_busy_time(signed_in):
                 "feed_url": feed.url,
             },
         )
-    assert done.status_code == 302
-    connection = the_connection()
-    assert (connection.kind, connection.write_back) == ("ics", False)
+        assert done.status_code == 302
+        connection = the_connection()
+        assert (connection.kind, connection.write_back) == ("ics", False)
+        assert connection.sync_requested_at is not None  # read at once, by the worker
+        assert run_queued_sync(connection.id).ok
     assert len(external_busy_rows(connection.id)) == 1
 
 

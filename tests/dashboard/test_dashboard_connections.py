@@ -23,7 +23,7 @@ from app.services.common.encryption import decrypt_secret
 from app.services.integrations.calendars import connections
 from tests.addresses import disguised, resolving
 from tests.dashboard_users import csrf_token, owner_email, sign_in
-from tests.factories import make_blocked_time
+from tests.factories import make_blocked_time, run_queued_sync
 from tests.radicale_servers import radicale_server, vevent
 from tests.servers import free_port
 
@@ -140,6 +140,7 @@ def test_a_calendar_chosen_from_the_test_is_used(signed_in, tenant, radicale):
     start = (datetime.now(UTC) + timedelta(days=2)).replace(minute=0, second=0, microsecond=0)
     work.add_event(event("work-meeting", start, start + timedelta(hours=1)))
     act(signed_in, tenant, connection_id, "sync")
+    run_queued_sync(connection_id)
     assert stored(connection_id).busy_count == 1
     text = act(signed_in, tenant, connection_id, "test").get_data(as_text=True)
     assert "In use" in text and text.count("Use this calendar") == 1
@@ -214,7 +215,7 @@ def test_a_name_that_turns_into_a_disguised_address_is_refused_before_connecting
         raise AssertionError("connected to a refused address")
 
     monkeypatch.setattr(connections, "connection_access", connecting)
-    monkeypatch.setattr(connections, "sync_connection", connecting)
+    monkeypatch.setattr(connections, "request_sync", connecting)
     answers["caldav.example.test"] = ["64:ff9b::7f00:1"]
     strict = make_app(CALDAV_ALLOW_PRIVATE=False).test_client()
     sign_in(strict, owner_email(tenant))
@@ -260,8 +261,9 @@ def test_a_second_connection_of_the_same_name_is_refused(signed_in, tenant, radi
     assert "Duplicate name &#39;Personal&#39;." in response.get_data(as_text=True)
 
 
-def test_sync_now_stores_busy_time_from_the_calendar(signed_in, tenant, radicale):
+def test_sync_now_is_read_by_the_worker_and_its_page_shows_the_result(signed_in, tenant, radicale):
     connection_id = added(signed_in, tenant, radicale.url)
+    run_queued_sync(connection_id)  # the first read, asked for when it was added
     personal = next(
         c
         for c in radicale.client("owner", SECRET).principal().get_calendars()
@@ -271,22 +273,31 @@ def test_sync_now_stores_busy_time_from_the_calendar(signed_in, tenant, radicale
     personal.add_event(event(f"dentist-{uuid.uuid4().hex}", start, start + timedelta(hours=1)))
     response = act(signed_in, tenant, connection_id, "sync")
     assert response.status_code == 302
+    page = signed_in.get(page_of(tenant, connection_id)).get_data(as_text=True)
+    assert "Sync queued" in page and 'hx-trigger="every 2s"' in page  # it looks again
+    assert stored(connection_id).sync_requested_at is not None
+
+    run_queued_sync(connection_id)
     busy = db.session.execute(
         select(BlockedTime.start_at, BlockedTime.end_at).where(
             BlockedTime.calendar_connection_id == connection_id
         )
     ).all()
     assert busy == [(start, start + timedelta(hours=1))]
-    text = signed_in.get(page_of(tenant, connection_id)).get_data(as_text=True)
-    assert "Synced: 1 busy period (1 added, 0 removed)." in text and "Healthy" in text
+    health = signed_in.get(page_of(tenant, connection_id), headers={"HX-Request": "true"})
+    text = health.get_data(as_text=True)
+    assert text.lstrip().startswith('<section id="health"')  # the section alone
+    assert "hx-trigger" not in text and "Sync queued" not in text
+    assert "<dt>Busy periods stored</dt><dd>1</dd>" in text
+    assert "By polling, every 60 seconds" in text
 
 
 def test_a_failed_sync_is_explained_and_recorded(signed_in, tenant, radicale):
     connection_id = added(signed_in, tenant, radicale.url)
     radicale.stop()
-    act(signed_in, tenant, connection_id, "sync")
+    run_queued_sync(connection_id)
     text = signed_in.get(page_of(tenant, connection_id)).get_data(as_text=True)
-    assert "Sync failed: cannot connect to http://127.0.0.1" in text
+    assert "cannot connect to http://127.0.0.1" in text
     assert "Failing</span> (1 in a row)" in text
     assert stored(connection_id).consecutive_failures == 1
 

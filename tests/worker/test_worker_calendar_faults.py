@@ -19,7 +19,7 @@ from app.models import BlockedTime, CalendarConnection, OutboxDelivery, OutboxEv
 from app.models.types import utcnow
 from app.services.common.encryption import encrypt_secret
 from tests.celery_workers import celery_worker, wait_for
-from tests.factories import book_through_api, next_monday, ny
+from tests.factories import book_through_api, first_read_over, next_monday, ny
 from tests.radicale_servers import (
     PASSWORD,
     connection_doc,
@@ -90,7 +90,9 @@ def test_broken_calendars_are_recorded_and_the_healthy_one_still_syncs(
             ids = tenant.connections
 
         worker_log = tmp_path / "worker.log"
-        with celery_worker(database_url, worker_log, CALDAV_TIMEOUT_SECONDS="2"):
+        with celery_worker(
+            database_url, worker_log, CALDAV_TIMEOUT_SECONDS="2", SYNC_INTERVAL_SECONDS="3"
+        ):
             celery = app.extensions["celery"]
             celery.send_task("calendars.sync_all")
             with app.app_context():
@@ -167,6 +169,10 @@ def test_a_worker_killed_during_a_write_back_leaves_the_event_once(
         client = app.test_client()
 
         with celery_worker(database_url, worker_log, **env) as worker:
+            # The connection's first read (asked for when it was made) is over first: the
+            # lock below is for the write-back's delivery alone.
+            with app.app_context():
+                assert wait_for(lambda: first_read_over(tenant.connections["Personal"]))
             booking = book_through_api(client, tenant, ny(MONDAY, 10)).json
             lock = sqlite3.connect(database, isolation_level=None)
             lock.execute("BEGIN IMMEDIATE")  # no one else writes until we let go

@@ -142,7 +142,9 @@ def test_a_worker_syncs_the_owners_calendar_both_ways(database_url, make_app, te
             )
             connection_id = tenant.connections["Personal"]
 
-        with celery_worker(database_url, tmp_path / "worker.log", **broker):
+        with celery_worker(
+            database_url, tmp_path / "worker.log", SYNC_INTERVAL_SECONDS="3", **broker
+        ):
             app.extensions["celery"].send_task("calendars.sync_all")
             with app.app_context():
                 assert wait_for(lambda: synced(connection_id))

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from app.extensions import db
 from app.models import OutboxDelivery, OutboxEvent
 from tests.celery_workers import celery_worker, wait_for
-from tests.factories import book_through_api, next_monday, ny
+from tests.factories import book_through_api, first_read_over, next_monday, ny
 from tests.radicale_servers import connection_doc, events_with_uid, radicale_server
 from tests.servers import MACHINE_REDIS
 
@@ -56,6 +56,8 @@ def test_a_task_whose_pool_process_is_killed_runs_again_and_writes_the_event_onc
                 calendarConnections=[connection_doc("Personal", radicale, "dentist")]
             )
         with celery_worker(database_url, log, **env) as worker:
+            with app.app_context():  # its first read, asked for when it was made, is over
+                assert wait_for(lambda: first_read_over(tenant.connections["Personal"]))
             with psycopg.connect(dsn) as lock:
                 lock.execute("LOCK TABLE outbox_deliveries IN SHARE MODE")  # no one records
                 booking = book_through_api(app.test_client(), tenant, ny(MONDAY, 10)).json

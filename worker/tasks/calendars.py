@@ -1,7 +1,9 @@
-"""Inbound calendar sync: a periodic fan-out, one task per connection, so one slow or broken
-calendar never delays another. After its sync, a connection's task writes the bookings made
-before it wrote back, or tells its people once that it needs them
-(``app.services.integrations.calendars.upkeep``)."""
+"""Inbound calendar sync: one task per connection, so one slow or broken calendar never delays
+another. A sync runs when asked for (a new connection, a notification, a person's "Sync now")
+and when polled; at most one is queued and one runs per connection
+(``app.services.integrations.calendars.freshness``). After its sync, a connection's task writes
+the bookings made before it wrote back, or tells its people once that it needs them
+(``upkeep``), and keeps its calendars' push channels live (``push``)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,17 @@ from app.counters import CALENDAR_SYNCS
 from app.extensions import db
 from app.links import public_link
 from app.models.types import utcnow
-from app.services.integrations.calendars.sync import active_connection_ids
+from app.services.integrations.calendars.freshness import (
+    begin_sync,
+    connections_to_poll,
+    end_sync,
+    mark_requested,
+    poll_delay,
+    request_sync,
+    requested_connection_ids,
+    sync_interval,
+)
+from app.services.integrations.calendars.push import connections_with_channels, keep_channels
 from app.services.integrations.calendars.upkeep import sync_and_follow_up
 from app.services.integrations.outbox import retry_delay
 
@@ -21,12 +33,28 @@ from app.services.integrations.outbox import retry_delay
 # the next periodic run.
 RETRY_BASE = timedelta(minutes=1)
 MAX_RETRIES = 4
+# A sync that finds another one of the same connection running waits this long and looks again.
+WAIT_FOR_RUNNING_SECONDS = 2.0
 
 
 @shared_task(name="calendars.sync_all")
 def sync_all() -> int:
-    """Enqueue a sync of every active connection; returns how many."""
-    connection_ids = active_connection_ids()
+    """The poll: ask for a sync of every connection due (without a live push channel, or whose
+    channels' safety-net read is due), each delayed by its own share of the interval; returns
+    how many were queued (one already queued is not queued twice)."""
+    now, interval = utcnow(), sync_interval()
+    return sum(
+        request_sync(connection_id, now, delay=poll_delay(connection_id, interval))
+        for connection_id in connections_to_poll(now)
+    )
+
+
+@shared_task(name="calendars.sync_requested")
+def sync_requested() -> int:
+    """Hand over again every sync asked for and still waiting (a worker starting runs this:
+    what was asked while no worker ran is read at once, not at the next poll)."""
+    connection_ids = requested_connection_ids()
+    db.session.commit()
     for connection_id in connection_ids:
         sync.delay(connection_id)
     return len(connection_ids)
@@ -34,16 +62,42 @@ def sync_all() -> int:
 
 @shared_task(name="calendars.sync", bind=True, max_retries=MAX_RETRIES)
 def sync(self, connection_id: int) -> str:
-    """Sync one connection and follow up (existing bookings written, or its people told). A
-    failure is recorded on the connection by the service; a retryable one is tried again with
-    backoff."""
-    result = sync_and_follow_up(connection_id, now=utcnow(), page=connection_page)
+    """Sync one connection and follow up (existing bookings written, or its people told, its
+    push channels kept). A failure is recorded on the connection by the service; a retryable
+    one is tried again with backoff. Idempotent: with no sync queued it does nothing."""
+    state = begin_sync(connection_id, utcnow())
+    db.session.commit()
+    if state == "nothing":
+        return "nothing queued"
+    if state == "running":  # another sync of it runs: this one is read after it
+        sync.apply_async([connection_id], countdown=WAIT_FOR_RUNNING_SECONDS)
+        return "waiting"
+    try:
+        result = sync_and_follow_up(connection_id, now=utcnow(), page=connection_page)
+    except BaseException:
+        db.session.rollback()
+        end_sync(connection_id)
+        db.session.commit()
+        raise
+    end_sync(connection_id)
     CALENDAR_SYNCS.labels(result.status).inc()
     if not result.ok and result.retryable and self.request.retries < self.max_retries:
+        mark_requested(connection_id, utcnow())  # the retry is the sync queued
         db.session.commit()  # keep what the follow-up recorded; the retry is a new task run
         wait = retry_delay(self.request.retries + 1, RETRY_BASE)
         raise self.retry(countdown=wait.total_seconds())
     return result.status
+
+
+@shared_task(name="calendars.keep_channels")
+def keep_all_channels() -> int:
+    """Renew the push channels near their expiry and stop those no longer needed, for every
+    connection that has or may want one; returns how many connections were looked at."""
+    connection_ids = connections_with_channels()
+    db.session.commit()
+    for connection_id in connection_ids:
+        keep_channels(connection_id, utcnow())
+    return len(connection_ids)
 
 
 def connection_page(sub_account_id: int, connection_id: int) -> str:

@@ -21,9 +21,10 @@ from app.api.smorest import Blueprint
 from app.models import Permission
 from app.models.types import utcnow
 from app.scheduling.offered import SlotSet
-from app.scheduling.timezones import format_utc_seconds
+from app.scheduling.timezones import format_utc, format_utc_seconds
 from app.services.availability.kept import KeptAnswer, availability_at
 from app.services.availability.open_time import AvailabilityQuery
+from app.services.integrations.calendars.freshness import busy_time_as_of
 
 blp = Blueprint(
     "availability",
@@ -31,6 +32,8 @@ blp = Blueprint(
     url_prefix="/calendar/availability",
     description="Open slots of the calendar",
 )
+
+BUSY_TIME_AS_OF = "Busy-Time-As-Of"
 
 # An answer may be kept by the client and must be asked again before each use (revalidated
 # with If-None-Match), never by a shared cache: it is one key's calendar.
@@ -49,6 +52,18 @@ ETAG_HEADER = {
     "Cache-Control": {
         "description": CACHE_CONTROL,
         "schema": {"type": "string", "enum": [CACHE_CONTROL]},
+    },
+    BUSY_TIME_AS_OF: {
+        "description": "Up to when the connected calendars' busy time is known (a calendar"
+        " with a live push channel counts as current; otherwise its last successful read);"
+        " `unknown` while one has never been read; absent when none is connected. Creates,"
+        " reschedules and holds ask the connected calendars again at the moment of writing.",
+        "schema": {
+            "type": "string",
+            "maxLength": 20,
+            "pattern": r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|unknown)$",
+            "example": "2026-12-07T14:00:05Z",
+        },
     },
 }
 
@@ -108,6 +123,10 @@ class AvailabilityViews(MethodView):
             current_app.extensions.get("availability_store"),
         )
         headers = {"ETag": f'W/"{answer.tag}"', "Cache-Control": CACHE_CONTROL}
+        freshness = busy_time_as_of(current_sub_account().id, utcnow())
+        if freshness.connected:
+            as_of = freshness.as_of
+            headers[BUSY_TIME_AS_OF] = format_utc(as_of) if as_of is not None else "unknown"
         if request.if_none_match.contains_weak(answer.tag):
             return Response(status=304, headers=headers)
         return Response(_body(answer), mimetype="application/json", headers=headers)

@@ -76,6 +76,7 @@ def place_hold(
     timezone = new.timezone or sub_account.settings.timezone
     slot = requested_slot(new.start_time, new.end_time, timezone)
     plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+    plan.ask_connected_calendars()
     lock_calendar(sub_account.id)
     occupied = plan.claim()
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)

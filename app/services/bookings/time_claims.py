@@ -2,8 +2,10 @@
 open slots to offer when the time asked for cannot be had.
 
 A write plans its claim (``plan_claim``: the rules and the working hours of the whole local day
-the time falls on, in the timezone the client asked in), takes the calendar's write lock, and
-claims (``TimeClaim.claim``): it loads the day's busy time, checks the time with the
+the time falls on, in the timezone the client asked in), asks the connected calendars about
+the time (``TimeClaim.ask_connected_calendars``: what they say is busy now is stored busy time
+before the lock is taken), takes the calendar's write lock, and claims (``TimeClaim.claim``):
+it loads the day's busy time, checks the time with the
 availability engine's rule (``app.scheduling.slots``), and, when the time is refused for a
 reason of time (taken, held, blocked, external, outside hours, notice, horizon), raises
 ``TimeUnavailable`` carrying the nearest open slots of the same event type and length: the same
@@ -46,6 +48,7 @@ from app.services.availability.open_time import (
 )
 from app.services.common.errors import ErrorCode, InvalidRequest, TimeUnavailable
 from app.services.common.instants import resolve_instant
+from app.services.integrations.calendars.live_check import ask_connected_calendars
 
 CONFLICT_BOOKING = "Time slot conflicts with an existing booking"
 CONFLICT_HELD = "Time slot is held for another booking"
@@ -135,6 +138,15 @@ class TimeClaim:
     day: Interval
     schedule: WeeklySchedule
     now: datetime
+
+    def ask_connected_calendars(self) -> None:
+        """Before the lock: ask the connected calendars about the time (buffers included), so
+        an event added there since the last sync is stored busy time when ``claim`` looks
+        (``integrations.calendars.live_check``). A time the rule refuses anyway is not asked
+        about. Ends the caller's transaction, which must not have written yet."""
+        if time_problem(self.slot, working_intervals(self.schedule, *self.slot), self.rules):
+            return
+        ask_connected_calendars(self.sub_account.id, self.rules.occupied_interval(self.slot))
 
     def claim(
         self, *, exclude_booking_id: int | None = None, consumed_hold_id: int | None = None

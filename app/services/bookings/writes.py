@@ -26,6 +26,7 @@ from app.models import (
     Booking,
     BookingStatus,
     Contact,
+    EventType,
     SubAccount,
 )
 from app.models.limits import NAME_MAX
@@ -42,6 +43,7 @@ from app.services.bookings.time_claims import (
     requested_slot,
 )
 from app.services.common.errors import BookingNotFound, ErrorCode, EventTypeNotFound, InvalidRequest
+from app.services.common.ids import is_storable_id
 from app.services.common.instants import resolve_instant
 from app.services.common.locking import lock_calendar
 from app.services.common.upserts import upsert_into
@@ -189,6 +191,23 @@ def _idempotent_replay(
     return earlier
 
 
+def _remembered_key(sub_account_id: int, key: str | None, now: datetime) -> bool:
+    """Whether an earlier create used ``key`` within the window: its replay asks no calendar
+    (its own event is there). Read before the lock; the lock's check decides."""
+    if key is None:
+        return False
+    return (
+        db.session.scalar(
+            select(Booking.id).where(
+                Booking.sub_account_id == sub_account_id,
+                Booking.idempotency_key == key,
+                Booking.created_at > now - IDEMPOTENCY_WINDOW,
+            )
+        )
+        is not None
+    )
+
+
 def create_booking(
     sub_account: SubAccount,
     event_type_id: int,
@@ -201,8 +220,9 @@ def create_booking(
     replay of an earlier request (then nothing was written).
 
     The event type, its working hours and the hold the token names are read before the
-    calendar's lock (they are configuration, or the caller's own); the lock guards the
-    idempotency check, busy time and the inserts. Refusals keep their order: a remembered
+    calendar's lock (they are configuration, or the caller's own), and the connected calendars
+    are asked about the time then too (``TimeClaim.ask_connected_calendars``); the lock guards
+    the idempotency check, busy time and the inserts. Refusals keep their order: a remembered
     idempotency key first, then the event type, then the time."""
     event_type = load_event_type(sub_account, event_type_id)
     timezone = new.timezone or sub_account.settings.timezone
@@ -216,6 +236,8 @@ def create_booking(
         except InvalidRequest as err:
             refusal = err
         hold_id = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
+    if plan is not None and not _remembered_key(sub_account.id, new.idempotency_key, now):
+        plan.ask_connected_calendars()
 
     lock_calendar(sub_account.id)
     fingerprint = request_fingerprint(event_type_id, new.body)
@@ -273,6 +295,7 @@ def update_booking(
     """Change the sent fields of a pending or confirmed booking; a new time must pass the
     time rule (the booking's own current time does not count as busy)."""
     event_type = find_event_type(sub_account, event_type_id, offered_only=False)
+    _ask_about_new_time(sub_account, event_type, booking_id, changes, now)
     lock_calendar(sub_account.id)
     booking = get_booking(sub_account, booking_id)
     if booking.event_type_id != event_type.id:
@@ -286,14 +309,7 @@ def update_booking(
     if "timezone" in changes.sent and changes.timezone != booking.timezone:
         booking.timezone = changes.timezone
         changed.append("timezone")
-    tz = zone(booking.timezone)
-    start, end = booking.start_at, booking.end_at
-    if "startTime" in changes.sent:
-        start = resolve_instant("startTime", changes.start_time, tz)
-        if "endTime" not in changes.sent:
-            end = start + (booking.end_at - booking.start_at)  # keep the length
-    if "endTime" in changes.sent:
-        end = resolve_instant("endTime", changes.end_time, tz)
+    start, end = _new_time(booking, changes)
     rescheduled = (start, end) != (booking.start_at, booking.end_at)
     if rescheduled:
         hold_id = find_hold_to_consume(sub_account, event_type, changes.hold_token, now)
@@ -331,6 +347,57 @@ def update_booking(
         kind = BookingEventKind.RESCHEDULED if rescheduled else BookingEventKind.UPDATED
         emit(db.session, BookingEvent(kind, booking.id, sub_account.id, now, tuple(changed)))
     return booking
+
+
+def _ask_about_new_time(
+    sub_account: SubAccount,
+    event_type: EventType,
+    booking_id: int,
+    changes: BookingChanges,
+    now: datetime,
+) -> None:
+    """Before the lock: ask the connected calendars about the time a reschedule moves to, as
+    read now (the lock's checks decide; a change meanwhile only means a question wasted)."""
+    if not {"startTime", "endTime", "timezone"} & changes.sent:
+        return
+    if not is_storable_id(booking_id):
+        return
+    # Columns, not the row: the lock's read must not find a copy in the session.
+    booking = db.session.execute(
+        select(Booking.start_at, Booking.end_at, Booking.timezone).where(
+            Booking.id == booking_id,
+            Booking.sub_account_id == sub_account.id,
+            Booking.status.in_(ACTIVE_STATUSES),
+        )
+    ).one_or_none()
+    if booking is None:
+        return
+    try:
+        start, end = _new_time(booking, changes)
+    except InvalidRequest:
+        return  # refused under the lock, as it is now
+    if (start, end) == (booking.start_at, booking.end_at):
+        return
+    tz_name = changes.timezone if "timezone" in changes.sent else booking.timezone
+    try:
+        plan = plan_claim(sub_account, event_type, Interval(start, end), timezone=tz_name, now=now)
+    except InvalidRequest:
+        return
+    plan.ask_connected_calendars()
+
+
+def _new_time(booking: Any, changes: BookingChanges) -> tuple[datetime, datetime]:
+    """The start and end ``changes`` give ``booking``: a start alone keeps the length."""
+    tz_name = changes.timezone if "timezone" in changes.sent else booking.timezone
+    tz = zone(tz_name)
+    start, end = booking.start_at, booking.end_at
+    if "startTime" in changes.sent:
+        start = resolve_instant("startTime", changes.start_time, tz)
+        if "endTime" not in changes.sent:
+            end = start + (booking.end_at - booking.start_at)  # keep the length
+    if "endTime" in changes.sent:
+        end = resolve_instant("endTime", changes.end_time, tz)
+    return start, end
 
 
 def _replace_attendees(booking: Booking, attendees: Sequence[AttendeeInput], now: datetime) -> bool:

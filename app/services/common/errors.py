@@ -23,6 +23,7 @@ class ErrorCode(StrEnum):
     SLOT_HELD = "slot_held"
     BLOCKED_TIME = "blocked_time"
     EXTERNAL_BUSY = "external_busy"
+    CALENDAR_UNREACHABLE = "calendar_unreachable"
     OUTSIDE_HOURS = "outside_hours"
     MINIMUM_NOTICE = "minimum_notice"
     BEYOND_HORIZON = "beyond_horizon"

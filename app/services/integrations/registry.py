@@ -30,6 +30,9 @@ Subscriber = Callable[["BookingEvent"], Any]
 Handler = Callable[["Delivery", datetime], None]
 # Hands a planned webhook attempt to the worker: (webhook delivery id, when).
 Dispatcher = Callable[[int, datetime], None]
+# Hands a connection's queued sync to the worker (``calendars.freshness``): (connection id,
+# seconds it is to wait).
+SyncDispatcher = Callable[[int, float], None]
 
 
 @dataclass(eq=False)
@@ -40,6 +43,7 @@ class IntegrationRegistry:
     subscribers: list[Subscriber] = field(default_factory=list)
     handlers: dict[str, Handler] = field(default_factory=dict)
     dispatchers: list[Dispatcher] = field(default_factory=list)
+    sync_dispatchers: list[SyncDispatcher] = field(default_factory=list)
 
     def subscribe(self, subscriber: Subscriber) -> Subscriber:
         """Tell ``subscriber`` of every booking event (once, however often it is registered);
@@ -63,6 +67,11 @@ class IntegrationRegistry:
     def set_dispatcher(self, dispatcher: Dispatcher | None) -> None:
         """The one hand-over of webhook attempts (None: attempts wait for the sweep)."""
         self.dispatchers[:] = [dispatcher] if dispatcher else []
+
+    def set_sync_dispatcher(self, dispatcher: SyncDispatcher | None) -> None:
+        """The one hand-over of queued connection syncs (None: they wait for a worker's start
+        or the poll to hand them over)."""
+        self.sync_dispatchers[:] = [dispatcher] if dispatcher else []
 
 
 def init_registry(app: Flask) -> IntegrationRegistry:

@@ -30,6 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind, SubAccount
 from app.models.calendar_connection import OAUTH_KINDS
+from app.models.types import utcnow
 from app.scheduling.timezones import format_utc
 from app.services.common.encryption import SecretUnreadable, encrypt_secret, secret_keys
 from app.services.common.errors import InvalidRequest, NotFound
@@ -37,14 +38,16 @@ from app.services.common.ids import is_storable_id
 from app.services.common.lookups import get_checked, load_named, rows_in_order
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.calendars.freshness import (
+    ConnectionFreshness,
+    connection_freshness,
+    request_sync,
+)
 from app.services.integrations.calendars.oauth import Grant, oauth_provider, revoke
 from app.services.integrations.calendars.providers import PRIMARY, provider_for
 from app.services.integrations.calendars.providers.feed import feed_url
-from app.services.integrations.calendars.sync import (
-    SyncResult,
-    forget_sync_state,
-    sync_connection,
-)
+from app.services.integrations.calendars.push import push_enabled, stop_channels
+from app.services.integrations.calendars.sync import forget_sync_state
 from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
 from app.validation import Text, describe_errors, flatten_errors
 
@@ -189,12 +192,14 @@ def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
     # Bookings made before it was connected are written by the worker (``write_back``).
     connection.write_existing_pending = connection.write_back
     db.session.add(connection)
+    db.session.flush()
     if kind in OAUTH_KINDS:
-        db.session.flush()
         for remote_id in dict.fromkeys(doc.get("calendars") or [PRIMARY]):
             db.session.add(
                 ConnectedCalendar(calendar_connection_id=connection.id, remote_id=remote_id)
             )
+    # Read at once, whoever made it: the worker has it as soon as this commits.
+    request_sync(connection.id, utcnow())
     return connection
 
 
@@ -256,11 +261,13 @@ def add_connection(sub_account_id: int, document: dict[str, Any]) -> CalendarCon
 
 
 def remove_connection(connection_id: int) -> None:
-    """Delete the connection and the busy time it brought (its external blocked times). A
-    Google grant is revoked first (best effort: a provider that cannot be reached does not
-    keep a person from removing the connection)."""
+    """Delete the connection and the busy time it brought (its external blocked times). Its
+    push channels are stopped and a Google grant is revoked first (best effort: a provider that
+    cannot be reached does not keep a person from removing the connection; a channel not
+    stopped expires by itself, and its notifications are refused meanwhile)."""
     connection = get_connection(connection_id)
     if connection.kind in OAUTH_KINDS and connection.encrypted_secret:
+        stop_channels(connection.id)  # while the grant still works
         try:
             grant = Grant.opened(connection.encrypted_secret, secret_keys(current_app.config))
             revoke(oauth_provider(connection.kind), grant, caldav_timeout())
@@ -341,6 +348,7 @@ def update_connection(
     old = (connection.url, connection.username, connection.calendar)
     reconnect = "password" in doc or (url, username, calendar) != old
     writing_before = connection.write_back and connection.active
+    was_active = connection.active
     connection.name, connection.url, connection.username = name, url, username
     connection.calendar = calendar
     connection.write_back = doc.get("writeBack", connection.write_back)
@@ -358,6 +366,8 @@ def update_connection(
         db.session.flush()
     except IntegrityError:  # the name was taken meanwhile
         raise _invalid({"name": [f"Duplicate name '{connection.name}'."]}) from None
+    if connection.active and (reconnect or not was_active or connection.write_existing_pending):
+        request_sync(connection.id, utcnow())  # back, or pointed elsewhere: read it at once
     return connection
 
 
@@ -393,15 +403,24 @@ def list_calendars(
         raise ConnectionTestFailed(f"unexpected error: {type(err).__name__}") from None
 
 
-def sync_now(
-    sub_account: SubAccount, connection_id: int, *, now: datetime, timeout: float | None = None
-) -> SyncResult:
-    """Sync the connection now, as the worker's ``calendars.sync`` task does (the same service,
-    so the same rules and the same recorded outcome), once its URL is checked again. A failure
-    is recorded and returned, not raised. Flushes, never commits."""
+def ask_for_sync(sub_account: SubAccount, connection_id: int, *, now: datetime) -> bool:
+    """A person's "Sync now": the worker reads the connection as soon as this commits (no
+    provider is called in a person's request), once its URL is checked again. Returns whether
+    a sync was queued now (False: one is queued already). Flushes, never commits."""
     connection = find_connection(sub_account, connection_id)
     _require_permitted(connection)
-    return sync_connection(connection.id, now=now, timeout=timeout)
+    if not connection.active:
+        raise InvalidRequest("The connection is switched off: switch it on to sync it.")
+    return request_sync(connection.id, now)
+
+
+def freshness_of(
+    sub_account: SubAccount, connection_id: int, *, now: datetime
+) -> ConnectionFreshness:
+    """How the connection's changes arrive and whether a sync is on its way (its page)."""
+    return connection_freshness(
+        find_connection(sub_account, connection_id), now, push_available=push_enabled()
+    )
 
 
 def disconnect_calendar(sub_account: SubAccount, connection_id: int) -> None:

@@ -23,6 +23,7 @@ from sqlalchemy import delete, select
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, SubAccount
 from app.models.calendar_connection import OAUTH_KINDS
+from app.models.types import utcnow
 from app.services.common.errors import InvalidRequest
 from app.services.integrations.calendars.access import caldav_timeout
 from app.services.integrations.calendars.connections import (
@@ -32,6 +33,7 @@ from app.services.integrations.calendars.connections import (
     list_calendars,
 )
 from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.calendars.freshness import request_sync
 from app.services.integrations.calendars.oauth import (
     OAuthProvider,
     authorization_url,
@@ -192,6 +194,7 @@ def choose_calendars(
     if write_calendar:
         connection.write_calendar = write_calendar
     db.session.flush()
+    request_sync(connection.id, utcnow())  # the calendars now chosen, read at once
     return connection
 
 

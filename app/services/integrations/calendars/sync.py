@@ -34,13 +34,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from app.counters import SYNC_LAG_SECONDS
 from app.extensions import db
 from app.models import (
     BlockedTime,
@@ -60,6 +61,7 @@ from app.scheduling.timezones import zone
 from app.services.common.locking import lock_calendar
 from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
+from app.services.integrations.calendars.busy_time import BusyPeriod
 from app.services.integrations.calendars.errors import (
     CalendarNotFound,
     CalendarSyncError,
@@ -71,6 +73,7 @@ from app.services.integrations.calendars.providers import (
     Cursor,
     provider_for,
 )
+from app.services.integrations.calendars.providers.base import ItemRead
 
 log = logging.getLogger(__name__)
 
@@ -380,6 +383,7 @@ def _record_success(plan: _Plan, changes: list[CalendarChanges], now: datetime) 
     if any(change.complete for change in changes):
         removed += _drop_unitemised(connection.id)
     _count(connection)
+    _observe_lag(changes, now)
     db.session.flush()
     log.info(
         "calendar connection %s: %s busy periods (%s added, %s removed, %s events skipped)",
@@ -397,6 +401,77 @@ def _record_success(plan: _Plan, changes: list[CalendarChanges], now: datetime) 
         removed=removed,
         skipped=connection.skipped_count,
     )
+
+
+def record_seen(connection_id: int, remote_id: str, window: Interval, items: list[ItemRead]) -> int:
+    """Store what a live check (``live_check``) saw of one calendar in ``window``, as a sync
+    would store it, but for ``window`` alone: an event's busy time there becomes what the
+    calendar says now (a new event blocks at once, before the next sync), its busy time
+    elsewhere (other occurrences of a series) stays as the last sync left it, and stored events
+    busy in ``window`` that the calendar no longer lists there lose their busy time there
+    (deleted or moved since the last sync). The sync markers stay as they are, so the next
+    sync still reads everything that changed since its own. Returns the busy periods added.
+    Call with the calendar's write lock held; flushes."""
+    connection = db.session.get(CalendarConnection, connection_id)
+    if connection is None or not connection.active:
+        return 0
+    row = db.session.scalar(
+        select(ConnectedCalendar).where(
+            ConnectedCalendar.calendar_connection_id == connection_id,
+            ConnectedCalendar.remote_id == remote_id,
+        )
+    )
+    if row is None:  # never synced: the sync will find this calendar under the same id
+        row = ConnectedCalendar(calendar_connection_id=connection_id, remote_id=remote_id)
+        db.session.add(row)
+        db.session.flush()
+
+    def inside(start: datetime, end: datetime) -> bool:
+        return start < window.end and end > window.start
+
+    stored: dict[str, list[BusyPeriod]] = {}
+    for key, start, end, uid in db.session.execute(
+        select(CalendarItem.key, BlockedTime.start_at, BlockedTime.end_at, BlockedTime.external_uid)
+        .join(BlockedTime, BlockedTime.calendar_item_id == CalendarItem.id)
+        .where(CalendarItem.connected_calendar_id == row.id)
+        .where(
+            CalendarItem.key.in_([item.key for item in items])
+            | (BlockedTime.start_at < window.end) & (BlockedTime.end_at > window.start)
+        )
+        .order_by(BlockedTime.id)
+    ):
+        stored.setdefault(key, []).append(BusyPeriod(start, end, uid or ""))
+    seen: list[ItemRead] = []
+    for item in items:
+        here = [p for p in item.periods if inside(p.start, p.end)]
+        if item.key not in stored and not here and item.problem is None:
+            continue  # beside the question: the sync's to store
+        elsewhere = [p for p in stored.get(item.key, []) if not inside(p.start, p.end)]
+        seen.append(replace(item, periods=elsewhere + here))
+    listed = {item.key for item in items}
+    for key, periods in stored.items():
+        if key not in listed and any(inside(p.start, p.end) for p in periods):
+            elsewhere = [p for p in periods if not inside(p.start, p.end)]
+            seen.append(ItemRead(key, None, None, elsewhere))
+    if not seen:
+        return 0
+    change = CalendarChanges(remote_id, row.name, False, seen, [], row.sync_token, row.ctag)
+    added, removed = _apply(connection, row, change)
+    if added or removed:
+        _count(connection)
+    db.session.flush()
+    return added
+
+
+def _observe_lag(changes: list[CalendarChanges], now: datetime) -> None:
+    """How long changes read incrementally took to arrive (a full read's items changed at any
+    time, so they say nothing of it)."""
+    for change in changes:
+        if change.complete:
+            continue
+        for item in change.changed:
+            if item.changed_at is not None and item.changed_at <= now:
+                SYNC_LAG_SECONDS.observe((now - item.changed_at).total_seconds())
 
 
 def forget_sync_state(connection_id: int) -> None:

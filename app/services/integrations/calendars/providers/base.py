@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
@@ -57,6 +58,7 @@ class ItemRead:
     periods: list[BusyPeriod]
     problem: str | None = None
     kept: bool = False  # the same as the stored item: its busy time stays as it is
+    changed_at: datetime | None = None  # when the provider says it last changed, if it does
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,14 @@ class CalendarProvider(Protocol):
     ) -> CalendarChanges:
         """The calendar's changes since ``cursor`` (or all of it), busy periods in ``window``
         with all-day and floating times in ``tz``. Raises ``CalendarSyncError``s."""
+
+    def items_in(
+        self, access: object, remote_id: str | None, window: Interval, tz: ZoneInfo
+    ) -> tuple[str, list[ItemRead]]:
+        """The calendar's events that overlap ``window`` as they are now, asked in one question
+        with no markers (the live check of a write), and the calendar's id as ``read`` names
+        it (``remote_id`` None: the account's default, or the only one). Raises
+        ``CalendarSyncError``s."""
 
     def put_event(
         self, access: object, uid: str, data: bytes, event_id: str | None = None

@@ -407,6 +407,30 @@ class CalDAVProvider:
                 changed=_read_window(calendar, _etags_to_keep(calendar, markers), window, tz),
             )
 
+    @_within_deadline("live check")
+    def items_in(
+        self, access: CalendarAccess, remote_id: str | None, window: Interval, tz: ZoneInfo
+    ) -> tuple[str, list[ItemRead]]:
+        """One ``calendar-query`` REPORT with a time range (RFC 4791, 7.8.1) on the calendar
+        where the last read found it (else looked up), a day wider on both sides as a full
+        read asks (servers place all-day and floating events in UTC); only the events whose
+        busy time overlaps ``window`` in the sub account's timezone are kept."""
+        with _translated_errors(access), _client(access) as client:
+            calendar = client.calendar(url=remote_id) if remote_id else _find(client, access)
+            found = calendar.search(
+                event=True,
+                start=window.start - timedelta(days=1),
+                end=window.end + timedelta(days=1),
+                expand=False,
+                post_filter=False,
+            )
+            items = [
+                ical_item(_key(obj.url), None, _text(obj.data), window, tz)
+                for obj in found
+                if obj.data
+            ]
+            return str(calendar.url), items
+
     @_within_deadline("write")
     def put_event(
         self, access: CalendarAccess, uid: str, data: bytes, event_id: str | None = None

@@ -28,6 +28,7 @@ import icalendar
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc
 from app.services.integrations.calendars.busy_time import BusyPeriod
+from app.services.integrations.calendars.errors import ServerError
 from app.services.integrations.calendars.providers.base import (
     PRIMARY,
     CalendarChanges,
@@ -91,6 +92,53 @@ class GoogleProvider:
             changed = [_item(e, window, tz) for e in items if not _deleted(e)]
             return CalendarChanges(calendar_id, None, True, changed, [], token, None)
 
+    def items_in(
+        self, access: ApiAccess, remote_id: str | None, window: Interval, tz: ZoneInfo
+    ) -> tuple[str, list[ItemRead]]:
+        """events.list for the window alone (``singleEvents``: instances keyed as a sync keys
+        them), rather than freeBusy: an event's ``iCalUID`` tells the service's own written-back
+        bookings apart, which freeBusy's bare intervals cannot."""
+        calendar_id = remote_id or PRIMARY
+        path = f"calendars/{quote(calendar_id, safe='')}/events"
+        params = {"timeMin": _rfc3339(window.start), "timeMax": _rfc3339(window.end)}
+        with ApiSession(access) as api:
+            items, _ = _pages(api, path, params)
+        return calendar_id, [_item(e, window, tz) for e in items if not _deleted(e)]
+
+    def watch(
+        self,
+        access: ApiAccess,
+        remote_id: str,
+        channel_id: str,
+        address: str,
+        token: str,
+        expires_at: datetime,
+    ) -> tuple[str, datetime]:
+        """events.watch: a ``web_hook`` channel telling ``address`` of every change of the
+        calendar's events, with ``token`` sent back in each message; returns Google's id of the
+        watched resource and when the channel expires (Google may cut the time asked for)."""
+        path = f"calendars/{quote(remote_id, safe='')}/events/watch"
+        body = {
+            "id": channel_id,
+            "type": "web_hook",
+            "address": address,
+            "token": token,
+            "expiration": int(expires_at.timestamp() * 1000),
+        }
+        with ApiSession(access) as api:
+            _, answer = api.request("POST", path, json=body)
+        try:
+            expiration = datetime.fromtimestamp(int(answer["expiration"]) / 1000, UTC)
+            return str(answer["resourceId"]), expiration
+        except (KeyError, TypeError, ValueError):
+            raise ServerError("Google answered a watch request without a channel") from None
+
+    def stop_channel(self, access: ApiAccess, channel_id: str, resource_id: str | None) -> None:
+        """channels.stop; a channel Google no longer knows is no error."""
+        body = {"id": channel_id, "resourceId": resource_id}
+        with ApiSession(access) as api:
+            api.request("POST", "channels/stop", json=body, accept=(404,))
+
     def put_event(
         self, access: ApiAccess, uid: str, data: bytes, event_id: str | None = None
     ) -> None:
@@ -146,7 +194,16 @@ def _item(event: dict[str, Any], window: Interval, tz: ZoneInfo) -> ItemRead:
         )
     if not (start < end and start < window.end and end > window.start):
         return ItemRead(key, event.get("etag"), uid, [])
-    return ItemRead(key, event.get("etag"), uid, [BusyPeriod(start, end, uid or key)])
+    periods = [BusyPeriod(start, end, uid or key)]
+    return ItemRead(key, event.get("etag"), uid, periods, changed_at=_stamp(event.get("updated")))
+
+
+def _stamp(text: Any) -> datetime | None:
+    """An event's ``updated`` (RFC 3339), when it can be read."""
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
 
 
 def _instant(moment: dict[str, Any], tz: ZoneInfo) -> datetime:

@@ -38,6 +38,7 @@ from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc
 from app.services.integrations.calendars.busy_time import BusyPeriod
+from app.services.integrations.calendars.errors import ServerError
 from app.services.integrations.calendars.providers.base import (
     PRIMARY,
     CalendarChanges,
@@ -114,6 +115,71 @@ class MicrosoftProvider:
             changed = [_item(e, window, tz) for e in items if "@removed" not in e]
             return CalendarChanges(calendar_id, None, True, changed, [], link, None)
 
+    def items_in(
+        self, access: ApiAccess, remote_id: str | None, window: Interval, tz: ZoneInfo
+    ) -> tuple[str, list[ItemRead]]:
+        """calendarView for the window alone: the same occurrences, with the same ids, as the
+        delta round a sync reads."""
+        calendar_id = remote_id or PRIMARY
+        view = (
+            "me/calendarView"
+            if calendar_id == PRIMARY
+            else f"me/calendars/{quote(calendar_id, safe='')}/calendarView"
+        )
+        params = {
+            "startDateTime": _instant_text(window.start),
+            "endDateTime": _instant_text(window.end),
+        }
+        with ApiSession(access, headers=ANSWER_IN_UTC) as api:
+            items, _ = _round(api, view, params)
+        return calendar_id, [_item(e, window, tz) for e in items if "@removed" not in e]
+
+    def subscribe(
+        self,
+        access: ApiAccess,
+        remote_id: str,
+        notification_url: str,
+        lifecycle_url: str,
+        client_state: str,
+        expires_at: datetime,
+    ) -> tuple[str, datetime]:
+        """A subscription to the calendar's events (created, updated, deleted), ``client_state``
+        sent back with each notification; Graph validates both URLs before it answers. The
+        default calendar (``PRIMARY``) is subscribed to as ``me/events``: every calendar of the
+        mailbox, since its id is not known. Returns the subscription's id and expiry."""
+        resource = (
+            "me/events"
+            if remote_id == PRIMARY
+            else f"me/calendars/{quote(remote_id, safe='')}/events"
+        )
+        body = {
+            "changeType": "created,updated,deleted",
+            "notificationUrl": notification_url,
+            "lifecycleNotificationUrl": lifecycle_url,
+            "resource": resource,
+            "expirationDateTime": _instant_text(expires_at),
+            "clientState": client_state,
+        }
+        with ApiSession(access) as api:
+            _, answer = api.request("POST", "subscriptions", json=body)
+        return _subscription(answer)
+
+    def renew_subscription(
+        self, access: ApiAccess, subscription_id: str, expires_at: datetime
+    ) -> datetime:
+        """A later expiry for the subscription; returns the one Graph gave it."""
+        path = f"subscriptions/{quote(subscription_id, safe='')}"
+        body = {"expirationDateTime": _instant_text(expires_at)}
+        with ApiSession(access) as api:
+            _, answer = api.request("PATCH", path, json=body, what="the subscription")
+        return _subscription({"id": subscription_id, **answer})[1]
+
+    def unsubscribe(self, access: ApiAccess, subscription_id: str) -> None:
+        """Delete the subscription; one Graph no longer knows is no error."""
+        path = f"subscriptions/{quote(subscription_id, safe='')}"
+        with ApiSession(access) as api:
+            api.request("DELETE", path, accept=(404,))
+
     def put_event(
         self, access: ApiAccess, uid: str, data: bytes, event_id: str | None = None
     ) -> str:
@@ -144,6 +210,16 @@ class MicrosoftProvider:
             return  # never written (or written before its id was kept: see write_back)
         with ApiSession(access) as api:
             api.request("DELETE", f"me/events/{quote(event_id, safe='')}", accept=(404, 410))
+
+
+def _subscription(answer: dict[str, Any]) -> tuple[str, datetime]:
+    try:
+        expires = datetime.fromisoformat(str(answer["expirationDateTime"]).replace("Z", "+00:00"))
+        if expires.tzinfo is None:
+            expires = expires.replace(tzinfo=UTC)
+        return str(answer["id"]), expires.astimezone(UTC)
+    except (KeyError, TypeError, ValueError):
+        raise ServerError("Microsoft 365 answered without a subscription") from None
 
 
 def _shows(event: dict[str, Any], body: dict[str, Any]) -> bool:
@@ -193,7 +269,17 @@ def _item(event: dict[str, Any], window: Interval, tz: ZoneInfo) -> ItemRead:
         return ItemRead(key, etag, uid, [], problem=f"event {key}: no readable time ({err})")
     if not (start < end and start < window.end and end > window.start):
         return ItemRead(key, etag, uid, [])
-    return ItemRead(key, etag, uid, [BusyPeriod(start, end, uid or key)])
+    changed_at = _stamp(event.get("lastModifiedDateTime"))
+    return ItemRead(key, etag, uid, [BusyPeriod(start, end, uid or key)], changed_at=changed_at)
+
+
+def _stamp(text: Any) -> datetime | None:
+    """An event's ``lastModifiedDateTime``, when it can be read."""
+    try:
+        value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
 
 
 def graph_zone(name: str | None) -> ZoneInfo:

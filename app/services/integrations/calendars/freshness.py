@@ -1,0 +1,306 @@
+"""When a connection is read: at once when asked for, never two at a time, and polled as a
+safety net.
+
+- **Asked for** (``request_sync``): whoever makes a connection, brings one back, switches a
+  calendar on, renews a grant, receives a push notification or polls asks for a sync. The
+  request is a mark on the connection (``sync_requested_at``) written in the caller's
+  transaction, and handed to the worker once that transaction commits (the app's registry:
+  ``sync_dispatchers``, which ``celery_init_app`` fills). While the mark is there, asking again
+  queues nothing more: however many notifications arrive, at most one sync of a connection is
+  queued. A mark older than ``REQUEST_RESENT_AFTER`` is handed over again (its message was
+  lost), and a worker that starts finds every mark still waiting (``requested_connection_ids``)
+  without waiting for the beat.
+- **Run one at a time** (``begin_sync``/``end_sync``): a sync takes a lease on the connection
+  (``sync_running_until``) and clears the mark as it begins, so a notification that arrives
+  during a sync queues one more, read after it. A sync that finds another running waits for it
+  (its mark stays); a sync that finds no mark has nothing to do (another read it already).
+- **Polled** (``connections_to_poll``): a connection with no live push channel is read every
+  ``SYNC_INTERVAL_SECONDS`` (default 60), one with a live channel every
+  ``PUSH_RESYNC_SECONDS`` (default 1800) in case a notification was lost; each connection's
+  poll is delayed by its own share of the interval (``poll_delay``), so thousands of
+  connections do not all read in the same second.
+- **How fresh** (``busy_time_as_of``): the instant up to which the connected calendars' busy
+  time is known, for availability answers: now for a calendar with a live channel and a
+  working connection, else its last successful read.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import event, func, or_, select, update
+from sqlalchemy.orm import Session, SessionTransaction
+
+from app.extensions import db
+from app.models import CalendarConnection, ConnectedCalendar, PushChannel, SubAccount
+from app.services.integrations.registry import IntegrationRegistry, app_registry
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SYNC_INTERVAL_SECONDS = 60
+DEFAULT_PUSH_RESYNC_SECONDS = 1800
+# A queued sync whose message never reached a worker (a broker outage, a lost message) is
+# handed over again after this long.
+REQUEST_RESENT_AFTER = timedelta(minutes=2)
+# How long a sync may hold its connection: the worker's hard task limit (app.celery_app), after
+# which a crashed worker's lease is taken over.
+SYNC_LEASE = timedelta(seconds=180)
+# The golden ratio's fraction: successive ids land far apart in [0, 1).
+_SPREAD = 0.6180339887498949
+
+_PENDING = "pending_sync_requests"
+
+
+def sync_interval(config: object = None) -> timedelta:
+    """How often a connection without a live push channel is read."""
+    return _seconds(config, "SYNC_INTERVAL_SECONDS", DEFAULT_SYNC_INTERVAL_SECONDS)
+
+
+def push_resync_interval(config: object = None) -> timedelta:
+    """How often a connection whose calendars all have live push channels is still read."""
+    return _seconds(config, "PUSH_RESYNC_SECONDS", DEFAULT_PUSH_RESYNC_SECONDS)
+
+
+def _seconds(config: object, name: str, default: int) -> timedelta:
+    value = (config if config is not None else current_app.config).get(name)  # type: ignore[attr-defined]
+    return timedelta(seconds=float(value) if value not in (None, "") else default)
+
+
+def request_sync(connection_id: int, now: datetime, *, delay: float = 0.0) -> bool:
+    """Ask for a sync of the connection: marked in the caller's transaction and handed to the
+    worker after its commit (to run ``delay`` seconds later), unless one is queued already.
+    Returns whether this call queued it. Flushes, never commits."""
+    queued = db.session.execute(
+        update(CalendarConnection)
+        .where(
+            CalendarConnection.id == connection_id,
+            CalendarConnection.active.is_(True),
+            or_(
+                CalendarConnection.sync_requested_at.is_(None),
+                CalendarConnection.sync_requested_at < now - REQUEST_RESENT_AFTER,
+            ),
+        )
+        .values(sync_requested_at=now)
+        .returning(CalendarConnection.id)
+        .execution_options(synchronize_session=False)
+    ).scalar()
+    if queued is None:
+        return False
+    pending: list[tuple[int, float, IntegrationRegistry]]
+    pending = db.session.info.setdefault(_PENDING, [])
+    pending.append((connection_id, delay, app_registry()))
+    return True
+
+
+@event.listens_for(Session, "after_commit")
+def _hand_over(session: Session) -> None:
+    for connection_id, delay, registry in session.info.pop(_PENDING, []):
+        for dispatcher in list(registry.sync_dispatchers):
+            try:
+                dispatcher(connection_id, delay)
+            except Exception:
+                log.exception("calendar connection %s: sync not handed over", connection_id)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _discard(session: Session, previous_transaction: SessionTransaction) -> None:
+    if not previous_transaction.nested:
+        session.info.pop(_PENDING, None)
+
+
+def begin_sync(connection_id: int, now: datetime) -> str:
+    """Take the connection for a sync: ``begun`` (the mark cleared, the lease taken),
+    ``running`` (another sync holds it: wait, the mark stays), or ``nothing`` (no sync is
+    queued: another read it already). Flushes; the caller commits at once."""
+    begun = db.session.execute(
+        update(CalendarConnection)
+        .where(
+            CalendarConnection.id == connection_id,
+            CalendarConnection.sync_requested_at.is_not(None),
+            or_(
+                CalendarConnection.sync_running_until.is_(None),
+                CalendarConnection.sync_running_until < now,
+            ),
+        )
+        .values(sync_requested_at=None, sync_running_until=now + SYNC_LEASE)
+        .returning(CalendarConnection.id)
+        .execution_options(synchronize_session=False)
+    ).scalar()
+    if begun is not None:
+        return "begun"
+    requested = db.session.scalar(
+        select(CalendarConnection.sync_requested_at).where(CalendarConnection.id == connection_id)
+    )
+    return "running" if requested is not None else "nothing"
+
+
+def end_sync(connection_id: int) -> None:
+    """Give the connection back (its lease ends). Flushes."""
+    db.session.execute(
+        update(CalendarConnection)
+        .where(CalendarConnection.id == connection_id)
+        .values(sync_running_until=None)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def mark_requested(connection_id: int, now: datetime) -> None:
+    """Mark a sync as queued without handing it over: for a retry the worker plans itself."""
+    db.session.execute(
+        update(CalendarConnection)
+        .where(CalendarConnection.id == connection_id)
+        .values(sync_requested_at=now)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def requested_connection_ids() -> list[int]:
+    """The connections whose sync is asked for and waiting (a worker starting hands them over
+    again: their messages may never have reached a worker)."""
+    return list(
+        db.session.scalars(
+            select(CalendarConnection.id)
+            .where(
+                CalendarConnection.sync_requested_at.is_not(None),
+                CalendarConnection.active.is_(True),
+            )
+            .order_by(CalendarConnection.sync_requested_at)
+        )
+    )
+
+
+def connections_to_poll(now: datetime) -> list[int]:
+    """The active connections of active sub accounts due for a poll: every one without a live
+    push channel on each of its calendars, and those with live channels whose last read is
+    older than ``PUSH_RESYNC_SECONDS`` (less one poll interval, so it is not missed by one)."""
+    resync_before = now - push_resync_interval() + sync_interval()
+    live, calendars = _calendar_counts(now)
+    rows = db.session.execute(
+        select(CalendarConnection.id, live, calendars, CalendarConnection.last_success_at)
+        .join(SubAccount, SubAccount.id == CalendarConnection.sub_account_id)
+        .where(CalendarConnection.active.is_(True), SubAccount.active.is_(True))
+        .order_by(CalendarConnection.id)
+    ).all()
+    return [
+        connection_id
+        for connection_id, live_count, calendar_count, last_success in rows
+        if not (calendar_count and live_count >= calendar_count)
+        or last_success is None
+        or last_success < resync_before
+    ]
+
+
+def _calendar_counts(now: datetime) -> tuple:
+    """Per connection (correlated): its live push channels, and its calendars."""
+    live = (
+        select(func.count())
+        .select_from(PushChannel)
+        .where(
+            PushChannel.calendar_connection_id == CalendarConnection.id,
+            PushChannel.expires_at > now,
+        )
+        .scalar_subquery()
+    )
+    calendars = (
+        select(func.count())
+        .select_from(ConnectedCalendar)
+        .where(ConnectedCalendar.calendar_connection_id == CalendarConnection.id)
+        .scalar_subquery()
+    )
+    return live, calendars
+
+
+def poll_delay(connection_id: int, interval: timedelta) -> float:
+    """Seconds a connection's poll waits after the beat: its own share of the interval (the
+    connections spread evenly over it, the same each time)."""
+    return round((connection_id * _SPREAD) % 1.0 * interval.total_seconds(), 3)
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """How current the stored busy time of a sub account's connected calendars is."""
+
+    connected: int  # active connections
+    as_of: datetime | None  # the oldest instant their busy time is known for; None: never read
+
+
+def busy_time_as_of(sub_account_id: int, now: datetime) -> Freshness:
+    """Up to when the sub account's connected calendars' busy time is known: ``now`` for a
+    working connection whose every calendar has a live push channel, else its last successful
+    read; the oldest over its connections."""
+    live, calendars = _calendar_counts(now)
+    rows = db.session.execute(
+        select(
+            CalendarConnection.last_success_at,
+            CalendarConnection.consecutive_failures,
+            live,
+            calendars,
+        ).where(
+            CalendarConnection.sub_account_id == sub_account_id,
+            CalendarConnection.active.is_(True),
+        )
+    ).all()
+    known: list[datetime | None] = []
+    for last_success, failures, live_count, calendar_count in rows:
+        pushed = calendar_count and live_count >= calendar_count
+        if last_success is not None and pushed and not failures:
+            known.append(now)
+        else:
+            known.append(last_success)
+    if not known:
+        return Freshness(0, None)
+    if any(instant is None for instant in known):
+        return Freshness(len(known), None)
+    return Freshness(len(known), min(k for k in known if k is not None))
+
+
+@dataclass(frozen=True)
+class ConnectionFreshness:
+    """How one connection's changes arrive, for the people who run it: ``pushed`` (every
+    calendar it reads has a live channel; ``channel_expires_at`` the soonest expiry) or
+    polled every ``poll_seconds`` (``push_available``: whether this server pushes at all);
+    the latest notification; and whether a sync is queued or running now."""
+
+    pushed: bool
+    push_available: bool
+    poll_seconds: int
+    channel_expires_at: datetime | None
+    last_notification_at: datetime | None
+    queued: bool
+    running: bool
+
+    @property
+    def busy(self) -> bool:
+        """A sync is on its way: the page looks again until it has run."""
+        return self.queued or self.running
+
+
+def connection_freshness(
+    connection: CalendarConnection, now: datetime, *, push_available: bool
+) -> ConnectionFreshness:
+    calendars = db.session.scalar(
+        select(func.count())
+        .select_from(ConnectedCalendar)
+        .where(ConnectedCalendar.calendar_connection_id == connection.id)
+    )
+    live, soonest = db.session.execute(
+        select(func.count(PushChannel.id), func.min(PushChannel.expires_at)).where(
+            PushChannel.calendar_connection_id == connection.id,
+            PushChannel.connected_calendar_id.is_not(None),
+            PushChannel.expires_at > now,
+        )
+    ).one()
+    pushed = bool(calendars) and live >= calendars
+    running = connection.sync_running_until is not None and connection.sync_running_until > now
+    return ConnectionFreshness(
+        pushed=pushed,
+        push_available=push_available,
+        poll_seconds=int((push_resync_interval() if pushed else sync_interval()).total_seconds()),
+        channel_expires_at=soonest if pushed else None,
+        last_notification_at=connection.last_notification_at,
+        queued=connection.sync_requested_at is not None,
+        running=running,
+    )

@@ -1,0 +1,299 @@
+"""Asking the connected calendars at the moment of a write: is this time still free there?
+
+Stored busy time is as fresh as the last sync or notification. A person who adds an event in
+their Google calendar and, seconds later, sees an agent book over it has been double-booked all
+the same. So a create, a reschedule and a hold ask every connected calendar of the sub account
+about the write's time (buffers included) before they take the calendar's lock:
+
+- Google: ``events.list`` for that window; Microsoft: ``calendarView`` for it; CalDAV: one
+  ``calendar-query`` REPORT with a time range (RFC 4791) on each checked calendar. Every kind
+  lists events rather than bare busy intervals (Google's freeBusy), so the service's own
+  written-back bookings are told apart as the sync tells them. Feeds are not asked: a feed is
+  one file of every event, slow to fetch and often cached by its server for minutes, so asking
+  it would cost a write seconds and tell little the last poll did not;
+- all calendars are asked at once, in threads, under one deadline
+  (``CALENDAR_LIVE_CHECK_TIMEOUT_S``, default 1.5 s); each request's own timeout is that
+  deadline, so an abandoned question ends soon after;
+- what they answer is stored at once as the sync stores it (``sync.record_seen``), in a short
+  transaction of its own: the write that follows meets the new busy time under the lock like
+  any other (``external_busy`` with suggestions), and availability stops offering it;
+- a calendar that does not answer in time, or fails: under ``best_effort`` (the default) the
+  write goes on against the stored busy time, and the miss is counted; under ``strict`` the
+  write is refused (``CalendarUnreachable``, 503 with ``Retry-After``); ``off`` asks nothing.
+
+No transaction and no lock is held while the calendars are asked: the caller's transaction
+(which has only read so far) is ended first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from flask import Flask, current_app
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.counters import LIVE_CHECK_SECONDS, LIVE_CHECKS
+from app.extensions import db
+from app.models import (
+    BlockedTime,
+    BlockedTimeSource,
+    CalendarConnection,
+    CalendarSettings,
+    ConnectedCalendar,
+    SubAccount,
+)
+from app.models.calendar_connection import ConnectionKind
+from app.scheduling.intervals import Interval
+from app.scheduling.timezones import zone
+from app.services.common.errors import ErrorCode, ServiceError
+from app.services.common.locking import lock_calendar
+from app.services.common.transactions import owns_transactions
+from app.services.integrations.calendars.access import connection_access
+from app.services.integrations.calendars.errors import CalendarSyncError
+from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.providers.base import ItemRead
+from app.services.integrations.calendars.sync import record_seen
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 1.5
+# The kinds asked live; feeds are not (module docstring).
+LIVE_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT, ConnectionKind.CALDAV)
+# Questions asked at once, however many calendars a sub account has connected.
+MOST_AT_ONCE = 8
+# What a refused write's client is told to wait (seconds) under ``strict``.
+RETRY_AFTER_SECONDS = 5
+
+
+class LiveCheckMode(StrEnum):
+    BEST_EFFORT = "best_effort"
+    STRICT = "strict"
+    OFF = "off"
+
+
+Outcome = Literal["clear", "busy", "unanswered", "none", "off"]
+
+
+class CalendarUnreachable(ServiceError):
+    """``strict``: a connected calendar did not answer about the time in time, so the write
+    cannot be known not to double-book. Worth retrying after ``retry_after`` seconds."""
+
+    status_code = 503
+    code = ErrorCode.CALENDAR_UNREACHABLE
+    retry_after = RETRY_AFTER_SECONDS
+
+    def __init__(self, names: list[str]) -> None:
+        listed = ", ".join(repr(name) for name in names)
+        super().__init__(
+            f"The connected calendar {listed} did not answer in time; try again shortly"
+            if len(names) == 1
+            else f"The connected calendars {listed} did not answer in time; try again shortly"
+        )
+
+
+@dataclass(frozen=True)
+class LiveCheck:
+    """What asking the connected calendars found. ``outcome``: ``clear`` (every calendar
+    answered, none busy), ``busy`` (one or more is busy: stored, so the write's claim refuses
+    it), ``unanswered`` (one or more did not answer; ``unanswered`` names them), ``none`` (no
+    calendar to ask), ``off``."""
+
+    outcome: Outcome
+    unanswered: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Question:
+    connection_id: int
+    name: str
+    kind: str
+    access: Any = field(repr=False)
+    problem: CalendarSyncError | None
+    remote_id: str | None
+
+
+def live_check_mode(config: Any = None) -> LiveCheckMode:
+    value = (config if config is not None else current_app.config).get("CALENDAR_LIVE_CHECK")
+    try:
+        return LiveCheckMode((value or LiveCheckMode.BEST_EFFORT).strip().lower())
+    except ValueError:
+        raise ValueError(
+            f"CALENDAR_LIVE_CHECK must be best_effort, strict or off, not {value!r}"
+        ) from None
+
+
+def live_check_timeout(config: Any = None) -> float:
+    value = (config if config is not None else current_app.config).get(
+        "CALENDAR_LIVE_CHECK_TIMEOUT_S"
+    )
+    return float(value) if value not in (None, "") else DEFAULT_TIMEOUT_S
+
+
+@owns_transactions
+def ask_connected_calendars(sub_account_id: int, window: Interval) -> LiveCheck:
+    """Ask every connected calendar of the sub account about ``window`` (module docstring);
+    store what they say; under ``strict``, raise ``CalendarUnreachable`` for one that did not
+    answer. A job that must not hold a transaction open while it waits on another server: the
+    caller's transaction, which must not have written anything yet, is committed first, and
+    what is seen is committed in a transaction of its own."""
+    mode = live_check_mode()
+    if mode is LiveCheckMode.OFF:
+        return LiveCheck("off")
+    deadline = live_check_timeout()
+    questions, timezone = _questions(sub_account_id, deadline)
+    if not questions:
+        return LiveCheck("none")
+    if db.session.new or db.session.dirty or db.session.deleted:
+        raise RuntimeError("the live check runs before a write, not after it")
+    db.session.commit()  # nothing written: this only ends the reads' transaction
+
+    started = time.monotonic()
+    answers, unanswered = _ask_all(questions, window, timezone, deadline)
+    seconds = time.monotonic() - started
+    busy = _store(sub_account_id, window, answers)
+    outcome: Outcome = "unanswered" if unanswered else "busy" if busy else "clear"
+    LIVE_CHECKS.labels(outcome).inc()
+    LIVE_CHECK_SECONDS.observe(seconds)
+    if unanswered:
+        log.warning(
+            "live check of sub account %s: no answer in time from %s",
+            sub_account_id,
+            ", ".join(unanswered),
+        )
+        if mode is LiveCheckMode.STRICT:
+            raise CalendarUnreachable(unanswered)
+    return LiveCheck(outcome, tuple(unanswered), seconds)
+
+
+def _questions(sub_account_id: int, timeout: float) -> tuple[list[_Question], str]:
+    """One question per checked calendar of every active connection of a kind asked live;
+    read in a session of its own (the secrets are decrypted here)."""
+    with Session(db.engine) as session:
+        sub_account = session.get(SubAccount, sub_account_id)
+        settings = session.get(CalendarSettings, sub_account_id)
+        if sub_account is None or settings is None:
+            return [], "UTC"
+        connections = session.scalars(
+            select(CalendarConnection)
+            .where(
+                CalendarConnection.sub_account_id == sub_account_id,
+                CalendarConnection.active.is_(True),
+                CalendarConnection.kind.in_([str(kind) for kind in LIVE_KINDS]),
+            )
+            .order_by(CalendarConnection.id)
+        ).all()
+        questions = []
+        for connection in connections:
+            access, problem = connection_access(connection, timeout)
+            remote_ids = session.scalars(
+                select(ConnectedCalendar.remote_id)
+                .where(ConnectedCalendar.calendar_connection_id == connection.id)
+                .order_by(ConnectedCalendar.id)
+            ).all() or [None]
+            questions += [
+                _Question(connection.id, connection.name, connection.kind, access, problem, rid)
+                for rid in remote_ids
+            ]
+        return questions, settings.timezone
+
+
+def _ask_all(
+    questions: list[_Question], window: Interval, timezone: str, deadline: float
+) -> tuple[list[tuple[_Question, str, list[ItemRead]]], list[str]]:
+    """Every question at once; the answers that came within ``deadline``, and the names of
+    the connections that did not answer (in time, or at all)."""
+    app = current_app._get_current_object()
+    tz = zone(timezone)
+    pool = ThreadPoolExecutor(
+        max_workers=min(MOST_AT_ONCE, len(questions)), thread_name_prefix="live-check"
+    )
+    try:
+        futures: dict[Future, _Question] = {
+            pool.submit(_in_app(app, _ask), question, window, tz): question
+            for question in questions
+        }
+        done, _ = wait(futures, timeout=deadline)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    answers, unanswered = [], []
+    for future, question in futures.items():
+        if future in done and future.exception() is None:
+            remote_id, items = future.result()
+            answers.append((question, remote_id, items))
+        else:
+            if future in done:
+                log.warning(
+                    "live check of connection %s failed: %s",
+                    question.connection_id,
+                    getattr(future.exception(), "message", type(future.exception()).__name__),
+                )
+            if question.name not in unanswered:
+                unanswered.append(question.name)
+    return answers, unanswered
+
+
+def _in_app(app: Flask, work: Callable[..., Any]) -> Callable[..., Any]:
+    """``work`` run in an app context of its own (a thread has none): an OAuth provider's
+    token may need refreshing, which reads the configuration and saves the new grant."""
+
+    def run(*args: Any) -> Any:
+        with app.app_context():
+            try:
+                return work(*args)
+            finally:
+                db.session.remove()
+
+    return run
+
+
+def _ask(question: _Question, window: Interval, tz: Any) -> tuple[str, list[ItemRead]]:
+    if question.problem is not None:
+        raise question.problem
+    return provider_for(question.kind).items_in(question.access, question.remote_id, window, tz)
+
+
+@owns_transactions
+def _store(
+    sub_account_id: int, window: Interval, answers: list[tuple[_Question, str, list[ItemRead]]]
+) -> bool:
+    """Store every answer (``sync.record_seen``) under the calendar's lock and commit; returns
+    whether connected calendars' busy time now lies in ``window``."""
+    if any(items for _, _, items in answers) or _stored_in(sub_account_id, window):
+        try:
+            lock_calendar(sub_account_id)
+            for question, remote_id, items in answers:
+                record_seen(question.connection_id, remote_id, window, items)
+            db.session.commit()
+        except Exception:
+            db.session.rollback()
+            raise
+    else:
+        return False  # nothing seen and nothing stored there: nothing to write
+    busy = _stored_in(sub_account_id, window)
+    db.session.commit()
+    return busy
+
+
+def _stored_in(sub_account_id: int, window: Interval) -> bool:
+    """Whether any connected calendar's busy time is stored in ``window``."""
+    return (
+        db.session.scalar(
+            select(BlockedTime.id)
+            .where(
+                BlockedTime.sub_account_id == sub_account_id,
+                BlockedTime.source == BlockedTimeSource.EXTERNAL,
+                BlockedTime.start_at < window.end,
+                BlockedTime.end_at > window.start,
+            )
+            .limit(1)
+        )
+        is not None
+    )

@@ -45,6 +45,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.security_headers import register_security_headers
     from app.services.availability.kept import availability_store
     from app.services.integrations.calendars.consent import consent_page_origins
+    from app.services.integrations.calendars.live_check import live_check_mode
+    from app.services.integrations.calendars.push import push_enabled
     from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
     from app.services.integrations.calendars.write_back import write_back_delivery
     from app.services.integrations.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
@@ -58,6 +60,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config or {})
     load_config(app.config, app.instance_path)
     app.config.update(config or {})
+    # A mistyped setting fails at start-up, not at the first write or notification.
+    live_check_mode(app.config)
+    push_enabled(app.config)
     app.json.sort_keys = False  # keep the envelope's and resources' documented field order
     # Werkzeug would answer "//" in a path with a redirect to the merged path, built from the
     # client's Host header; paths are matched as sent instead (an unknown one is a JSON 404).

@@ -82,13 +82,13 @@ def webhook_attempt_to_worker(delivery_id: int, when: datetime) -> None:
         publish_once("webhooks.send", [delivery_id], f"webhook delivery {delivery_id}", eta=when)
 
 
-def sync_to_worker(connection_id: int, delay: float) -> None:
-    """After a commit: hand a connection's queued sync to the worker (to run ``delay`` seconds
-    later); should the broker be away, the mark waits for a worker's start or the next poll."""
+def task_to_worker(task: str, args: list[Any], delay: float) -> None:
+    """After a commit: hand a connection's task (its queued sync, a person's test) to the
+    worker, to run ``delay`` seconds later; should the broker be away, a sync's mark waits for
+    a worker's start or the next poll."""
     if current_app.config.get("OUTBOX_DISPATCH", True):
-        what = f"sync of connection {connection_id}"
         options = {"countdown": delay} if delay else {}
-        publish_once("calendars.sync", [connection_id], what, **options)
+        publish_once(task, args, f"{task} {args}", **options)
 
 
 def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:
@@ -184,5 +184,5 @@ def celery_init_app(flask_app: Flask) -> Celery:
     events = init_registry(flask_app)
     events.subscribe(dispatch_to_worker)
     events.set_dispatcher(webhook_attempt_to_worker)
-    events.set_sync_dispatcher(sync_to_worker)
+    events.set_task_dispatcher(task_to_worker)
     return celery_app

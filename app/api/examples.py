@@ -24,9 +24,10 @@ from app.services.accounts.api_keys import (
     NO_SUB_ACCOUNT,
     permission_missing,
 )
-from app.services.bookings.time_claims import CONFLICT_BOOKING
+from app.services.bookings.time_claims import CONFLICT_BOOKING, CONFLICT_EXTERNAL
 from app.services.bookings.writes import ALREADY_CANCELLED
 from app.services.common.errors import ErrorCode
+from app.services.integrations.calendars.live_check import CalendarUnreachable
 from app.validation import InstantField, describe_errors
 
 DEMO_ZONE = zone("America/New_York")
@@ -207,7 +208,26 @@ SLOT_TAKEN = {
         ),
     )
 }
-WRITE_REFUSED = {**INVALID_FIELD, **SLOT_TAKEN}
+EXTERNAL_BUSY = {
+    "externalBusy": named(
+        "An event in a connected calendar, as last read or as the calendar answered when asked"
+        " at this write",
+        error(
+            400,
+            CONFLICT_EXTERNAL,
+            ErrorCode.EXTERNAL_BUSY,
+            suggestedSlots=[_slot(9), _slot(11), _slot(11, 30), _slot(12), _slot(12, 30)],
+        ),
+    )
+}
+WRITE_REFUSED = {**INVALID_FIELD, **SLOT_TAKEN, **EXTERNAL_BUSY}
+CALENDAR_UNREACHABLE = {
+    "calendarUnreachable": named(
+        "Only where the operator set CALENDAR_LIVE_CHECK=strict: a connected calendar did not"
+        " answer about the time in time (nothing was written; retry after Retry-After)",
+        error(503, CalendarUnreachable(["Google"]).message, ErrorCode.CALENDAR_UNREACHABLE),
+    )
+}
 INVALID_QUERY = unparsable("invalidParameter", "A parameter that does not parse", "startDate")
 CANCEL_REFUSED = {
     "notActive": named(

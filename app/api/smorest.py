@@ -231,6 +231,18 @@ class Blueprint(flask_smorest.Blueprint):
             status_code, schema, headers={**RATE_LIMIT_HEADERS, **(headers or {})}, **kwargs
         )
 
+    def calendars_unreachable(self) -> Callable[[Callable], Callable]:
+        """A write that asks the connected calendars (the live check) may be a 503 to retry,
+        where the operator chose ``strict``."""
+        return self.alt_response(
+            503,
+            schema=ErrorSchema,
+            description="Only with CALENDAR_LIVE_CHECK=strict: a connected calendar did not"
+            " answer about the time in time; nothing was written, retry after Retry-After",
+            headers={**RATE_LIMIT_HEADERS, **RETRY_AFTER_HEADER},
+            examples=examples.CALENDAR_UNREACHABLE,
+        )
+
     def error(
         self, status: int, description: str, examples: dict[str, Any] | None = None
     ) -> Callable[[Callable], Callable]:

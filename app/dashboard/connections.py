@@ -29,13 +29,13 @@ from app.models.types import utcnow
 from app.services.accounts.users import open_sub_account
 from app.services.common.errors import InvalidRequest, ServiceError
 from app.services.integrations.calendars.connections import (
-    CalendarChoice,
     ask_for_sync,
+    ask_for_test,
     connect_calendar,
     disconnect_calendar,
     find_connection,
     freshness_of,
-    list_calendars,
+    latest_test,
     list_connections,
     update_connection,
 )
@@ -163,6 +163,8 @@ def connection(sub_account_id: int, connection_id: int) -> str | Response | tupl
     sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     if request.method == "GET" and "HX-Request" in request.headers:
+        if request.args.get("part") == "test":
+            return _test_part(sub_account, found)  # the test's result, looked at again
         return _health(sub_account, found)  # the health section, looked at again
     form = EditConnectionForm(obj=found)
     if request.method == "GET":
@@ -183,7 +185,8 @@ def connection(sub_account_id: int, connection_id: int) -> str | Response | tupl
 
 @dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>/test", methods=["POST"])
 def connection_test(sub_account_id: int, connection_id: int) -> str | Response:
-    """Connect and list the account's calendars (stores nothing), on the connection's page."""
+    """Ask the worker to connect and list the account's calendars (stores nothing but what it
+    found); the connection's page shows the result when it arrives."""
     sub_account = open_sub_account(current_user, sub_account_id)
     found = find_connection(sub_account, connection_id)
     if not ActionForm().validate_on_submit():
@@ -197,14 +200,14 @@ def connection_test(sub_account_id: int, connection_id: int) -> str | Response:
                 connection_id=found.id,
             )
         )
-    calendars: list[CalendarChoice] | None = None
-    error = None
     try:
-        calendars = list_calendars(sub_account, found.id)
+        ask_for_test(sub_account, found.id, now=utcnow())
+        db.session.commit()
     except ServiceError as err:
-        error = err.message
-    form = EditConnectionForm(formdata=None, obj=found)
-    return _page(sub_account, found, form, calendars=calendars, test_error=error)
+        db.session.rollback()
+        form = EditConnectionForm(formdata=None, obj=found)
+        return _page(sub_account, found, form, test_error=err.message)
+    return redirect(_connection_url(found) + "#test")
 
 
 @dashboard.route(
@@ -272,12 +275,22 @@ def _health(sub_account: SubAccount, found: CalendarConnection) -> str:
     )
 
 
+def _test_part(sub_account: SubAccount, found: CalendarConnection) -> str:
+    return render_template(
+        "dashboard/connection_test.html",
+        sub_account=sub_account,
+        c=found,
+        choose_form=ChooseCalendarForm(formdata=None),
+        test=latest_test(found),
+        test_error=None,
+    )
+
+
 def _page(
     sub_account: SubAccount,
     found: CalendarConnection,
     form: EditConnectionForm,
     *,
-    calendars: list[CalendarChoice] | None = None,
     test_error: str | None = None,
 ) -> str:
     return render_template(
@@ -287,7 +300,7 @@ def _page(
         form=form,
         action_form=ActionForm(),
         choose_form=ChooseCalendarForm(formdata=None),
-        calendars=calendars,
+        test=latest_test(found),
         test_error=test_error,
         freshness=freshness_of(sub_account, found.id, now=utcnow()),
     )

@@ -61,7 +61,9 @@ class CalendarConnection(db.Model):
     - freshness (``app.services.integrations.calendars.freshness``): ``sync_requested_at`` (a
       sync is queued; asking again meanwhile queues nothing more), ``sync_running_until`` (a
       sync is running, a lease a crashed worker's sync gives up when it passes), and
-      ``last_notification_at`` (the latest push notification for one of its calendars).
+      ``last_notification_at`` (the latest push notification for one of its calendars);
+    - a person's "Test connection", run by the worker: ``test_requested_at``,
+      ``test_finished_at`` and ``test_result`` (JSON: the calendars listed, or the error).
 
     The sync state is per calendar, on ``ConnectedCalendar``.
     """
@@ -101,6 +103,9 @@ class CalendarConnection(db.Model):
     sync_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     sync_running_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_notification_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    test_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    test_finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    test_result: Mapped[str | None] = mapped_column(Text)  # JSON: calendars, or an error
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property

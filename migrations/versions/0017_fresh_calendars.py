@@ -11,7 +11,9 @@ Revises: 0016
   later finds the connections still waiting by it;
 - ``sync_running_until``: a sync is running (a lease, so a crashed worker's is taken over once
   it has passed); a second sync of the same connection waits for it;
-- ``last_notification_at``: the latest push notification received for one of its calendars.
+- ``last_notification_at``: the latest push notification received for one of its calendars;
+- ``test_requested_at``, ``test_finished_at``, ``test_result``: a person's "Test connection",
+  run by the worker (no calendar server is called in a person's request), and what it found.
 
 ``push_channels``: one per connected calendar that the provider tells of its changes (a Google
 ``events.watch`` channel, a Microsoft Graph subscription): the provider's ids, the digest of
@@ -40,6 +42,13 @@ def upgrade():
         batch_op.add_column(
             sa.Column("last_notification_at", sa.DateTime(timezone=True), nullable=True)
         )
+        batch_op.add_column(
+            sa.Column("test_requested_at", sa.DateTime(timezone=True), nullable=True)
+        )
+        batch_op.add_column(
+            sa.Column("test_finished_at", sa.DateTime(timezone=True), nullable=True)
+        )
+        batch_op.add_column(sa.Column("test_result", sa.Text(), nullable=True))
     op.create_table(
         "push_channels",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -92,6 +101,9 @@ def downgrade():
     op.drop_index("ix_push_channels_expires_at", "push_channels")
     op.drop_table("push_channels")
     with op.batch_alter_table("calendar_connections") as batch_op:
+        batch_op.drop_column("test_result")
+        batch_op.drop_column("test_finished_at")
+        batch_op.drop_column("test_requested_at")
         batch_op.drop_column("last_notification_at")
         batch_op.drop_column("sync_running_until")
         batch_op.drop_column("sync_requested_at")

@@ -21,6 +21,7 @@ from app.extensions import db
 from app.models import BlockedTime, CalendarConnection
 from app.services.common.encryption import decrypt_secret
 from app.services.integrations.calendars import connections
+from app.services.integrations.calendars.connections import run_connection_test
 from tests.addresses import disguised, resolving
 from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import make_blocked_time, run_queued_sync
@@ -108,7 +109,7 @@ def test_a_connection_is_added_and_its_password_never_shown_again(signed_in, ten
     pages = [
         signed_in.get(list_page(tenant)),
         signed_in.get(page_of(tenant, connection_id)),
-        act(signed_in, tenant, connection_id, "test"),
+        shown_after_a_test(signed_in, tenant, connection_id),
     ]
     for page in pages:
         text = page.get_data(as_text=True)
@@ -117,9 +118,33 @@ def test_a_connection_is_added_and_its_password_never_shown_again(signed_in, ten
     assert "Personal" in pages[0].get_data(as_text=True)
 
 
+TESTED_AT = datetime(2030, 1, 1, tzinfo=UTC)  # when the worker ran a test: only shown
+
+
+def shown_after_a_test(client, tenant, connection_id):
+    """ "Test connection" as a person sees it: asked for, run by the worker, then the page."""
+    asked = act(client, tenant, connection_id, "test")
+    assert asked.status_code == 302, asked.get_data(as_text=True)
+    run_connection_test(connection_id, now=TESTED_AT)
+    return client.get(asked.headers["Location"])
+
+
+def test_the_test_is_run_by_the_worker_and_shown_when_it_arrives(signed_in, tenant, radicale):
+    connection_id = added(signed_in, tenant, radicale.url, calendar="")
+    asked = act(signed_in, tenant, connection_id, "test")
+    waiting = signed_in.get(asked.headers["Location"]).get_data(as_text=True)
+    assert "Testing the connection" in waiting and 'hx-trigger="every 2s"' in waiting
+    run_connection_test(connection_id, now=TESTED_AT)
+    part = signed_in.get(
+        page_of(tenant, connection_id) + "?part=test", headers={"HX-Request": "true"}
+    ).get_data(as_text=True)
+    assert part.lstrip().startswith('<section id="test"') and "hx-trigger" not in part
+    assert "the server lists 2 calendars" in part
+
+
 def test_test_lists_the_accounts_calendars_and_stores_nothing(signed_in, tenant, radicale):
     connection_id = added(signed_in, tenant, radicale.url, calendar="")
-    response = act(signed_in, tenant, connection_id, "test")
+    response = shown_after_a_test(signed_in, tenant, connection_id)
     text = response.get_data(as_text=True)
     assert response.status_code == 200
     assert "the server lists 2 calendars" in text and "Personal" in text and "Work" in text
@@ -142,13 +167,13 @@ def test_a_calendar_chosen_from_the_test_is_used(signed_in, tenant, radicale):
     act(signed_in, tenant, connection_id, "sync")
     run_queued_sync(connection_id)
     assert stored(connection_id).busy_count == 1
-    text = act(signed_in, tenant, connection_id, "test").get_data(as_text=True)
+    text = shown_after_a_test(signed_in, tenant, connection_id).get_data(as_text=True)
     assert "In use" in text and text.count("Use this calendar") == 1
 
 
 def test_a_wrong_password_is_a_readable_error(signed_in, tenant, radicale):
     connection_id = added(signed_in, tenant, radicale.url, password="not-the-password")
-    response = act(signed_in, tenant, connection_id, "test")
+    response = shown_after_a_test(signed_in, tenant, connection_id)
     text = response.get_data(as_text=True)
     assert response.status_code == 200
     assert "Test failed: " in text and "rejected the username or password (HTTP 401)" in text
@@ -157,7 +182,7 @@ def test_a_wrong_password_is_a_readable_error(signed_in, tenant, radicale):
 
 def test_an_unreachable_server_is_a_readable_error(signed_in, tenant):
     connection_id = added(signed_in, tenant, f"http://127.0.0.1:{free_port()}/")
-    text = act(signed_in, tenant, connection_id, "test").get_data(as_text=True)
+    text = shown_after_a_test(signed_in, tenant, connection_id).get_data(as_text=True)
     assert "Test failed: cannot connect to http://127.0.0.1" in text
 
 

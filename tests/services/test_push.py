@@ -44,12 +44,12 @@ def served(make_app):
         app.handed_over = []
         app.handed = threading.Condition()
 
-        def record(connection_id, delay):
+        def record(task, args, delay):
             with app.handed:
-                app.handed_over.append(connection_id)
+                app.handed_over.append(args[0])
                 app.handed.notify_all()
 
-        app_registry(app).set_sync_dispatcher(record)
+        app_registry(app).set_task_dispatcher(record)
         server = make_server("127.0.0.1", port, app, threaded=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)

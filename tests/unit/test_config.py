@@ -19,6 +19,11 @@ ENV_VARS = (
     "MICROSOFT_CLIENT_ID",
     "MICROSOFT_CLIENT_SECRET",
     "MICROSOFT_TENANT",
+    "SYNC_INTERVAL_SECONDS",
+    "PUSH_RESYNC_SECONDS",
+    "CALENDAR_PUSH",
+    "CALENDAR_LIVE_CHECK",
+    "CALENDAR_LIVE_CHECK_TIMEOUT_S",
 )
 
 
@@ -127,3 +132,24 @@ def test_calendar_providers_come_from_the_environment_and_default_to_the_real_en
         "https://login.microsoftonline.com/contoso.example/oauth2/v2.0/authorize"
     )
     assert microsoft.missing_settings == ["MICROSOFT_CLIENT_ID", "MICROSOFT_CLIENT_SECRET"]
+
+
+def test_the_fresh_calendar_settings_default_to_a_minutes_poll_and_a_best_effort_check(
+    clean_env, tmp_path
+):
+    config = defaults()
+    load_config(config, str(tmp_path))
+    assert (config["SYNC_INTERVAL_SECONDS"], config["PUSH_RESYNC_SECONDS"]) == (60, 1800)
+    assert (config["CALENDAR_PUSH"], config["CALENDAR_LIVE_CHECK"]) == ("auto", "best_effort")
+    assert config["CALENDAR_LIVE_CHECK_TIMEOUT_S"] == 1.5
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("CALENDAR_LIVE_CHECK", "sometimes"), ("CALENDAR_PUSH", "maybe")]
+)
+def test_a_mistyped_fresh_calendar_setting_fails_at_start_up(clean_env, tmp_path, name, value):
+    from app import create_app
+
+    clean_env.setenv(name, value)
+    with pytest.raises(ValueError, match=name):
+        create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'x.sqlite3'}"})

@@ -15,6 +15,7 @@ from app.counters import CALENDAR_SYNCS
 from app.extensions import db
 from app.links import public_link
 from app.models.types import utcnow
+from app.services.integrations.calendars.connections import run_connection_test
 from app.services.integrations.calendars.freshness import (
     begin_sync,
     connections_to_poll,
@@ -87,6 +88,14 @@ def sync(self, connection_id: int) -> str:
         wait = retry_delay(self.request.retries + 1, RETRY_BASE)
         raise self.retry(countdown=wait.total_seconds())
     return result.status
+
+
+@shared_task(name="calendars.test")
+def test_connection(connection_id: int) -> str:
+    """A person's "Test connection": list the account's calendars and keep what was found for
+    the connection's page. Idempotent: run again, it lists them again."""
+    outcome = run_connection_test(connection_id, now=utcnow())
+    return "gone" if outcome is None else "failed" if outcome.error else "listed"
 
 
 @shared_task(name="calendars.keep_channels")

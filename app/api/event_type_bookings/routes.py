@@ -63,6 +63,7 @@ class EventTypeBookingViews(MethodView):
     )
     @blp.error(404, "Event type not found", examples.not_found("Event type not found"))
     @blp.error(413, "Request body too large", examples.TOO_LARGE)
+    @blp.calendars_unreachable()
     @blp.doc(
         operationId="createBooking",
         responses={201: {"links": BOOKING_LINKS}},
@@ -101,6 +102,7 @@ class EventTypeBookingByIdViews(MethodView):
         },
     )
     @blp.error(413, "Request body too large", examples.TOO_LARGE)
+    @blp.calendars_unreachable()
     @blp.doc(operationId="updateBooking")
     def put(self, changes: BookingChanges, event_type_id: int, booking_id: int) -> Any:
         """Update or reschedule a booking

@@ -31,6 +31,7 @@ class HoldViews(MethodView):
     )
     @blp.error(404, "Event type not found", examples.not_found("Event type not found"))
     @blp.error(413, "Request body too large", examples.TOO_LARGE)
+    @blp.calendars_unreachable()
     @blp.doc(operationId="holdSlot")
     def post(self, new: NewHold, event_type_id: int) -> PlacedHold:
         """Hold a slot

@@ -30,9 +30,9 @@ Subscriber = Callable[["BookingEvent"], Any]
 Handler = Callable[["Delivery", datetime], None]
 # Hands a planned webhook attempt to the worker: (webhook delivery id, when).
 Dispatcher = Callable[[int, datetime], None]
-# Hands a connection's queued sync to the worker (``calendars.freshness``): (connection id,
-# seconds it is to wait).
-SyncDispatcher = Callable[[int, float], None]
+# Hands a task to the worker after a commit (``calendars.freshness``): (task name, its
+# arguments, seconds it is to wait).
+TaskDispatcher = Callable[[str, list[Any], float], None]
 
 
 @dataclass(eq=False)
@@ -43,7 +43,7 @@ class IntegrationRegistry:
     subscribers: list[Subscriber] = field(default_factory=list)
     handlers: dict[str, Handler] = field(default_factory=dict)
     dispatchers: list[Dispatcher] = field(default_factory=list)
-    sync_dispatchers: list[SyncDispatcher] = field(default_factory=list)
+    task_dispatchers: list[TaskDispatcher] = field(default_factory=list)
 
     def subscribe(self, subscriber: Subscriber) -> Subscriber:
         """Tell ``subscriber`` of every booking event (once, however often it is registered);
@@ -68,10 +68,10 @@ class IntegrationRegistry:
         """The one hand-over of webhook attempts (None: attempts wait for the sweep)."""
         self.dispatchers[:] = [dispatcher] if dispatcher else []
 
-    def set_sync_dispatcher(self, dispatcher: SyncDispatcher | None) -> None:
-        """The one hand-over of queued connection syncs (None: they wait for a worker's start
-        or the poll to hand them over)."""
-        self.sync_dispatchers[:] = [dispatcher] if dispatcher else []
+    def set_task_dispatcher(self, dispatcher: TaskDispatcher | None) -> None:
+        """The one hand-over of tasks asked for in a transaction (a connection's sync or test;
+        None: a sync waits for a worker's start or the poll to hand it over)."""
+        self.task_dispatchers[:] = [dispatcher] if dispatcher else []
 
 
 def init_registry(app: Flask) -> IntegrationRegistry:

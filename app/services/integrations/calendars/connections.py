@@ -16,16 +16,18 @@ another server needs the password again.
 
 from __future__ import annotations
 
+import json
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from flask import current_app
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind, SubAccount
@@ -36,11 +38,13 @@ from app.services.common.encryption import SecretUnreadable, encrypt_secret, sec
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import get_checked, load_named, rows_in_order
+from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.freshness import (
     ConnectionFreshness,
     connection_freshness,
+    hand_over_after_commit,
     request_sync,
 )
 from app.services.integrations.calendars.oauth import Grant, oauth_provider, revoke
@@ -412,6 +416,90 @@ def ask_for_sync(sub_account: SubAccount, connection_id: int, *, now: datetime) 
     if not connection.active:
         raise InvalidRequest("The connection is switched off: switch it on to sync it.")
     return request_sync(connection.id, now)
+
+
+# The worker's task that runs a person's "Test connection" (``worker.tasks.calendars``).
+TEST_TASK = "calendars.test"
+
+
+@dataclass(frozen=True)
+class ConnectionTest:
+    """A person's latest "Test connection": ``pending`` until the worker has run it, then the
+    calendars the account lists, or the ``error`` that kept it from listing them."""
+
+    pending: bool
+    calendars: list[CalendarChoice] | None = None
+    error: str | None = None
+
+
+def ask_for_test(sub_account: SubAccount, connection_id: int, *, now: datetime) -> None:
+    """A person's "Test connection": the worker connects with the stored credentials and lists
+    the account's calendars (no calendar server is called in a person's request); the page
+    shows what it found (``connection_test``). Its URL is checked again first. Flushes."""
+    connection = find_connection(sub_account, connection_id)
+    _require_permitted(connection)
+    connection.test_requested_at, connection.test_finished_at = now, None
+    connection.test_result = None
+    db.session.flush()
+    hand_over_after_commit(TEST_TASK, connection.id)
+
+
+def latest_test(connection: CalendarConnection) -> ConnectionTest | None:
+    """The connection's latest test as the page shows it (None: never tested)."""
+    if connection.test_requested_at is None:
+        return None
+    if connection.test_finished_at is None or connection.test_result is None:
+        return ConnectionTest(pending=True)
+    return connection_test_from(json.loads(connection.test_result))
+
+
+@owns_transactions
+def run_connection_test(connection_id: int, *, now: datetime) -> ConnectionTest | None:
+    """The worker's side of "Test connection": list the account's calendars and keep what was
+    found, or why not, for the page. A job that waits on a calendar server: the connection is
+    read in a session of its own, nothing is open while the server answers, and the result is
+    committed only if no newer test was asked for meanwhile."""
+    with Session(db.engine) as session:
+        connection = session.get(CalendarConnection, connection_id)
+        if connection is None or connection.test_requested_at is None:
+            return None
+        requested = connection.test_requested_at
+        access, problem = connection_access(connection, caldav_timeout())
+        kind = connection.kind
+    found: dict[str, Any]
+    try:
+        if problem is not None:
+            raise problem
+        listed = provider_for(kind).calendars(access, MAX_LISTED_CALENDARS)
+        found = {
+            "calendars": [
+                asdict(CalendarChoice(c.name, c.remote_id, c.primary, c.writable)) for c in listed
+            ]
+        }
+    except CalendarSyncError as err:
+        found = {"error": redacted(err.message, access)}
+    except Exception as err:  # the library failing in a way not foreseen
+        log.exception("calendar connection %s: unexpected error listing calendars", connection_id)
+        found = {"error": f"unexpected error: {type(err).__name__}"}
+    db.session.execute(
+        update(CalendarConnection)
+        .where(
+            CalendarConnection.id == connection_id,
+            CalendarConnection.test_requested_at == requested,
+        )
+        .values(test_result=json.dumps(found), test_finished_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    return connection_test_from(found)
+
+
+def connection_test_from(found: dict[str, Any]) -> ConnectionTest:
+    if found.get("error") is not None:
+        return ConnectionTest(pending=False, error=found["error"])
+    return ConnectionTest(
+        pending=False, calendars=[CalendarChoice(**choice) for choice in found["calendars"]]
+    )
 
 
 def freshness_of(

@@ -5,7 +5,7 @@ safety net.
   calendar on, renews a grant, receives a push notification or polls asks for a sync. The
   request is a mark on the connection (``sync_requested_at``) written in the caller's
   transaction, and handed to the worker once that transaction commits (the app's registry:
-  ``sync_dispatchers``, which ``celery_init_app`` fills). While the mark is there, asking again
+  ``task_dispatchers``, which ``celery_init_app`` fills). While the mark is there, asking again
   queues nothing more: however many notifications arrive, at most one sync of a connection is
   queued. A mark older than ``REQUEST_RESENT_AFTER`` is handed over again (its message was
   lost), and a worker that starts finds every mark still waiting (``requested_connection_ids``)
@@ -51,7 +51,9 @@ SYNC_LEASE = timedelta(seconds=180)
 # The golden ratio's fraction: successive ids land far apart in [0, 1).
 _SPREAD = 0.6180339887498949
 
-_PENDING = "pending_sync_requests"
+_PENDING = "pending_connection_tasks"
+# The worker's task that syncs one connection (``worker.tasks.calendars``).
+SYNC_TASK = "calendars.sync"
 
 
 def sync_interval(config: object = None) -> timedelta:
@@ -89,20 +91,26 @@ def request_sync(connection_id: int, now: datetime, *, delay: float = 0.0) -> bo
     ).scalar()
     if queued is None:
         return False
-    pending: list[tuple[int, float, IntegrationRegistry]]
-    pending = db.session.info.setdefault(_PENDING, [])
-    pending.append((connection_id, delay, app_registry()))
+    hand_over_after_commit(SYNC_TASK, connection_id, delay)
     return True
+
+
+def hand_over_after_commit(task: str, connection_id: int, delay: float = 0.0) -> None:
+    """Hand ``task`` of the connection to the worker once the caller's transaction commits
+    (dropped with a rollback); the app's registry says how (``task_dispatchers``)."""
+    pending: list[tuple[str, int, float, IntegrationRegistry]]
+    pending = db.session.info.setdefault(_PENDING, [])
+    pending.append((task, connection_id, delay, app_registry()))
 
 
 @event.listens_for(Session, "after_commit")
 def _hand_over(session: Session) -> None:
-    for connection_id, delay, registry in session.info.pop(_PENDING, []):
-        for dispatcher in list(registry.sync_dispatchers):
+    for task, connection_id, delay, registry in session.info.pop(_PENDING, []):
+        for dispatcher in list(registry.task_dispatchers):
             try:
-                dispatcher(connection_id, delay)
+                dispatcher(task, [connection_id], delay)
             except Exception:
-                log.exception("calendar connection %s: sync not handed over", connection_id)
+                log.exception("calendar connection %s: %s not handed over", connection_id, task)
 
 
 @event.listens_for(Session, "after_soft_rollback")

@@ -26,6 +26,28 @@ def celery_command() -> list[str]:
 def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
     """``celery -A worker worker`` as the Procfile starts it (in a process group of its own,
     pool processes included), on the tests' clock, until it says it is ready."""
+    with _celery(
+        ["worker", "--loglevel", "INFO", "-c", "1"], "ready.", database_url, log_path, env
+    ) as process:
+        yield process
+
+
+@contextmanager
+def celery_beat(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
+    """``celery -A worker beat`` as the Procfile starts it, on the tests' clock, until it has
+    started; its schedule file is its own (beside ``log_path``)."""
+    schedule = log_path.with_name(log_path.stem + "-schedule")
+    arguments = ["beat", "--loglevel", "INFO", "-s", str(schedule)]
+    with _celery(arguments, "beat: Starting", database_url, log_path, env) as process:
+        yield process
+
+
+@contextmanager
+def _celery(
+    arguments: list[str], ready: str, database_url: str, log_path: Path, env: dict[str, str]
+) -> Iterator[subprocess.Popen]:
+    """``celery -A worker ARGUMENTS`` on ``database_url``, logging to ``log_path``, until its
+    log says ``ready``; stopped, its whole process group with it, on the way out."""
     process_env = {
         k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")
     }
@@ -33,7 +55,7 @@ def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[sub
     start = log_path.stat().st_size if log_path.exists() else 0
     with open(log_path, "a") as log:
         process = subprocess.Popen(
-            [*celery_command(), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1"],
+            [*celery_command(), "-A", "worker", *arguments],
             cwd=ROOT,
             env=process_env,
             stdout=log,
@@ -42,9 +64,9 @@ def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[sub
         )
         try:
             deadline = time.monotonic() + 60
-            while "ready." not in log_path.read_text()[start:]:
+            while ready not in log_path.read_text()[start:]:
                 assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "the worker did not start"
+                assert time.monotonic() < deadline, f"celery {arguments[0]} did not start"
                 time.sleep(0.2)
             yield process
         finally:
@@ -61,35 +83,3 @@ def wait_for(predicate, timeout: float = 60.0) -> bool:
             return True
         time.sleep(0.2)
     return False
-
-
-@contextmanager
-def celery_beat(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
-    """``celery -A worker beat`` as the Procfile starts it, on the tests' clock, until it has
-    started; its schedule file is its own (beside ``log_path``)."""
-    process_env = {
-        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "CELERY_BROKER_URL")
-    }
-    process_env.update(DATABASE_URL=database_url, SECRET_KEY="test-secret-key", **env)
-    schedule = log_path.with_name(log_path.stem + "-schedule")
-    start = log_path.stat().st_size if log_path.exists() else 0
-    with open(log_path, "a") as log:
-        process = subprocess.Popen(
-            [*celery_command(), "-A", "worker", "beat", "--loglevel", "INFO", "-s", str(schedule)],
-            cwd=ROOT,
-            env=process_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while "beat: Starting" not in log_path.read_text()[start:]:
-                assert process.poll() is None, log_path.read_text()
-                assert time.monotonic() < deadline, "beat did not start"
-                time.sleep(0.2)
-            yield process
-        finally:
-            stop_process(process, timeout=30)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)

@@ -392,6 +392,14 @@ class FakeMicrosoft(OAuthFake):
     def graph_url(self) -> str:
         return self.url + "/v1.0"
 
+    def default_calendar_id(self, email: str | None = None) -> str:
+        """The id of ``email``'s (else the first account's) default calendar."""
+        return next(
+            c.id
+            for c in self.calendars.values()
+            if c.is_default and (email is None or c.owner == email)
+        )
+
     def app_settings(self) -> dict[str, str]:
         """The app's configuration that makes it use this fake (and its first client)."""
         client = next(iter(self.clients.values()))

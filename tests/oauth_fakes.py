@@ -673,6 +673,13 @@ class OAuthFake:
         """Move the fake's clock ``seconds`` on (codes and access tokens expire by it)."""
         self.offset += seconds
 
+    # A client of the fake's API
+    def api_client(self, email: str) -> httpx.Client:
+        """An HTTP client of the calendar API (its base URL) as ``email``'s account, with a
+        fresh access token; use it with ``with``."""
+        headers = {"Authorization": f"Bearer {self.issue_access_token(email)}"}
+        return httpx.Client(base_url=self.url + self.api_prefix, headers=headers, verify=False)
+
     # A slow provider
     def stall(self, seconds: float, path_contains: str | None = None) -> None:
         """From now until ``unstall``, each API request (never the OAuth endpoints) whose path

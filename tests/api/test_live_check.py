@@ -43,41 +43,22 @@ TEN = ny(MONDAY, 10)
 # and a way for "a person" to add an event there afterwards.
 
 
-class GoogleCalendar:
-    def __init__(self, google, tenants):
-        self.fake = google
+class ProviderCalendar:
+    """The account's primary calendar at the Google or Microsoft fake, connected by a tenant."""
+
+    def __init__(self, fake, tenants, kind):
+        self.fake = fake
         self.tenant = tenants.create(
             calendarConnections=[
                 {
-                    "name": "Google",
-                    "kind": "google",
-                    "refreshToken": google.issue_refresh_token(ACCOUNT_EMAIL),
+                    "name": "Calendar",
+                    "kind": kind,
+                    "refreshToken": fake.issue_refresh_token(ACCOUNT_EMAIL),
                 }
             ]
         )
-        self.connection_id = self.tenant.connections["Google"]
-
-    def add_event(self, start, end, **fields):
-        return self.fake.add_event(ACCOUNT_EMAIL, start, end, **fields)
-
-    def delete_event(self, key):
-        self.fake.delete_event(ACCOUNT_EMAIL, key)
-
-
-class MicrosoftCalendar:
-    def __init__(self, microsoft, tenants):
-        self.fake = microsoft
-        self.tenant = tenants.create(
-            calendarConnections=[
-                {
-                    "name": "Outlook",
-                    "kind": "microsoft",
-                    "refreshToken": microsoft.issue_refresh_token(ACCOUNT_EMAIL),
-                }
-            ]
-        )
-        self.connection_id = self.tenant.connections["Outlook"]
-        self.calendar_id = next(c.id for c in microsoft.calendars.values() if c.is_default)
+        self.connection_id = self.tenant.connections["Calendar"]
+        self.calendar_id = ACCOUNT_EMAIL if kind == "google" else fake.default_calendar_id()
 
     def add_event(self, start, end, **fields):
         return self.fake.add_event(self.calendar_id, start, end, **fields)
@@ -131,10 +112,8 @@ def connected(request, make_app):
     app = make_app(CALDAV_ALLOW_PRIVATE=True, **settings)
     with app.app_context():
         tenants = TenantFactory()
-        if kind == "google":
-            calendar = GoogleCalendar(fake, tenants)
-        elif kind == "microsoft":
-            calendar = MicrosoftCalendar(fake, tenants)
+        if kind in ("google", "microsoft"):
+            calendar = ProviderCalendar(fake, tenants, kind)
         else:
             calendar = CalDAVCalendar(request.getfixturevalue(kind), tenants)
         result = sync_connection(calendar.connection_id, now=utcnow())
@@ -212,7 +191,7 @@ def test_time_beside_the_new_event_is_still_booked(connected):
 def google_connected(make_app, google):
     app = make_app(**google.app_settings())
     with app.app_context():
-        calendar = GoogleCalendar(google, TenantFactory())
+        calendar = ProviderCalendar(google, TenantFactory(), "google")
         sync_connection(calendar.connection_id, now=utcnow())
         db.session.commit()
         calendar.client = app.test_client()
@@ -250,7 +229,7 @@ def test_an_idempotent_replay_asks_no_calendar(google_connected):
 def test_with_the_live_check_off_no_calendar_is_asked(make_app, google):
     app = make_app(CALENDAR_LIVE_CHECK="off", **google.app_settings())
     with app.app_context():
-        calendar = GoogleCalendar(google, TenantFactory())
+        calendar = ProviderCalendar(google, TenantFactory(), "google")
         calendar.add_event(TEN, TEN + timedelta(hours=1))
         booked = book_through_api(app.test_client(), calendar.tenant, TEN)
         assert booked.status_code == 201  # only stored busy time counts, and none is stored
@@ -298,7 +277,7 @@ def test_under_best_effort_a_calendar_that_does_not_answer_books_against_stored_
 def test_under_strict_a_calendar_that_does_not_answer_is_a_503_to_retry(make_app, google):
     app = make_app(CALENDAR_LIVE_CHECK="strict", **google.app_settings())
     with app.app_context():
-        calendar = GoogleCalendar(google, TenantFactory())
+        calendar = ProviderCalendar(google, TenantFactory(), "google")
         google.stall(30, "/events")
         try:
             refused = book_through_api(app.test_client(), calendar.tenant, TEN)
@@ -307,7 +286,7 @@ def test_under_strict_a_calendar_that_does_not_answer_is_a_503_to_retry(make_app
         assert refused.status_code == 503, refused.json
         assert refused.json["code"] == "calendar_unreachable"
         assert refused.json["message"] == (
-            "The connected calendar 'Google' did not answer in time; try again shortly"
+            "The connected calendar 'Calendar' did not answer in time; try again shortly"
         )
         assert refused.headers["Retry-After"] == "5"
         assert db.session.scalar(select(func.count()).select_from(Booking)) == 0

@@ -77,11 +77,7 @@ class Connected:
             ]
         )
         self.connection_id = self.tenant.connections["Calendar"]
-        self.calendar_id = (
-            ACCOUNT_EMAIL
-            if kind == "google"
-            else next(c.id for c in fake.calendars.values() if c.is_default)
-        )
+        self.calendar_id = ACCOUNT_EMAIL if kind == "google" else fake.default_calendar_id()
         self.clear_mark()
 
     def clear_mark(self):

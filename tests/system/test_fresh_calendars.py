@@ -165,10 +165,6 @@ def microsoft_connection(microsoft: FakeMicrosoft) -> dict[str, Any]:
     }
 
 
-def microsoft_calendar(microsoft: FakeMicrosoft) -> str:
-    return next(c.id for c in microsoft.calendars.values() if c.is_default)
-
-
 def test_a_new_connection_is_read_within_seconds_by_the_running_worker(deployment):
     tenant = deployment.tenant(google_connection(deployment.google))
     connection_id = tenant.connections["Google"]
@@ -185,7 +181,7 @@ def test_a_pushed_change_stops_being_offered_within_seconds(deployment, provider
         )
     else:
         fake = deployment.microsoft
-        connection, calendar = microsoft_connection(fake), microsoft_calendar(fake)
+        connection, calendar = microsoft_connection(fake), fake.default_calendar_id()
     tenant = deployment.tenant(connection)
     connection_id = next(iter(tenant.connections.values()))
     # Read, and its channel made (the worker's follow-up of the first sync).
@@ -214,7 +210,7 @@ def test_with_no_push_a_booking_into_an_event_added_just_before_is_external_busy
 ):
     fake = deployment.google if provider == "google" else deployment.microsoft
     connection = google_connection(fake) if provider == "google" else microsoft_connection(fake)
-    calendar = ACCOUNT_EMAIL if provider == "google" else microsoft_calendar(fake)
+    calendar = ACCOUNT_EMAIL if provider == "google" else fake.default_calendar_id()
     tenant = deployment.tenant(connection)
     connection_id = next(iter(tenant.connections.values()))
     assert wait_for(lambda: deployment.connection(connection_id).last_success_at, timeout=20)

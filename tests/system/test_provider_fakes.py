@@ -323,8 +323,7 @@ def test_google_revoke_endpoint_ends_the_grant(google: FakeGoogle) -> None:
 @pytest.fixture
 def google_api(google: FakeGoogle) -> httpx.Client:
     """A client of the Calendar API as the connected account."""
-    headers = bearer(google.issue_access_token(EMAIL))
-    with httpx.Client(base_url=google.calendar_api_url, headers=headers, verify=False) as client:
+    with google.api_client(EMAIL) as client:
         yield client
 
 
@@ -632,14 +631,8 @@ def test_microsoft_a_revoked_grant_keeps_its_access_tokens_until_they_expire(
 @pytest.fixture
 def graph(microsoft: FakeMicrosoft) -> httpx.Client:
     """A client of Graph as the connected account."""
-    headers = bearer(microsoft.issue_access_token(EMAIL))
-    with httpx.Client(base_url=microsoft.graph_url, headers=headers, verify=False) as client:
+    with microsoft.api_client(EMAIL) as client:
         yield client
-
-
-def primary(microsoft: FakeMicrosoft) -> str:
-    """The id of the mailbox's default calendar."""
-    return next(c.id for c in microsoft.calendars.values() if c.is_default)
 
 
 def delta_round(
@@ -670,7 +663,7 @@ def test_microsoft_calendars_lists_the_default_calendar_first(
     other = microsoft.add_calendar(EMAIL, "Team")
     value = graph.get("/me/calendars").json()["value"]
     assert [(c["id"], c["isDefaultCalendar"]) for c in value] == [
-        (primary(microsoft), True),
+        (microsoft.default_calendar_id(), True),
         (other, False),
     ]
 
@@ -678,8 +671,8 @@ def test_microsoft_calendars_lists_the_default_calendar_first(
 def test_microsoft_delta_pages_with_next_links_then_a_delta_link(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    daily_events(microsoft, primary(microsoft), 5)
-    url = f"/me/calendars/{primary(microsoft)}/calendarView/delta"
+    daily_events(microsoft, microsoft.default_calendar_id(), 5)
+    url = f"/me/calendars/{microsoft.default_calendar_id()}/calendarView/delta"
     pages = delta_round(graph, url, GRAPH_JANUARY, Prefer="odata.maxpagesize=2")
     assert [len(page["value"]) for page in pages] == [2, 2, 1]
     assert all("$skiptoken=" in page["@odata.nextLink"] for page in pages[:-1])
@@ -689,7 +682,7 @@ def test_microsoft_delta_pages_with_next_links_then_a_delta_link(
 def test_microsoft_the_fakes_page_size_caps_every_page(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    daily_events(microsoft, primary(microsoft), 3)
+    daily_events(microsoft, microsoft.default_calendar_id(), 3)
     microsoft.set_page_size(1)
     pages = delta_round(
         graph, "/me/calendarView/delta", GRAPH_JANUARY, Prefer="odata.maxpagesize=50"
@@ -700,7 +693,7 @@ def test_microsoft_the_fakes_page_size_caps_every_page(
 def test_microsoft_a_delta_link_answers_only_a_change_and_a_removal(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     kept, changed, removed = daily_events(microsoft, calendar, 3)
     delta_link = delta_round(graph, f"/me/calendars/{calendar}/calendarView/delta", GRAPH_JANUARY)[
         -1
@@ -739,7 +732,9 @@ def the_only_event(graph: httpx.Client, **headers: str) -> dict[str, Any]:
 def test_microsoft_answers_in_utc_with_seven_fractional_digits(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR, "W. Europe Standard Time")
+    microsoft.add_event(
+        microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR, "W. Europe Standard Time"
+    )
     item = the_only_event(graph)
     assert item["start"] == {"dateTime": "2031-01-06T08:00:00.0000000", "timeZone": "UTC"}
     assert (item["type"], item["isAllDay"], item["originalStartTimeZone"]) == (
@@ -752,7 +747,7 @@ def test_microsoft_answers_in_utc_with_seven_fractional_digits(
 def test_microsoft_prefer_outlook_timezone_answers_in_that_zone(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     start = the_only_event(graph, Prefer='outlook.timezone="America/New_York"')["start"]
     assert start == {"dateTime": "2031-01-06T03:00:00.0000000", "timeZone": "America/New_York"}
 
@@ -761,7 +756,9 @@ def test_microsoft_answer_time_zone_answers_in_a_windows_zone_whatever_was_prefe
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
     microsoft.add_event(
-        primary(microsoft), datetime(2031, 1, 6, 8, tzinfo=UTC), datetime(2031, 1, 6, 9, tzinfo=UTC)
+        microsoft.default_calendar_id(),
+        datetime(2031, 1, 6, 8, tzinfo=UTC),
+        datetime(2031, 1, 6, 9, tzinfo=UTC),
     )
     microsoft.set_answer_time_zone("W. Europe Standard Time")
     start = the_only_event(graph, Prefer='outlook.timezone="UTC"')["start"]
@@ -774,7 +771,9 @@ def test_microsoft_answer_time_zone_answers_in_a_windows_zone_whatever_was_prefe
 def test_microsoft_an_all_day_event_runs_from_midnight_to_midnight(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    microsoft.add_event(primary(microsoft), date(2031, 1, 7), date(2031, 1, 8), show_as="oof")
+    microsoft.add_event(
+        microsoft.default_calendar_id(), date(2031, 1, 7), date(2031, 1, 8), show_as="oof"
+    )
     item = the_only_event(graph, Prefer='outlook.timezone="Pacific Standard Time"')
     assert (item["isAllDay"], item["showAs"]) == (True, "oof")
     assert (item["start"]["dateTime"], item["end"]["dateTime"]) == (
@@ -793,7 +792,7 @@ def test_microsoft_a_weekly_series_is_expanded_into_occurrences_in_the_window(
         time_zone="W. Europe Standard Time",
     )
     series = microsoft.add_event(
-        primary(microsoft),
+        microsoft.default_calendar_id(),
         MONDAY,
         MONDAY + HOUR,
         time_zone="W. Europe Standard Time",
@@ -817,7 +816,9 @@ def test_microsoft_a_daily_series_ends_at_its_end_date(
     recurrence = patterned_recurrence(
         "daily", date(2031, 1, 6), interval=2, end_date=date(2031, 1, 10)
     )
-    microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR, recurrence=recurrence)
+    microsoft.add_event(
+        microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR, recurrence=recurrence
+    )
     items = delta_round(graph, "/me/calendarView/delta", GRAPH_JANUARY)[-1]["value"]
     assert [item["start"]["dateTime"][:10] for item in items] == [
         "2031-01-06",
@@ -830,7 +831,9 @@ def test_microsoft_an_occurrence_changed_alone_is_an_exception(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
     recurrence = patterned_recurrence("daily", date(2031, 1, 6), occurrences=2)
-    series = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR, recurrence=recurrence)
+    series = microsoft.add_event(
+        microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR, recurrence=recurrence
+    )
     answer = graph.patch(f"/me/events/{series}_20310107", json={"showAs": "free"})
     assert (answer.status_code, answer.json()["type"], answer.json()["showAs"]) == (
         200,
@@ -854,24 +857,24 @@ def test_microsoft_a_retried_create_with_the_same_transaction_id_answers_the_sam
         "showAs": "busy",
         "transactionId": "booking-17",
     }
-    first = graph.post(f"/me/calendars/{primary(microsoft)}/events", json=body)
-    again = graph.post(f"/me/calendars/{primary(microsoft)}/events", json=body)
+    first = graph.post(f"/me/calendars/{microsoft.default_calendar_id()}/events", json=body)
+    again = graph.post(f"/me/calendars/{microsoft.default_calendar_id()}/events", json=body)
     assert (first.status_code, again.status_code) == (201, 201)
     assert first.json()["id"] == again.json()["id"]
-    assert [event["transactionId"] for event in microsoft.events(primary(microsoft))] == [
-        "booking-17"
-    ]
+    assert [
+        event["transactionId"] for event in microsoft.events(microsoft.default_calendar_id())
+    ] == ["booking-17"]
 
 
 def test_microsoft_patch_changes_only_the_fields_given(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
     event_id = microsoft.add_event(
-        primary(microsoft), MONDAY, MONDAY + HOUR, subject="Before", show_as="oof"
+        microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR, subject="Before", show_as="oof"
     )
     answer = graph.patch(f"/me/events/{event_id}", json={"subject": "After"})
     assert answer.status_code == 200
-    stored = microsoft.event(primary(microsoft), event_id)
+    stored = microsoft.event(microsoft.default_calendar_id(), event_id)
     assert (stored["subject"], stored["showAs"]) == ("After", "oof")
 
 
@@ -889,7 +892,7 @@ def test_microsoft_a_create_with_a_show_as_graph_does_not_know_is_400(
 def test_microsoft_delete_is_204_then_404_item_not_found(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    event_id = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    event_id = microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     first = graph.delete(f"/me/events/{event_id}")
     assert (first.status_code, first.content) == (204, b"")
     second = graph.delete(f"/me/events/{event_id}")

@@ -158,8 +158,7 @@ def google() -> Iterator[FakeGoogle]:
 @pytest.fixture
 def google_api(google: FakeGoogle) -> Iterator[httpx.Client]:
     """A client of the Calendar API as the connected account."""
-    headers = bearer(google.issue_access_token(EMAIL))
-    with httpx.Client(base_url=google.calendar_api_url, headers=headers, verify=False) as client:
+    with google.api_client(EMAIL) as client:
         yield client
 
 
@@ -618,14 +617,8 @@ def microsoft() -> Iterator[FakeMicrosoft]:
 @pytest.fixture
 def graph(microsoft: FakeMicrosoft) -> Iterator[httpx.Client]:
     """A client of Graph as the connected account."""
-    headers = bearer(microsoft.issue_access_token(EMAIL))
-    with httpx.Client(base_url=microsoft.graph_url, headers=headers, verify=False) as client:
+    with microsoft.api_client(EMAIL) as client:
         yield client
-
-
-def primary(microsoft: FakeMicrosoft) -> str:
-    """The id of the mailbox's default calendar."""
-    return next(c.id for c in microsoft.calendars.values() if c.is_default)
 
 
 def pages(
@@ -669,7 +662,7 @@ def graph_error(answer: httpx.Response) -> tuple[int, str]:
 def test_microsoft_calendar_view_answers_what_a_delta_round_answers(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     for day in range(3):
         microsoft.add_event(
             calendar, MONDAY + timedelta(days=day), MONDAY + timedelta(days=day) + HOUR
@@ -686,7 +679,9 @@ def test_microsoft_calendar_view_shows_occurrences_never_their_series_master(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
     recurrence = patterned_recurrence("daily", MONDAY.date(), occurrences=3)
-    series = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR, recurrence=recurrence)
+    series = microsoft.add_event(
+        microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR, recurrence=recurrence
+    )
     found = items(pages(graph, "/me/calendarView", GRAPH_JANUARY))
     assert [(i["type"], i["seriesMasterId"]) for i in found] == [("occurrence", series)] * 3
 
@@ -696,7 +691,9 @@ def test_microsoft_calendar_view_pages_with_next_links_of_the_preferred_size(
 ) -> None:
     for day in range(5):
         microsoft.add_event(
-            primary(microsoft), MONDAY + timedelta(days=day), MONDAY + timedelta(days=day) + HOUR
+            microsoft.default_calendar_id(),
+            MONDAY + timedelta(days=day),
+            MONDAY + timedelta(days=day) + HOUR,
         )
     first = graph.get(
         "/me/calendarView", params=GRAPH_JANUARY, headers={"Prefer": "odata.maxpagesize=2"}
@@ -713,7 +710,9 @@ def test_microsoft_calendar_view_top_sets_the_page_size(
 ) -> None:
     for day in range(5):
         microsoft.add_event(
-            primary(microsoft), MONDAY + timedelta(days=day), MONDAY + timedelta(days=day) + HOUR
+            microsoft.default_calendar_id(),
+            MONDAY + timedelta(days=day),
+            MONDAY + timedelta(days=day) + HOUR,
         )
     found = pages(graph, "/me/calendarView", {**GRAPH_JANUARY, "$top": "3"})
     assert [len(page["value"]) for page in found] == [3, 2]
@@ -722,7 +721,7 @@ def test_microsoft_calendar_view_top_sets_the_page_size(
 def test_microsoft_calendar_view_answers_in_the_preferred_time_zone(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
-    microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     found = items(
         pages(
             graph, "/me/calendarView", GRAPH_JANUARY, Prefer='outlook.timezone="America/New_York"'
@@ -743,12 +742,12 @@ def test_microsoft_calendar_view_of_a_calendar_shows_its_events_only(
     microsoft: FakeMicrosoft, graph: httpx.Client
 ) -> None:
     team = microsoft.add_calendar(EMAIL, "Team")
-    mine = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    mine = microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     theirs = microsoft.add_event(team, MONDAY, MONDAY + HOUR)
     for url, expected in [
         ("/me/calendarView", mine),
         ("/me/calendar/calendarView", mine),
-        (f"/me/calendars/{primary(microsoft)}/calendarView", mine),
+        (f"/me/calendars/{microsoft.default_calendar_id()}/calendarView", mine),
         (f"/me/calendars/{team}/calendarView", theirs),
     ]:
         assert [i["id"] for i in items(pages(graph, url, GRAPH_JANUARY))] == [expected], url
@@ -873,7 +872,7 @@ def test_microsoft_a_subscription_graph_would_refuse_is_400(
 def test_microsoft_the_events_resources_of_the_mailbox_may_be_subscribed_to(
     microsoft: FakeMicrosoft, graph: httpx.Client, hook: Receiver, resource: str
 ) -> None:
-    named = resource.format(calendar=primary(microsoft))
+    named = resource.format(calendar=microsoft.default_calendar_id())
     answer = subscribe(microsoft, graph, hook.url, resource=named)
     assert (answer.status_code, answer.json()["resource"]) == (201, named)
 
@@ -972,9 +971,9 @@ def test_microsoft_changes_made_with_the_control_methods_are_notified(
     microsoft: FakeMicrosoft, graph: httpx.Client, hook: Receiver
 ) -> None:
     subscribe(microsoft, graph, hook.url)
-    event = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
-    microsoft.update_event(primary(microsoft), event, subject="Moved")
-    microsoft.delete_event(primary(microsoft), event)
+    event = microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
+    microsoft.update_event(microsoft.default_calendar_id(), event, subject="Moved")
+    microsoft.delete_event(microsoft.default_calendar_id(), event)
     pushes = microsoft.wait_for_pushes(3)
     assert [(p.state, p.json["value"][0]["resourceData"]["id"]) for p in pushes] == [
         ("created", event),
@@ -986,7 +985,7 @@ def test_microsoft_changes_made_with_the_control_methods_are_notified(
 def test_microsoft_a_patch_and_a_delete_through_the_api_are_notified(
     microsoft: FakeMicrosoft, graph: httpx.Client, hook: Receiver
 ) -> None:
-    event = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    event = microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     subscribe(microsoft, graph, hook.url)
     graph.patch(f"/me/events/{event}", json={"subject": "Moved"}).raise_for_status()
     graph.delete(f"/me/events/{event}").raise_for_status()
@@ -997,9 +996,9 @@ def test_microsoft_only_the_change_types_asked_for_are_notified(
     microsoft: FakeMicrosoft, graph: httpx.Client, hook: Receiver
 ) -> None:
     subscribe(microsoft, graph, hook.url, changeType="deleted")
-    event = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
-    microsoft.update_event(primary(microsoft), event, subject="Moved")
-    microsoft.delete_event(primary(microsoft), event)
+    event = microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
+    microsoft.update_event(microsoft.default_calendar_id(), event, subject="Moved")
+    microsoft.delete_event(microsoft.default_calendar_id(), event)
     assert [p.state for p in microsoft.flush_pushes()] == ["deleted"]
 
 
@@ -1009,7 +1008,7 @@ def test_microsoft_me_events_covers_every_calendar_and_a_calendar_subscription_i
     team = microsoft.add_calendar(EMAIL, "Team")
     every = subscribe(microsoft, graph, hook.url).json()["id"]
     own = subscribe(microsoft, graph, hook.url, resource=f"me/calendars/{team}/events").json()["id"]
-    mine = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    mine = microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     theirs = microsoft.add_event(team, MONDAY, MONDAY + HOUR)
     pushes = microsoft.flush_pushes()
     assert [(p.target, p.json["value"][0]["resourceData"]["id"]) for p in pushes] == [
@@ -1025,7 +1024,7 @@ def test_microsoft_an_expired_subscription_gets_no_notifications(
     expiration = graph_instant(microsoft.current_datetime() + timedelta(minutes=10))
     subscribe(microsoft, graph, hook.url, expirationDateTime=expiration)
     microsoft.advance_clock(601)
-    microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     assert microsoft.flush_pushes() == []
     assert microsoft.subscriptions() == []
     assert len(microsoft.subscriptions(include_expired=True)) == 1
@@ -1036,9 +1035,11 @@ def test_microsoft_with_push_disabled_a_change_sends_no_notification(
 ) -> None:
     subscribe(microsoft, graph, hook.url)
     microsoft.push_enabled = False
-    first = microsoft.add_event(primary(microsoft), MONDAY, MONDAY + HOUR)
+    first = microsoft.add_event(microsoft.default_calendar_id(), MONDAY, MONDAY + HOUR)
     microsoft.push_enabled = True
-    second = microsoft.add_event(primary(microsoft), MONDAY + 2 * HOUR, MONDAY + 3 * HOUR)
+    second = microsoft.add_event(
+        microsoft.default_calendar_id(), MONDAY + 2 * HOUR, MONDAY + 3 * HOUR
+    )
     pushes = microsoft.flush_pushes()
     assert [p.json["value"][0]["resourceData"]["id"] for p in pushes] == [second]
     assert first != second

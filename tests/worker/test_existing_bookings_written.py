@@ -237,7 +237,7 @@ def test_earlier_bookings_written_into_outlook_keep_their_event_ids(microsoft_ap
     (event_id,) = db.session.scalars(
         select(WrittenEvent.event_id).where(WrittenEvent.booking_id == booking.id)
     ).all()
-    calendar = next(c.id for c in microsoft.calendars.values() if c.is_default)
+    calendar = microsoft.default_calendar_id()
     assert microsoft.event(calendar, event_id)["subject"] == booking.title
     assert [e["id"] for e in microsoft.events(calendar)] == [event_id]
 

@@ -16,7 +16,7 @@ from app.models import WrittenEvent
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.write_back import write_back_booking
 from tests.factories import TenantFactory, external_busy_rows, make_booking
-from tests.microsoft_servers import FakeMicrosoft, patterned_recurrence
+from tests.microsoft_servers import patterned_recurrence
 from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)  # a Monday; New York; the window runs to NOW + 67 d
@@ -31,10 +31,6 @@ def microsoft_app(make_app, microsoft):
     with app.app_context():
         yield app
         db.session.remove()
-
-
-def primary(microsoft: FakeMicrosoft) -> str:
-    return next(c.id for c in microsoft.calendars.values() if c.is_default)
 
 
 def connect(microsoft, **fields):
@@ -66,7 +62,7 @@ def at(day: int, hour: int, minute: int = 0) -> datetime:
 
 
 def test_an_outlook_calendars_events_become_busy_time(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     microsoft.add_event(calendar, at(7, 15), at(7, 16))
     microsoft.add_event(calendar, date(2031, 1, 9), date(2031, 1, 10))  # all day, in New York
     microsoft.add_event(calendar, at(8, 9), at(8, 10), show_as="tentative")
@@ -81,7 +77,7 @@ def test_an_outlook_calendars_events_become_busy_time(microsoft_app, microsoft):
 
 
 def test_free_working_elsewhere_and_cancelled_events_are_not_busy(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     microsoft.add_event(calendar, at(7, 9), at(7, 10), show_as="free")
     microsoft.add_event(calendar, at(7, 11), at(7, 12), show_as="workingElsewhere")
     microsoft.add_event(calendar, at(7, 13), at(7, 14), is_cancelled=True)
@@ -93,7 +89,7 @@ def test_free_working_elsewhere_and_cancelled_events_are_not_busy(microsoft_app,
 
 def test_times_in_a_windows_zone_name_are_read_in_that_zone(microsoft_app, microsoft):
     microsoft.add_event(
-        primary(microsoft),
+        microsoft.default_calendar_id(),
         datetime(2031, 1, 7, 9, tzinfo=BERLIN),
         datetime(2031, 1, 7, 10, tzinfo=BERLIN),
         time_zone="W. Europe Standard Time",
@@ -106,7 +102,7 @@ def test_times_in_a_windows_zone_name_are_read_in_that_zone(microsoft_app, micro
 
 def test_a_weekly_series_blocks_each_occurrence(microsoft_app, microsoft):
     microsoft.add_event(
-        primary(microsoft),
+        microsoft.default_calendar_id(),
         at(7, 14),
         at(7, 15),
         recurrence=patterned_recurrence(
@@ -118,7 +114,7 @@ def test_a_weekly_series_blocks_each_occurrence(microsoft_app, microsoft):
 
 
 def test_a_resync_follows_the_delta_link_for_only_what_changed(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     microsoft.add_event(calendar, at(7, 15), at(7, 16))
     move = microsoft.add_event(calendar, at(8, 15), at(8, 16))
     _, connection_id = connect(microsoft)
@@ -140,7 +136,7 @@ def test_a_resync_follows_the_delta_link_for_only_what_changed(microsoft_app, mi
 
 
 def test_a_delta_link_graph_no_longer_knows_means_a_full_read(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     microsoft.add_event(calendar, at(7, 15), at(7, 16))
     _, connection_id = connect(microsoft)
     sync(connection_id)
@@ -151,7 +147,7 @@ def test_a_delta_link_graph_no_longer_knows_means_a_full_read(microsoft_app, mic
 
 
 def test_every_page_of_a_large_calendar_is_read(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     for day in range(7, 31):
         microsoft.add_event(calendar, at(day, 15), at(day, 16))
     microsoft.set_page_size(5)
@@ -161,14 +157,14 @@ def test_every_page_of_a_large_calendar_is_read(microsoft_app, microsoft):
 
 def test_several_calendars_of_one_mailbox_block_time(microsoft_app, microsoft):
     team = microsoft.add_calendar(EMAIL, "Team")
-    microsoft.add_event(primary(microsoft), at(7, 15), at(7, 16))
+    microsoft.add_event(microsoft.default_calendar_id(), at(7, 15), at(7, 16))
     microsoft.add_event(team, at(8, 15), at(8, 16))
     _, connection_id = connect(microsoft, calendars=["primary", team])
     assert sync(connection_id).busy_count == 2
 
 
 def test_a_revoked_grant_says_reconnect_and_keeps_the_busy_time(microsoft_app, microsoft):
-    microsoft.add_event(primary(microsoft), at(7, 15), at(7, 16))
+    microsoft.add_event(microsoft.default_calendar_id(), at(7, 15), at(7, 16))
     _, connection_id = connect(microsoft)
     sync(connection_id)
     microsoft.revoke_grants(EMAIL)
@@ -196,7 +192,7 @@ def written_ids(booking_id):
 
 
 def test_a_booking_is_written_moved_and_removed_and_is_not_busy_time(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     tenant, connection_id = connect(microsoft)
     booking = make_booking(tenant, at(7, 15))
     (outcome,) = write_back_booking(booking.id, now=NOW)
@@ -232,7 +228,7 @@ def test_a_booking_is_written_moved_and_removed_and_is_not_busy_time(microsoft_a
 
 
 def test_a_retried_create_whose_id_was_not_kept_makes_no_second_event(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     tenant, _ = connect(microsoft)
     booking = make_booking(tenant, at(7, 15))
     write_back_booking(booking.id, now=NOW)
@@ -245,7 +241,7 @@ def test_a_retried_create_whose_id_was_not_kept_makes_no_second_event(microsoft_
 
 
 def test_an_event_the_person_deleted_is_written_again(microsoft_app, microsoft):
-    calendar = primary(microsoft)
+    calendar = microsoft.default_calendar_id()
     tenant, _ = connect(microsoft)
     booking = make_booking(tenant, at(7, 15))
     write_back_booking(booking.id, now=NOW)
@@ -265,4 +261,6 @@ def test_bookings_go_into_the_chosen_calendar(microsoft_app, microsoft):
     tenant, _ = connect(microsoft, writeCalendar=team)
     booking = make_booking(tenant, at(7, 15))
     assert write_back_booking(booking.id, now=NOW)[0].error is None
-    assert len(microsoft.events(team)) == 1 and microsoft.events(primary(microsoft)) == []
+    assert (
+        len(microsoft.events(team)) == 1 and microsoft.events(microsoft.default_calendar_id()) == []
+    )

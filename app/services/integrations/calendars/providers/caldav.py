@@ -417,17 +417,9 @@ class CalDAVProvider:
         busy time overlaps ``window`` in the sub account's timezone are kept."""
         with _translated_errors(access), _client(access) as client:
             calendar = client.calendar(url=remote_id) if remote_id else _find(client, access)
-            found = calendar.search(
-                event=True,
-                start=window.start - timedelta(days=1),
-                end=window.end + timedelta(days=1),
-                expand=False,
-                post_filter=False,
-            )
             items = [
                 ical_item(_key(obj.url), None, _text(obj.data), window, tz)
-                for obj in found
-                if obj.data
+                for obj in _events_around(calendar, window)
             ]
             return str(calendar.url), items
 
@@ -476,6 +468,20 @@ def _etags_to_keep(calendar: Any, markers: _Markers) -> Mapping[str, str | None]
     return markers.etags if markers.etags is not None else _member_etags(calendar)
 
 
+def _events_around(calendar: Any, window: Interval) -> list[Any]:
+    """The events (with their data) one time-range ``calendar-query`` REPORT finds in the
+    window, a day wider on both sides: the server places all-day and floating events in UTC,
+    the service in the sub account's timezone."""
+    found = calendar.search(
+        event=True,
+        start=window.start - timedelta(days=1),
+        end=window.end + timedelta(days=1),
+        expand=False,
+        post_filter=False,
+    )
+    return [obj for obj in found if obj.data]
+
+
 def _read_window(
     calendar: Any, etags: Mapping[str, str | None], window: Interval, tz: ZoneInfo
 ) -> list[ItemRead]:
@@ -483,17 +489,10 @@ def _read_window(
     floating events in UTC, the sync in the sub account's timezone); on a server that finds
     changes by ETags, every other member too (no periods), so the next read knows them."""
     with _patient(calendar.client):
-        found = calendar.search(
-            event=True,
-            start=window.start - timedelta(days=1),
-            end=window.end + timedelta(days=1),
-            expand=False,
-            post_filter=False,
-        )
+        found = _events_around(calendar, window)
     items = {
         key: ical_item(key, etags.get(key), _text(obj.data), window, tz)
         for obj in found
-        if obj.data
         for key in [_key(obj.url)]
     }
     for key, etag in etags.items():

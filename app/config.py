@@ -175,6 +175,7 @@ def load_config(app_config: dict[str, Any], instance_path: str) -> None:
         "CALENDAR_PUSH",
         "CALENDAR_LIVE_CHECK",
         "CALENDAR_LIVE_CHECK_TIMEOUT_S",
+        "PUSH_RATE_LIMIT",
         "OUTBOX_SWEEP_GRACE_SECONDS",
         "OUTBOX_RETRY_BASE_SECONDS",
         "SMTP_URL",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Flask, Response, abort, request
+from limits import parse
 
 from app.extensions import db
 from app.models.types import utcnow
@@ -21,6 +22,7 @@ from app.services.integrations.calendars.push import (
     GOOGLE_PATH,
     MICROSOFT_LIFECYCLE_PATH,
     MICROSOFT_PATH,
+    count_notified,
     google_notification,
     microsoft_lifecycle,
     microsoft_notifications,
@@ -59,7 +61,7 @@ def google() -> Response:
     headers = request.headers
     if not headers.get("X-Goog-Channel-ID") or not headers.get("X-Goog-Resource-State"):
         return _plain("", 400)
-    google_notification(
+    notified = google_notification(
         headers.get("X-Goog-Channel-ID"),
         headers.get("X-Goog-Channel-Token"),
         headers.get("X-Goog-Resource-ID"),
@@ -67,6 +69,7 @@ def google() -> Response:
         utcnow(),
     )
     db.session.commit()
+    count_notified("google", [notified])
     return _plain("")
 
 
@@ -93,13 +96,15 @@ def _graph(handle: Any) -> Response:
     values = payload.get("value") if isinstance(payload, dict) else None
     if not isinstance(values, list):
         return _plain("", 400)
-    handle(values[:MOST_NOTIFICATIONS], utcnow())
+    notified = handle(values[:MOST_NOTIFICATIONS], utcnow())
     db.session.commit()
+    count_notified("microsoft", notified)
     return _plain("", 202)
 
 
 def register_push(app: Flask, limiter: Any) -> None:
     """The notification endpoints, limited per client address."""
     limit = app.config.get("PUSH_RATE_LIMIT") or DEFAULT_RATE_LIMIT
+    parse(limit)  # a bad value fails at start-up, not on the first notification
     limiter.limit(lambda: limit, key_func=lambda: f"push:{request.remote_addr}")(push)
     app.register_blueprint(push)

@@ -24,6 +24,7 @@ ENV_VARS = (
     "CALENDAR_PUSH",
     "CALENDAR_LIVE_CHECK",
     "CALENDAR_LIVE_CHECK_TIMEOUT_S",
+    "PUSH_RATE_LIMIT",
 )
 
 
@@ -153,3 +154,10 @@ def test_a_mistyped_fresh_calendar_setting_fails_at_start_up(clean_env, tmp_path
     clean_env.setenv(name, value)
     with pytest.raises(ValueError, match=name):
         create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'x.sqlite3'}"})
+
+
+def test_the_push_endpoints_limit_is_read_from_the_environment(clean_env, tmp_path):
+    clean_env.setenv("PUSH_RATE_LIMIT", "100/second")
+    config = defaults()
+    load_config(config, str(tmp_path))
+    assert config["PUSH_RATE_LIMIT"] == "100/second"

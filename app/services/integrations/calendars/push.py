@@ -353,27 +353,28 @@ def google_notification(
     state: str | None,
     now: datetime,
 ) -> Notified:
-    """One Google message (its ``X-Goog-*`` headers). Flushes; the caller commits."""
+    """One Google message (its ``X-Goog-*`` headers). Flushes; the caller commits, then counts
+    it (``count_notified``)."""
     channel = _channel(ConnectionKind.GOOGLE, channel_id)
     if channel is None:
-        return _counted("google", Notified("refused", "unknown channel"))
+        return Notified("refused", "unknown channel")
     if not _same_secret(token, channel.secret_digest) or not hmac.compare_digest(
         (resource_id or "").encode(), (channel.resource_id or "").encode()
     ):
-        return _counted("google", Notified("refused", "wrong token or resource"))
-    return _counted("google", _notified(channel, state != "sync", now))
+        return Notified("refused", "wrong token or resource")
+    return _notified(channel, state != "sync", now)
 
 
 def microsoft_notifications(values: list[Any], now: datetime) -> list[Notified]:
     """Graph's change notifications (the ``value`` array). Flushes; the caller commits."""
-    return [_counted("microsoft", _microsoft_one(value, now, lifecycle=False)) for value in values]
+    return [_microsoft_one(value, now, lifecycle=False) for value in values]
 
 
 def microsoft_lifecycle(values: list[Any], now: datetime) -> list[Notified]:
     """Graph's lifecycle notifications: ``reauthorizationRequired`` (renew the subscription),
     ``subscriptionRemoved`` (make a new one), ``missed`` (read the calendar). Each asks for a
     sync, whose follow-up keeps the channels (``keep_channels``). Flushes; the caller commits."""
-    return [_counted("microsoft", _microsoft_one(value, now, lifecycle=True)) for value in values]
+    return [_microsoft_one(value, now, lifecycle=True) for value in values]
 
 
 def _microsoft_one(value: Any, now: datetime, *, lifecycle: bool) -> Notified:
@@ -421,8 +422,10 @@ def _notified(channel: PushChannel, changed: bool, now: datetime) -> Notified:
     return Notified("accepted" if queued else "acknowledged", "", connection.id)
 
 
-def _counted(provider: str, notified: Notified) -> Notified:
-    PUSH_NOTIFICATIONS.labels(provider, notified.outcome).inc()
-    if notified.outcome == "refused":
-        log.info("%s notification refused: %s", provider, notified.reason)
-    return notified
+def count_notified(provider: str, notified: list[Notified]) -> None:
+    """Count what notifications did, once their transaction is committed (a notification whose
+    commit failed did nothing, and is not counted)."""
+    for each in notified:
+        PUSH_NOTIFICATIONS.labels(provider, each.outcome).inc()
+        if each.outcome == "refused":
+            log.info("%s notification refused: %s", provider, each.reason)

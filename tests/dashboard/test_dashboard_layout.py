@@ -11,9 +11,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import expect
+from sqlalchemy import select
 
+from app import create_app
+from app.extensions import db
+from app.models import CalendarConnection
 from tests.browser_pages import HEADER_MAX_PX, WIDTHS, book_slot, open_slots, week_showing
 from tests.dashboard_users import sign_in_browser
+from tests.factories import run_queued_sync
 from tests.feed_servers import feed_server
 from tests.servers import gunicorn, migrate_and_run_demo
 
@@ -52,7 +57,8 @@ def furnished(tmp_path, browser):
         page.get_by_label("Name", exact=True).last.fill("Family")
         page.get_by_label("The calendar's secret address").fill(feed.url)
         page.get_by_role("button", name="Subscribe").click()
-        expect(page.get_by_role("status")).to_contain_text("Subscribed to “Family”")
+        expect(page.get_by_text("Subscribed to “Family”: reading it now.")).to_be_visible()
+        read_what_the_worker_would(url)
         page.get_by_role("link", name="Availability").click()
         page.get_by_label("Starts").fill(f"{day}T12:00")
         page.get_by_label("Ends").fill(f"{day}T13:00")
@@ -61,6 +67,22 @@ def furnished(tmp_path, browser):
         expect(page.get_by_role("status")).to_be_visible()
         yield demo_dental, demo, booking, page
         page.close()
+
+
+def read_what_the_worker_would(url: str) -> None:
+    """The feed's first read, as the worker's ``calendars.sync`` does it (no worker runs
+    here: what is looked at is the calendar it furnishes)."""
+    app = create_app(
+        {
+            "SQLALCHEMY_DATABASE_URI": url,
+            "SECRET_KEY": "test-secret-key",
+            "CALDAV_ALLOW_PRIVATE": True,
+        }
+    )
+    with app.app_context():
+        (connection_id,) = db.session.scalars(select(CalendarConnection.id)).all()
+        assert run_queued_sync(connection_id).ok
+        db.engine.dispose()
 
 
 def _busy_feed(day, start: time, end: time) -> str:

@@ -123,9 +123,8 @@ class AvailabilityViews(MethodView):
             current_app.extensions.get("availability_store"),
         )
         headers = {"ETag": f'W/"{answer.tag}"', "Cache-Control": CACHE_CONTROL}
-        freshness = busy_time_as_of(current_sub_account().id, utcnow())
-        if freshness.connected:
-            as_of = freshness.as_of
+        if answer.connected:  # a read of its own, only for a calendar with connections
+            as_of = busy_time_as_of(current_sub_account().id, utcnow()).as_of
             headers[BUSY_TIME_AS_OF] = format_utc(as_of) if as_of is not None else "unknown"
         if request.if_none_match.contains_weak(answer.tag):
             return Response(status=304, headers=headers)

@@ -39,7 +39,7 @@ from sqlalchemy import text
 from app.config import configured_number
 from app.deadlines import redis_timeout_s
 from app.extensions import db
-from app.models import CalendarVersion, SubAccount
+from app.models import CalendarConnection, CalendarVersion, SubAccount
 from app.scheduling.offered import Offer, SlotSet
 from app.services.availability.open_time import AvailabilityQuery, compute_slot_set
 
@@ -63,6 +63,23 @@ def calendar_version(sub_account_id: int) -> int:
     """The calendar's current version; 0 for a calendar that never changed."""
     version = db.session.execute(_VERSION, {"sub_account_id": sub_account_id}).scalar()
     return version or 0
+
+
+# The version, and whether any calendar is connected (an answer then says how fresh their busy
+# time is, which costs a read of its own): one statement still, for every repeated question.
+_VERSION_AND_CONNECTED = text(
+    f"SELECT ({_VERSION.text}),"
+    f" EXISTS (SELECT 1 FROM {CalendarConnection.__tablename__}"
+    " WHERE sub_account_id = :sub_account_id AND active = :active)"
+)
+
+
+def version_and_connected(sub_account_id: int) -> tuple[int, bool]:
+    """``calendar_version``, and whether the sub account has an active connected calendar."""
+    version, connected = db.session.execute(
+        _VERSION_AND_CONNECTED, {"sub_account_id": sub_account_id, "active": True}
+    ).one()
+    return version or 0, bool(connected)
 
 
 def query_key(query: AvailabilityQuery) -> str:
@@ -169,6 +186,7 @@ class KeptAnswer:
     tag: str
     slot_set: SlotSet
     offer: Offer
+    connected: bool = False  # the calendar has connected calendars (their freshness to say)
 
 
 def availability_at(
@@ -178,8 +196,9 @@ def availability_at(
     for its current version, computed and kept first if there is none. Raises as
     ``compute_slot_set`` does."""
     asked = query_key(query)
+    connected = False
     for _ in range(TRIES):
-        version = calendar_version(sub_account.id)
+        version, connected = version_and_connected(sub_account.id)
         key = f"availability:{sub_account.id}:{version:x}:{asked}"
         slot_set = store.get(key) if store is not None else None
         if slot_set is None:
@@ -189,8 +208,8 @@ def availability_at(
             if store is not None:
                 store.put(key, slot_set)
         offer = slot_set.offer(now)
-        return KeptAnswer(f"{version:x}.{asked}.{offer.key}", slot_set, offer)
+        return KeptAnswer(f"{version:x}.{asked}.{offer.key}", slot_set, offer, connected)
     # Changed during every try: the last set is the calendar at no one version. It is answered
     # (it is as fresh as any) under a tag that names none, and so never matches.
     offer = slot_set.offer(now)
-    return KeptAnswer(f"changing.{secrets.token_hex(8)}", slot_set, offer)
+    return KeptAnswer(f"changing.{secrets.token_hex(8)}", slot_set, offer, connected)

@@ -37,7 +37,6 @@ from typing import Any, Literal
 
 from flask import Flask, current_app
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from app.counters import LIVE_CHECK_SECONDS, LIVE_CHECKS
 from app.extensions import db
@@ -47,7 +46,6 @@ from app.models import (
     CalendarConnection,
     CalendarSettings,
     ConnectedCalendar,
-    SubAccount,
 )
 from app.models.calendar_connection import ConnectionKind
 from app.scheduling.intervals import Interval
@@ -174,35 +172,36 @@ def ask_connected_calendars(sub_account_id: int, window: Interval) -> LiveCheck:
 
 
 def _questions(sub_account_id: int, timeout: float) -> tuple[list[_Question], str]:
-    """One question per checked calendar of every active connection of a kind asked live;
-    read in a session of its own (the secrets are decrypted here)."""
-    with Session(db.engine) as session:
-        sub_account = session.get(SubAccount, sub_account_id)
-        settings = session.get(CalendarSettings, sub_account_id)
-        if sub_account is None or settings is None:
-            return [], "UTC"
-        connections = session.scalars(
-            select(CalendarConnection)
-            .where(
-                CalendarConnection.sub_account_id == sub_account_id,
-                CalendarConnection.active.is_(True),
-                CalendarConnection.kind.in_([str(kind) for kind in LIVE_KINDS]),
-            )
-            .order_by(CalendarConnection.id)
-        ).all()
-        questions = []
-        for connection in connections:
-            access, problem = connection_access(connection, timeout)
-            remote_ids = session.scalars(
-                select(ConnectedCalendar.remote_id)
-                .where(ConnectedCalendar.calendar_connection_id == connection.id)
-                .order_by(ConnectedCalendar.id)
-            ).all() or [None]
-            questions += [
-                _Question(connection.id, connection.name, connection.kind, access, problem, rid)
-                for rid in remote_ids
-            ]
-        return questions, settings.timezone
+    """One question per checked calendar of every active connection of a kind asked live
+    (the secrets decrypted here). Read in the caller's session and transaction, which then
+    ends: a second pooled connection for each write would halve the writes a pool serves."""
+    connections = db.session.scalars(
+        select(CalendarConnection)
+        .where(
+            CalendarConnection.sub_account_id == sub_account_id,
+            CalendarConnection.active.is_(True),
+            CalendarConnection.kind.in_([str(kind) for kind in LIVE_KINDS]),
+        )
+        .order_by(CalendarConnection.id)
+    ).all()
+    if not connections:
+        return [], "UTC"
+    settings = db.session.get(CalendarSettings, sub_account_id)
+    remote_ids: dict[int, list[str | None]] = {}
+    for connection_id, remote_id in db.session.execute(
+        select(ConnectedCalendar.calendar_connection_id, ConnectedCalendar.remote_id)
+        .where(ConnectedCalendar.calendar_connection_id.in_([c.id for c in connections]))
+        .order_by(ConnectedCalendar.id)
+    ):
+        remote_ids.setdefault(connection_id, []).append(remote_id)
+    questions = []
+    for connection in connections:
+        access, problem = connection_access(connection, timeout)
+        questions += [
+            _Question(connection.id, connection.name, connection.kind, access, problem, rid)
+            for rid in remote_ids.get(connection.id) or [None]
+        ]
+    return questions, settings.timezone if settings is not None else "UTC"
 
 
 def _ask_all(

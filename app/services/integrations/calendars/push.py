@@ -61,6 +61,8 @@ PUSH_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
 CHANNEL_LIFETIME = timedelta(minutes=10080 - 10)
 # Renewed when this little is left: a day of retries before notifications would stop.
 RENEW_BEFORE = timedelta(days=1)
+# How long each stop may take when a person removes a connection (they wait for it).
+STOP_TIMEOUT_S = 2.0
 # Reported as near expiry (a renewal that keeps failing) in /metrics.
 NEAR_EXPIRY = timedelta(hours=6)
 
@@ -157,11 +159,11 @@ def keep_channels(connection_id: int, now: datetime) -> ChannelsKept:
     return ChannelsKept(made, renewed, stopped, tuple(errors))
 
 
-def _plan(session: Session, connection_id: int) -> _Plan | None:
+def _plan(session: Session, connection_id: int, timeout: float | None = None) -> _Plan | None:
     connection = session.get(CalendarConnection, connection_id)
     if connection is None or connection.kind not in PUSH_KINDS:
         return None
-    access, problem = connection_access(connection, caldav_timeout())
+    access, problem = connection_access(connection, timeout or caldav_timeout())
     if problem is not None:
         return None
     calendars = session.execute(
@@ -286,10 +288,11 @@ def _forget(row_id: int, change: str | None) -> None:
 
 def stop_channels(connection_id: int) -> int:
     """Stop every channel of the connection at the provider (before it is removed, while its
-    grant still works); best effort, each with the calendar timeout. Returns how many were
-    stopped; their rows go with the connection."""
+    grant still works); best effort, each request within ``STOP_TIMEOUT_S`` (a person is
+    waiting, and a channel not stopped only expires by itself). Returns how many were stopped;
+    their rows go with the connection."""
     with Session(db.engine) as session:
-        plan = _plan(session, connection_id)
+        plan = _plan(session, connection_id, STOP_TIMEOUT_S)
     if plan is None:
         return 0
     provider, stopped = provider_for(plan.kind), 0

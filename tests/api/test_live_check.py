@@ -19,6 +19,7 @@ from app.models import BlockedTime, Booking
 from app.models.types import utcnow
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.write_back import write_back_booking
+from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import (
     TenantFactory,
     availability_through_api,
@@ -313,3 +314,18 @@ def test_while_a_calendar_does_not_answer_no_lock_is_held(google_connected):
     first.join(30)
     second.join(30)
     assert sorted(r.status_code for r in results) == [201, 201]
+
+
+def test_a_dashboard_reschedule_into_an_event_added_just_now_is_refused(google_connected):
+    calendar = google_connected
+    client = calendar.client
+    sign_in(client, owner_email(calendar.tenant))
+    booked = book_through_api(client, calendar.tenant, ny(MONDAY, 14))
+    assert booked.status_code == 201, booked.json
+    calendar.add_event(TEN, TEN + timedelta(hours=1))
+    page = f"/dashboard/s/{calendar.tenant.sub_account_id}/bookings/{booked.json['id']}/reschedule"
+    moved = client.post(
+        page, data={"start": TEN.isoformat(), "csrf_token": csrf_token(client, page)}
+    )
+    followed = client.get(moved.headers["Location"]).get_data(as_text=True)
+    assert "Not moved: Time slot conflicts with an event in a connected calendar." in followed

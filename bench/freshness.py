@@ -142,7 +142,16 @@ from app.extensions import db
 from app.models import PushChannel
 from app.services.accounts.provisioning import provision
 from bench import availability, capacity, floor_app, hot_path
-from tests.factories import ALWAYS_OPEN, NEW_YORK, Tenant, TenantFactory, next_monday, ny, z
+from tests.factories import (
+    ALWAYS_OPEN,
+    NEW_YORK,
+    Tenant,
+    TenantFactory,
+    next_monday,
+    ny,
+    provider_connection,
+    z,
+)
 from tests.feed_servers import feed_server
 from tests.google_servers import FakeGoogle
 from tests.microsoft_servers import FakeMicrosoft
@@ -498,22 +507,8 @@ def part_push(args: argparse.Namespace, log_dir: Path) -> list[str]:
             "push", log_dir, provider_env, interval=PUSH_INTERVAL, with_beat=False
         ) as dep:
             tenants = {
-                "google": dep.tenant(
-                    {
-                        "name": "Google",
-                        "kind": "google",
-                        "refreshToken": google.issue_refresh_token(ACCOUNT_EMAIL),
-                        "writeBack": False,
-                    }
-                ),
-                "microsoft": dep.tenant(
-                    {
-                        "name": "Outlook",
-                        "kind": "microsoft",
-                        "refreshToken": microsoft.issue_refresh_token(ACCOUNT_EMAIL),
-                        "writeBack": False,
-                    }
-                ),
+                "google": dep.tenant(provider_connection(google, "Google", writeBack=False)),
+                "microsoft": dep.tenant(provider_connection(microsoft, "Outlook", writeBack=False)),
             }
             adders: dict[str, Callable[[datetime], Any]] = {
                 "google": lambda s: google.add_event(ACCOUNT_EMAIL, s, s + SLOT),
@@ -761,22 +756,8 @@ def part_live(args: argparse.Namespace, log_dir: Path) -> list[str]:
             dep.pg.execute(floor_app.CREATE_TABLE)
             tenants = {
                 "none": dep.tenant(),
-                "google": dep.tenant(
-                    {
-                        "name": "Google",
-                        "kind": "google",
-                        "refreshToken": google.issue_refresh_token(ACCOUNT_EMAIL),
-                        "writeBack": False,
-                    }
-                ),
-                "microsoft": dep.tenant(
-                    {
-                        "name": "Outlook",
-                        "kind": "microsoft",
-                        "refreshToken": microsoft.issue_refresh_token(ACCOUNT_EMAIL),
-                        "writeBack": False,
-                    }
-                ),
+                "google": dep.tenant(provider_connection(google, "Google", writeBack=False)),
+                "microsoft": dep.tenant(provider_connection(microsoft, "Outlook", writeBack=False)),
                 "caldav": dep.tenant(connection_doc("Personal", radicale, user, writeBack=False)),
             }
             for kind, tenant in tenants.items():

@@ -299,3 +299,17 @@ def first_read_over(connection_id: int) -> bool:
         and connection.sync_requested_at is None
         and not connection.write_existing_pending
     )
+
+
+def provider_connection(fake: Any, name: str, **fields: Any) -> dict[str, Any]:
+    """A Google or Microsoft connection of a provisioning document (``calendarConnections``)
+    to the fake's account ``ACCOUNT_EMAIL``, named ``name`` (``fields`` added)."""
+    from tests.google_servers import FakeGoogle
+    from tests.oauth_fakes import ACCOUNT_EMAIL
+
+    return {
+        "name": name,
+        "kind": "google" if isinstance(fake, FakeGoogle) else "microsoft",
+        "refreshToken": fake.issue_refresh_token(ACCOUNT_EMAIL),
+        **fields,
+    }

@@ -31,7 +31,7 @@ from app import create_app
 from app.extensions import db
 from app.models import CalendarConnection
 from tests.celery_workers import celery_beat, celery_worker, wait_for
-from tests.factories import ALWAYS_OPEN, TenantFactory, next_monday, ny, z
+from tests.factories import ALWAYS_OPEN, TenantFactory, next_monday, ny, provider_connection, z
 from tests.google_servers import FakeGoogle
 from tests.microsoft_servers import FakeMicrosoft
 from tests.oauth_fakes import ACCOUNT_EMAIL
@@ -149,24 +149,8 @@ def deployment(request, tmp_path_factory) -> Iterator[Deployment]:
         db.engine.dispose()
 
 
-def google_connection(google: FakeGoogle) -> dict[str, Any]:
-    return {
-        "name": "Google",
-        "kind": "google",
-        "refreshToken": google.issue_refresh_token(ACCOUNT_EMAIL),
-    }
-
-
-def microsoft_connection(microsoft: FakeMicrosoft) -> dict[str, Any]:
-    return {
-        "name": "Outlook",
-        "kind": "microsoft",
-        "refreshToken": microsoft.issue_refresh_token(ACCOUNT_EMAIL),
-    }
-
-
 def test_a_new_connection_is_read_within_seconds_by_the_running_worker(deployment):
-    tenant = deployment.tenant(google_connection(deployment.google))
+    tenant = deployment.tenant(provider_connection(deployment.google, "Google"))
     connection_id = tenant.connections["Google"]
     assert wait_for(lambda: deployment.connection(connection_id).last_success_at, timeout=20)
 
@@ -176,12 +160,12 @@ def test_a_pushed_change_stops_being_offered_within_seconds(deployment, provider
     if provider == "google":
         fake, connection, calendar = (
             deployment.google,
-            google_connection(deployment.google),
+            provider_connection(deployment.google, "Google"),
             ACCOUNT_EMAIL,
         )
     else:
         fake = deployment.microsoft
-        connection, calendar = microsoft_connection(fake), fake.default_calendar_id()
+        connection, calendar = provider_connection(fake, "Outlook"), fake.default_calendar_id()
     tenant = deployment.tenant(connection)
     connection_id = next(iter(tenant.connections.values()))
     # Read, and its channel made (the worker's follow-up of the first sync).
@@ -209,7 +193,7 @@ def test_with_no_push_a_booking_into_an_event_added_just_before_is_external_busy
     deployment, provider
 ):
     fake = deployment.google if provider == "google" else deployment.microsoft
-    connection = google_connection(fake) if provider == "google" else microsoft_connection(fake)
+    connection = provider_connection(fake, "Google" if provider == "google" else "Outlook")
     calendar = ACCOUNT_EMAIL if provider == "google" else fake.default_calendar_id()
     tenant = deployment.tenant(connection)
     connection_id = next(iter(tenant.connections.values()))
@@ -252,7 +236,7 @@ def test_a_connection_asked_for_while_no_worker_ran_is_read_when_one_starts(depl
     # The hand-over never reaches a broker (as in a broker outage): the mark alone waits.
     deployment.app.config["OUTBOX_DISPATCH"] = False
     try:
-        tenant = deployment.tenant(google_connection(deployment.google))
+        tenant = deployment.tenant(provider_connection(deployment.google, "Google"))
     finally:
         deployment.app.config["OUTBOX_DISPATCH"] = True
     connection_id = tenant.connections["Google"]

@@ -91,6 +91,29 @@ def test_mapped_compatible_translated_local_nat64_and_teredo_are_never_public(ad
     assert not is_public(address)
 
 
+@pytest.mark.parametrize(
+    "address",
+    [
+        "192.0.0.8",  # IETF protocol assignments (192.0.0.0/24)
+        "198.18.0.1",  # benchmarking
+        "240.0.0.1",  # reserved
+        "fec0::1",  # site-local, deprecated
+        "3fff::1",  # documentation (RFC 9637)
+        "5f00::1",  # SRv6 SIDs (RFC 9602)
+        "100::1",  # discard-only
+        "2001:db8::1",  # documentation
+        "2001:2::1",  # benchmarking, inside the IETF protocol assignments
+    ],
+)
+def test_special_purpose_ranges_python_may_call_global_are_not_public(address):
+    assert not is_public(address)
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "2a00:1450::1"])
+def test_ordinary_internet_addresses_are_public(address):
+    assert is_public(address)
+
+
 @disguised
 def test_a_webhook_url_spelling_a_private_address_is_refused(address):
     with pytest.raises(UnsafeWebhookUrl, match="which is not a public address"):

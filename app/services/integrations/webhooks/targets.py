@@ -30,6 +30,12 @@ embeds is public too. Per spelling:
 
 ``ipaddress.is_global`` alone does not say this: it calls ``::7f00:1`` and ``64:ff9b::7f00:1``
 (both 127.0.0.1) global, and what it says of 6to4 and 64:ff9b:1::/48 changed in Python 3.13.
+Nor does it know every special-purpose range (Python 3.11 calls ``192.0.0.8``, site-local
+``fec0::1``, documentation ``3fff::1`` and SRv6 ``5f00::1`` global). So the rule is also an
+explicit one, from IANA's special-purpose address registries: IPv4 outside ``_SPECIAL_IPV4``,
+and IPv6 inside global unicast (``2000::/3``, the only IPv6 space assigned for the internet)
+and outside ``_SPECIAL_IPV6``; what a Python version's ``is_global`` refuses on top stays
+refused.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
-from ipaddress import IPv4Address, IPv6Address, IPv6Network
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from urllib.parse import urlsplit
 
 WEBHOOK_ALLOW_PRIVATE = "WEBHOOK_ALLOW_PRIVATE"
@@ -53,6 +59,34 @@ _SIX_TO_FOUR = IPv6Network("2002::/16")
 _NEVER_PUBLIC = (_COMPATIBLE, _MAPPED, _TRANSLATED, _TEREDO, _NAT64_LOCAL)
 # Public exactly when the IPv4 address they carry is (whatever the Python version says of them).
 _IPV4_CARRIERS = (_NAT64, _SIX_TO_FOUR)
+# IANA's IPv4 special-purpose ranges, refused whatever ``is_global`` says (192.0.0.0/24 whole:
+# its two globally reachable anycast addresses, PCP's and TURN's, are no one's calendar).
+_SPECIAL_IPV4 = tuple(
+    IPv4Network(network)
+    for network in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+)
+# IPv6: only global unicast is the internet's; inside it, IANA's special-purpose blocks (IETF
+# protocol assignments, Teredo among them, and the two documentation prefixes) are refused.
+_GLOBAL_UNICAST = IPv6Network("2000::/3")
+_SPECIAL_IPV6 = tuple(
+    IPv6Network(network) for network in ("2001::/23", "2001:db8::/32", "3fff::/20")
+)
 
 
 class UnsafeWebhookUrl(Exception):
@@ -123,8 +157,14 @@ def is_public(address: str) -> bool:
         return False
     if not all(_public_ipv4(embedded) for embedded in embedded_ipv4(ip)):
         return False
-    carrier = any(ip in network for network in _IPV4_CARRIERS)
-    return (ip.is_global or carrier) and not ip.is_multicast
+    if any(ip in network for network in _IPV4_CARRIERS):
+        return True  # the IPv4 address it carries is public (checked above)
+    return (
+        ip in _GLOBAL_UNICAST
+        and not any(ip in network for network in _SPECIAL_IPV6)
+        and ip.is_global
+        and not ip.is_multicast
+    )
 
 
 def embedded_ipv4(ip: IPv6Address) -> list[IPv4Address]:
@@ -156,7 +196,7 @@ def embedded_ipv4(ip: IPv6Address) -> list[IPv4Address]:
 
 
 def _public_ipv4(ip: IPv4Address) -> bool:
-    return ip.is_global and not ip.is_multicast
+    return not any(ip in network for network in _SPECIAL_IPV4) and ip.is_global
 
 
 def _parts(url: str, require_https: bool):

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import icalendar
@@ -205,26 +206,33 @@ def _refuse_runaway_rules(calendar: icalendar.Calendar, last: datetime, room: in
     to ``last`` (or its COUNT) exceed ``MAX_RULE_STEPS``, or whose occurrences would fill
     ``room`` in the window: counted, not expanded, so it costs nothing whatever the rule."""
     for event in calendar.walk("VEVENT"):
-        rule = event.get("RRULE")
-        if rule is None or "DTSTART" not in event:
+        found = event.get("RRULE")
+        if found is None or "DTSTART" not in event:
             continue
-        frequency = str((rule.get("FREQ") or [""])[0]).upper()
-        if frequency not in _STEP:
-            continue
-        start = event.decoded("DTSTART")
-        if not isinstance(start, datetime):
-            continue
-        start = start if start.tzinfo else start.replace(tzinfo=UTC)
-        until = (rule.get("UNTIL") or [None])[0]
-        end = last
-        if isinstance(until, datetime):
-            end = min(end, until if until.tzinfo else until.replace(tzinfo=UTC))
-        interval = int((rule.get("INTERVAL") or [1])[0]) * _STEP[frequency]
-        steps = max(0, (end - start).total_seconds()) / interval
-        if "COUNT" in rule:
-            steps = min(steps, int(rule["COUNT"][0]))
-        if steps > MAX_RULE_STEPS or ("BYSECOND" not in rule and steps > room * 10):
-            raise TooManyBusyPeriods("")
+        # Several RRULE lines (Cyrus exports the same one twice) are a list: each is counted.
+        for rule in found if isinstance(found, list) else [found]:
+            _refuse_runaway_rule(event, rule, last, room)
+
+
+def _refuse_runaway_rule(event: Any, rule: Any, last: datetime, room: int) -> None:
+    """``_refuse_runaway_rules`` for one rule of one event."""
+    frequency = str((rule.get("FREQ") or [""])[0]).upper()
+    if frequency not in _STEP:
+        return
+    start = event.decoded("DTSTART")
+    if not isinstance(start, datetime):
+        return
+    start = start if start.tzinfo else start.replace(tzinfo=UTC)
+    until = (rule.get("UNTIL") or [None])[0]
+    end = last
+    if isinstance(until, datetime):
+        end = min(end, until if until.tzinfo else until.replace(tzinfo=UTC))
+    interval = int((rule.get("INTERVAL") or [1])[0]) * _STEP[frequency]
+    steps = max(0, (end - start).total_seconds()) / interval
+    if "COUNT" in rule:
+        steps = min(steps, int(rule["COUNT"][0]))
+    if steps > MAX_RULE_STEPS or ("BYSECOND" not in rule and steps > room * 10):
+        raise TooManyBusyPeriods("")
 
 
 def _recurs(calendar: icalendar.Calendar) -> bool:

@@ -208,6 +208,7 @@ def _calendar_counts(now: datetime) -> tuple:
         .select_from(PushChannel)
         .where(
             PushChannel.calendar_connection_id == CalendarConnection.id,
+            PushChannel.connected_calendar_id.is_not(None),  # not one waiting to be stopped
             PushChannel.expires_at > now,
         )
         .scalar_subquery()

@@ -25,6 +25,7 @@ from sqlalchemy.exc import OperationalError
 from app.config import beside_database
 from app.deadlines import redis_timeout_s
 from app.extensions import db
+from app.services.integrations.calendars.freshness import sync_interval
 from app.services.integrations.events import BookingEvent
 from app.services.integrations.registry import init_registry
 
@@ -142,7 +143,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "task_soft_time_limit": 120,
         "task_time_limit": 180,
-        "beat_schedule": beat_schedule(int(float(config["SYNC_INTERVAL_SECONDS"]))),
+        "beat_schedule": beat_schedule(int(sync_interval(config).total_seconds())),
         "beat_schedule_filename": str(beside_database(database, instance, "beat-schedule")),
         "timezone": "UTC",
         "include": TASK_MODULES,

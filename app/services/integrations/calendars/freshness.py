@@ -29,19 +29,19 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import event, func, or_, select, update
 from sqlalchemy.orm import Session, SessionTransaction
 
+from app.config import Config, configured_duration
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, PushChannel, SubAccount
 from app.services.integrations.registry import IntegrationRegistry, app_registry
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SYNC_INTERVAL_SECONDS = 60
-DEFAULT_PUSH_RESYNC_SECONDS = 1800
 # A queued sync whose message never reached a worker (a broker outage, a lost message) is
 # handed over again after this long.
 REQUEST_RESENT_AFTER = timedelta(minutes=2)
@@ -56,19 +56,21 @@ _PENDING = "pending_connection_tasks"
 SYNC_TASK = "calendars.sync"
 
 
-def sync_interval(config: object = None) -> timedelta:
-    """How often a connection without a live push channel is read."""
-    return _seconds(config, "SYNC_INTERVAL_SECONDS", DEFAULT_SYNC_INTERVAL_SECONDS)
+def sync_interval(config: Any = None) -> timedelta:
+    """How often a connection without a live push channel is read (``SYNC_INTERVAL_SECONDS``;
+    its default is ``Config``'s)."""
+    return _setting(config, "SYNC_INTERVAL_SECONDS")
 
 
-def push_resync_interval(config: object = None) -> timedelta:
-    """How often a connection whose calendars all have live push channels is still read."""
-    return _seconds(config, "PUSH_RESYNC_SECONDS", DEFAULT_PUSH_RESYNC_SECONDS)
+def push_resync_interval(config: Any = None) -> timedelta:
+    """How often a connection whose calendars all have live push channels is still read
+    (``PUSH_RESYNC_SECONDS``)."""
+    return _setting(config, "PUSH_RESYNC_SECONDS")
 
 
-def _seconds(config: object, name: str, default: int) -> timedelta:
-    value = (config if config is not None else current_app.config).get(name)  # type: ignore[attr-defined]
-    return timedelta(seconds=float(value) if value not in (None, "") else default)
+def _setting(config: Any, name: str) -> timedelta:
+    config = config if config is not None else current_app.config
+    return configured_duration(config, name, timedelta(seconds=getattr(Config, name)))
 
 
 def request_sync(connection_id: int, now: datetime, *, delay: float = 0.0) -> bool:

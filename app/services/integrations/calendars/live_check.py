@@ -38,6 +38,7 @@ from typing import Any, Literal
 from flask import Flask, current_app
 from sqlalchemy import select
 
+from app.config import Config, configured_number
 from app.counters import LIVE_CHECK_SECONDS, LIVE_CHECKS
 from app.extensions import db
 from app.models import (
@@ -61,7 +62,6 @@ from app.services.integrations.calendars.sync import record_seen
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 1.5
 # The kinds asked live; feeds are not (module docstring).
 LIVE_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT, ConnectionKind.CALDAV)
 # Questions asked at once, however many calendars a sub account has connected.
@@ -121,7 +121,7 @@ class _Question:
 def live_check_mode(config: Any = None) -> LiveCheckMode:
     value = (config if config is not None else current_app.config).get("CALENDAR_LIVE_CHECK")
     try:
-        return LiveCheckMode((value or LiveCheckMode.BEST_EFFORT).strip().lower())
+        return LiveCheckMode((value or Config.CALENDAR_LIVE_CHECK).strip().lower())
     except ValueError:
         raise ValueError(
             f"CALENDAR_LIVE_CHECK must be best_effort, strict or off, not {value!r}"
@@ -129,10 +129,11 @@ def live_check_mode(config: Any = None) -> LiveCheckMode:
 
 
 def live_check_timeout(config: Any = None) -> float:
-    value = (config if config is not None else current_app.config).get(
-        "CALENDAR_LIVE_CHECK_TIMEOUT_S"
-    )
-    return float(value) if value not in (None, "") else DEFAULT_TIMEOUT_S
+    """The one deadline of a live check (``CALENDAR_LIVE_CHECK_TIMEOUT_S``; its default is
+    ``Config``'s)."""
+    config = config if config is not None else current_app.config
+    name = "CALENDAR_LIVE_CHECK_TIMEOUT_S"
+    return configured_number(config, name, getattr(Config, name))
 
 
 @owns_transactions

@@ -40,6 +40,7 @@ from flask import current_app
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from app.config import Config
 from app.counters import PUSH_CHANNEL_CHANGES, PUSH_NOTIFICATIONS
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, PushChannel
@@ -73,7 +74,7 @@ def push_enabled(config: Any = None) -> bool:
     """Whether calendars get push channels (``CALENDAR_PUSH``: on, off, or auto: when
     ``PUBLIC_URL`` is https)."""
     config = config if config is not None else current_app.config
-    mode = str(config.get("CALENDAR_PUSH") or "auto").strip().lower()
+    mode = str(config.get("CALENDAR_PUSH") or Config.CALENDAR_PUSH).strip().lower()
     if mode not in ("auto", "on", "off"):
         raise ValueError(f"CALENDAR_PUSH must be auto, on or off, not {mode!r}")
     if mode == "auto":

@@ -14,6 +14,7 @@ database. Beat keeps its schedule file beside the database too.
 from __future__ import annotations
 
 import logging
+import os
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +29,12 @@ from app.extensions import db
 from app.services.integrations.calendars.freshness import sync_interval
 from app.services.integrations.events import BookingEvent
 from app.services.integrations.registry import init_registry
+
+# Pool processes of a worker started without ``-c``: one per core, and at least four. A task
+# waiting on a slow calendar or webhook receiver (up to its deadline, a minute by default) holds
+# its process; with four, one hostile server never holds the only one, and the others' syncs,
+# messages and webhooks go on.
+WORKER_PROCESSES = max(4, os.cpu_count() or 1)
 
 TASK_MODULES = [
     "worker.tasks.bookings",
@@ -141,6 +148,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
+        "worker_concurrency": WORKER_PROCESSES,
         "task_soft_time_limit": 120,
         "task_time_limit": 180,
         "beat_schedule": beat_schedule(int(sync_interval(config).total_seconds())),

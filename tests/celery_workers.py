@@ -23,12 +23,16 @@ def celery_command() -> list[str]:
 
 
 @contextmanager
-def celery_worker(database_url: str, log_path: Path, **env: str) -> Iterator[subprocess.Popen]:
+def celery_worker(
+    database_url: str, log_path: Path, processes: int | None = 1, **env: str
+) -> Iterator[subprocess.Popen]:
     """``celery -A worker worker`` as the Procfile starts it (in a process group of its own,
-    pool processes included), on the tests' clock, until it says it is ready."""
-    with _celery(
-        ["worker", "--loglevel", "INFO", "-c", "1"], "ready.", database_url, log_path, env
-    ) as process:
+    pool processes included), on the tests' clock, until it says it is ready; with
+    ``processes`` pool processes (None: the Procfile's command as it is, the configured
+    number)."""
+    concurrency = [] if processes is None else ["-c", str(processes)]
+    arguments = ["worker", "--loglevel", "INFO", *concurrency]
+    with _celery(arguments, "ready.", database_url, log_path, env) as process:
         yield process
 
 

@@ -3,7 +3,8 @@ process, serving one iCalendar file as a feed host does (``ETag`` and ``Last-Mod
 ``304`` to a matching ``If-None-Match``/``If-Modified-Since``), and keeping every request.
 
 ``answer`` changes what it serves instead: a status (404, 500 …), ``"html"`` (a sign-in page),
-``"drip"`` (the file one byte every ``drip_seconds``), or ``"plain"`` (the file with neither
+``"drip"`` (the file one byte every ``drip_seconds``), ``"drip headers"`` (the status line
+and headers so, endlessly: each byte arrives well within any read timeout), or ``"plain"`` (the file with neither
 validator, as some hosts serve it)."""
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Feed:
         self.answer: int | str = 200
         self.drip_seconds = 1.0
         self.requests: list[FeedRequest] = []
+        self.in_flight = 0  # requests being answered now
+        self.most_in_flight = 0  # the most ever answered at once
         self.lock = threading.Lock()
         self.url = ""
 
@@ -66,7 +69,13 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
             with feed.lock:
                 answer, body = feed.answer, feed.body
                 etag, modified = feed.etag, feed.last_modified
-            status = self._answer(answer, headers, body, etag, modified)
+                feed.in_flight += 1
+                feed.most_in_flight = max(feed.most_in_flight, feed.in_flight)
+            try:
+                status = self._answer(answer, headers, body, etag, modified)
+            finally:
+                with feed.lock:
+                    feed.in_flight -= 1
             with feed.lock:
                 feed.requests.append(FeedRequest(self.path, headers, status))
 
@@ -85,6 +94,8 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
                 return self._send(304, b"", None, validators)
             if answer == "drip":
                 return self._drip(body)
+            if answer == "drip headers":
+                return self._drip_headers()
             return self._send(200, body, "text/calendar; charset=utf-8", validators)
 
         def _send(self, status, body, kind, extra=None) -> int:
@@ -108,6 +119,21 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
             try:
                 for i in range(len(body)):
                     self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(feed.drip_seconds)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return 200
+
+        def _drip_headers(self) -> int:
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/calendar\r\n"
+            try:
+                for i in range(len(head)):
+                    self.wfile.write(head[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(feed.drip_seconds)
+                while True:  # one header that never ends
+                    self.wfile.write(b"X")
                     self.wfile.flush()
                     time.sleep(feed.drip_seconds)
             except (BrokenPipeError, ConnectionResetError):

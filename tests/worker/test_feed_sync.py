@@ -193,6 +193,23 @@ def test_a_server_sending_a_byte_at_a_time_meets_the_whole_reads_deadline(
     assert waited < 10
 
 
+def test_a_server_dripping_its_headers_meets_the_whole_reads_deadline_and_is_named(make_app, feed):
+    app = make_app(CALDAV_ALLOW_PRIVATE=True, CALDAV_TIMEOUT_SECONDS=0.5)
+    feed.answer, feed.drip_seconds = "drip headers", 0.1  # never a whole status line and headers
+    with app.app_context():
+        connection_id = subscribe(feed)
+        started = time.monotonic()
+        result = sync(connection_id)
+        waited = time.monotonic() - started
+        recorded = db.session.get(CalendarConnection, connection_id).last_error
+        db.session.remove()
+    server = feed.url.split("/calendar/")[0]
+    assert (result.status, result.retryable) == ("failed", True)
+    assert f"{server} did not send the feed within 3 s" in result.error
+    assert recorded == result.error
+    assert waited < 10
+
+
 def test_a_feed_larger_than_the_limit_is_refused(private_allowed, feed, monkeypatch):
     monkeypatch.setattr(feed_provider, "MAX_FEED_BYTES", 100)
     result = sync(subscribe(feed))

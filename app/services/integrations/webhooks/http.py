@@ -1,14 +1,23 @@
 """One webhook POST, with ``urllib3``: to the address the target was resolved to (the Host
 header and TLS name are the URL's), no redirects followed, no retries (the delivery schedule
 retries), a timeout on connecting and on every read, and at most ``EXCERPT_BYTES`` of the
-answer read and kept."""
+answer read and kept.
+
+Also the pinned connection pool other outgoing requests use (calendar feeds), and the bound on a
+whole exchange (``ExchangeDeadline``): a timeout on every read bounds nothing against a server
+that sends a byte just before each one runs out, its headers as much as its body."""
 
 from __future__ import annotations
 
+import socket
+import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError, TimeoutError
 
 from app.services.common.tls import shared_tls_context
@@ -29,12 +38,110 @@ class Answer:
         return self.status is not None and 200 <= self.status < 300
 
 
-def pinned_pool(target: Target, timeout: float) -> urllib3.HTTPConnectionPool:
+class ExchangeDeadline:
+    """How long a whole exchange may take (connecting, sending, the answer's headers and body,
+    redirects followed), however slowly the server sends. ``urllib3``'s read timeout restarts
+    with every byte, and ``http.client`` reads the status line and headers a line at a time, so
+    a server dripping its headers a byte a second holds a request for as long as it likes.
+
+    Used as a context manager around the exchange, with ``deadline=`` given to ``pinned_pool``:
+    every connection the pool makes shows its socket here (a duplicate, which a TLS wrapper does
+    not detach), and when the deadline passes a timer shuts them all down. The read in progress
+    ends at once, ``urllib3`` raises, and ``expired`` tells the caller why; no connection is
+    opened after that."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.started = time.monotonic()
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> ExchangeDeadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            sock.close()
+
+    def watch(self, sock: socket.socket) -> None:
+        """Keep a new connection's socket, to shut down at the deadline; past it, refuse it."""
+        with self._lock:
+            if not self.expired:
+                self._sockets.append(sock.dup())
+                return
+        _shut_down(sock)
+        raise ConnectionAbortedError(f"the exchange's {self.seconds:g} s have passed")
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut_down(sock)
+
+
+def _shut_down(sock: socket.socket) -> None:
+    with suppress(OSError):  # closed already, or never connected
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    exchange_deadline: ExchangeDeadline | None = None
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        if self.exchange_deadline is not None:
+            self.exchange_deadline.watch(sock)
+        return sock
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    exchange_deadline: ExchangeDeadline | None = None
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        if self.exchange_deadline is not None:
+            self.exchange_deadline.watch(sock)
+        return sock
+
+
+class _HTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+    exchange_deadline: ExchangeDeadline | None = None
+
+    def _new_conn(self) -> Any:
+        connection = super()._new_conn()
+        connection.exchange_deadline = self.exchange_deadline
+        return connection
+
+
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+    exchange_deadline: ExchangeDeadline | None = None
+
+    def _new_conn(self) -> Any:
+        connection = super()._new_conn()
+        connection.exchange_deadline = self.exchange_deadline
+        return connection
+
+
+def pinned_pool(
+    target: Target, timeout: float, deadline: ExchangeDeadline | None = None
+) -> urllib3.HTTPConnectionPool:
     """A connection pool to the address ``target`` was resolved to (TLS checked against its
-    host name), with ``timeout`` on connecting and on every read, and no retries."""
+    host name), with ``timeout`` on connecting and on every read, and no retries; with
+    ``deadline``, its connections end when that does."""
     limits = urllib3.Timeout(connect=timeout, read=timeout)
+    pool: _HTTPPool | _HTTPSPool
     if target.scheme == "https":
-        return urllib3.HTTPSConnectionPool(
+        pool = _HTTPSPool(
             target.address,
             target.port,
             timeout=limits,
@@ -43,7 +150,10 @@ def pinned_pool(target: Target, timeout: float) -> urllib3.HTTPConnectionPool:
             server_hostname=target.host,
             assert_hostname=target.host,
         )
-    return urllib3.HTTPConnectionPool(target.address, target.port, timeout=limits, retries=False)
+    else:
+        pool = _HTTPPool(target.address, target.port, timeout=limits, retries=False)
+    pool.exchange_deadline = deadline
+    return pool
 
 
 def host_header(target: Target) -> str:

@@ -12,16 +12,17 @@ change costs one download, a digest of each event's text, and one parse and expa
 Bounded, as anything read from outside must be: the address is resolved once and must be
 public unless ``CALDAV_ALLOW_PRIVATE`` is on (the connection goes to the address checked, as
 webhooks' do), redirects are followed at most ``MAX_REDIRECTS`` times and each is checked the
-same way, the file may be at most ``MAX_FEED_BYTES``, and the whole read must finish within
-``deadline_seconds`` however slowly the server sends (each read also has the timeout).
+same way, the file may be at most ``MAX_FEED_BYTES``, and the whole exchange, headers and
+redirects included, must finish within ``deadline_seconds`` however slowly the server sends
+(``ExchangeDeadline``; each read also has the timeout). A server too slow is named in the error.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
@@ -43,7 +44,7 @@ from app.services.integrations.calendars.providers.base import (
     RemoteCalendar,
     ical_item,
 )
-from app.services.integrations.webhooks.http import host_header, pinned_pool
+from app.services.integrations.webhooks.http import ExchangeDeadline, host_header, pinned_pool
 from app.services.integrations.webhooks.targets import Target, UnsafeWebhookUrl, resolve_target
 
 # A real calendar's feed is a few MB at most (a 4,770-event Google export is about 3 MB).
@@ -227,16 +228,17 @@ class _Answer:
 
 
 def _fetch(access: FeedAccess, conditions: dict[str, str]) -> _Answer:
-    """GET the feed, following at most ``MAX_REDIRECTS`` redirects, each checked."""
-    started = time.monotonic()
+    """GET the feed, following at most ``MAX_REDIRECTS`` redirects, each checked; the whole
+    exchange (headers included, redirects too) within ``access.deadline_seconds``."""
     url = feed_url(access.url)
-    for _ in range(MAX_REDIRECTS + 1):
-        target = _target(url, access)
-        status, headers, body = _get(target, conditions, access, started)
-        if status in (301, 302, 303, 307, 308) and headers.get("location"):
-            url = urljoin(url, headers["location"])
-            continue
-        return _answer(status, headers, body, access)
+    with ExchangeDeadline(access.deadline_seconds) as deadline:
+        for _ in range(MAX_REDIRECTS + 1):
+            target = _target(url, access)
+            status, headers, body = _get(target, conditions, access, deadline)
+            if status in (301, 302, 303, 307, 308) and headers.get("location"):
+                url = urljoin(url, headers["location"])
+                continue
+            return _answer(status, headers, body, access)
     raise ServerError(f"{_server(access.url)} redirected more than {MAX_REDIRECTS} times")
 
 
@@ -286,11 +288,11 @@ def _answer_of(body: bytes | None, headers: dict[str, str]) -> _Answer:
 
 
 def _get(
-    target: Target, conditions: dict[str, str], access: FeedAccess, started: float
+    target: Target, conditions: dict[str, str], access: FeedAccess, deadline: ExchangeDeadline
 ) -> tuple[int, dict[str, str], bytes]:
     """One GET to the checked address: (status, headers with lower-case names, body)."""
     server = _server(target.url)
-    pool = pinned_pool(target, access.timeout)
+    pool = pinned_pool(target, access.timeout, deadline)
     headers = {
         "Host": host_header(target),
         "Accept": "text/calendar, */*;q=0.5",
@@ -308,33 +310,38 @@ def _get(
                 preload_content=False,
             )
             try:
-                body = _bounded_body(response, access, started, server)
+                body = _bounded_body(response, server)
             finally:
                 response.release_conn()
                 response.close()
-    except TimeoutError:
-        raise ServerTimeout(f"{server} did not answer within {access.timeout:g} s") from None
-    except HTTPError as err:
+    except (HTTPError, OSError) as err:
+        if deadline.expired:
+            raise _too_slow(server, access) from None
+        if isinstance(err, TimeoutError):
+            raise ServerTimeout(f"{server} did not answer within {access.timeout:g} s") from None
         raise ServerUnreachable(
             f"cannot fetch the feed from {server}: {type(err).__name__}"
         ) from None
+    if deadline.expired:  # ended by the deadline where a short answer looks complete
+        raise _too_slow(server, access)
     return response.status, {k.lower(): v for k, v in response.headers.items()}, body
 
 
-def _bounded_body(response, access: FeedAccess, started: float, server: str) -> bytes:
-    """The answer's body, refused past ``MAX_FEED_BYTES`` or the deadline. ``read1`` returns
-    what has arrived, so a server sending a byte at a time meets the deadline, not each
-    read's timeout alone."""
+def _too_slow(server: str, access: FeedAccess) -> ServerTimeout:
+    return ServerTimeout(
+        f"{server} did not send the feed within {access.deadline_seconds:g} s: it sends too slowly"
+    )
+
+
+def _bounded_body(response: Any, server: str) -> bytes:
+    """The answer's body, refused past ``MAX_FEED_BYTES`` (the exchange's deadline ends a body
+    sent too slowly, as it does headers)."""
     chunks, size = [], 0
     while chunk := response.read1(_CHUNK):
         size += len(chunk)
         if size > MAX_FEED_BYTES:
             raise MalformedCalendarData(
                 f"{server}'s feed is larger than {MAX_FEED_BYTES // (1024 * 1024)} MB"
-            )
-        if time.monotonic() - started > access.deadline_seconds:
-            raise ServerTimeout(
-                f"{server} did not send the feed within {access.deadline_seconds:g} s"
             )
         chunks.append(chunk)
     return b"".join(chunks)

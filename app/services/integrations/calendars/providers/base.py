@@ -17,7 +17,10 @@ from datetime import datetime
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
+from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
+
 from app.scheduling.intervals import Interval
+from app.scheduling.timezones import is_timezone, zone
 from app.services.integrations.calendars.busy_time import (
     BusyPeriod,
     CalendarObject,
@@ -138,3 +141,11 @@ def ical_item(key: str, etag: str | None, data: str, window: Interval, tz: ZoneI
     except MalformedCalendarData as err:
         return ItemRead(key, etag, None, [], problem=err.message)
     return ItemRead(key, etag, uid, periods)
+
+
+def zone_by_name(name: str | None) -> ZoneInfo | None:
+    """The zone a calendar names: an IANA name, or a Windows one (``W. Europe Standard Time``,
+    as Outlook and Graph write them); None for one neither knows."""
+    name = (name or "").strip()
+    iana = WINDOWS_TO_OLSON.get(name, name)
+    return zone(iana) if is_timezone(iana) else None

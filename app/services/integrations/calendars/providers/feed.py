@@ -43,6 +43,7 @@ from app.services.integrations.calendars.providers.base import (
     ItemRead,
     RemoteCalendar,
     ical_item,
+    zone_by_name,
 )
 from app.services.integrations.webhooks.http import ExchangeDeadline, host_header, pinned_pool
 from app.services.integrations.webhooks.targets import Target, UnsafeWebhookUrl, resolve_target
@@ -132,15 +133,21 @@ class _FeedText:
     """A feed's iCalendar text as its parts, split without parsing (``_split``)."""
 
     name: str | None = None
+    zone: str | None = None  # X-WR-TIMEZONE, as an IANA name: the zone of its floating times
     zones: dict[str, list[str]] = field(default_factory=dict)  # TZID → its VTIMEZONE's lines
     events: dict[str, list[list[str]]] = field(default_factory=dict)  # UID → its VEVENTs
 
 
 def _split(body: bytes, url: str) -> _FeedText:
-    """The feed's events by UID (a series and its overrides together), its time zones and its
-    name, from the text as it is: unfolded lines grouped by ``BEGIN``/``END``. Nothing is
-    parsed here, so an unchanged event costs a digest of its text, not a parse; each changed
-    event is parsed on its own (``ical_item``), and one that cannot be is skipped alone."""
+    """The feed's events by UID (a series and its overrides together), its time zones, its
+    name and its zone, from the text as it is: unfolded lines grouped by ``BEGIN``/``END``.
+    Nothing is parsed here, so an unchanged event costs a digest of its text, not a parse; each
+    changed event is parsed on its own (``ical_item``), and one that cannot be is skipped alone.
+
+    An ``END`` that names no open component (``BEGIN:VTODO`` … ``END:VTOOD``) closes the
+    innermost one, as ``icalendar`` reads it: one misspelt line costs at most that component,
+    never the feed. An ``END`` of a component that is open further out, before those inside it
+    have ended, leaves no way to tell where anything ends: the feed is refused."""
     text = body.decode("utf-8", errors="replace").lstrip("\ufeff")
     lines = _UNFOLD.sub("", text).splitlines()
     first = next((line for line in lines if line.strip()), "")
@@ -158,13 +165,16 @@ def _split(body: bytes, url: str) -> _FeedText:
             stack.append(value.strip().upper())
         if len(stack) >= 2:
             block.append(line)
-        elif prop == "X-WR-CALNAME" and len(stack) == 1:
-            feed.name = value.strip()[:255] or None
+        elif len(stack) == 1:
+            _keep_calendar_property(feed, prop, value.strip())
         if prop == "END":
-            if not stack or stack[-1] != value.strip().upper():
+            closing = value.strip().upper()
+            if not stack or (closing != stack[-1] and closing in stack):
                 raise MalformedCalendarData(
                     f"{_server(url)} sent iCalendar whose BEGIN and END do not match"
                 )
+            if len(stack) == 1 and closing != stack[-1]:
+                continue  # a stray END outside any component: nothing to close
             stack.pop()
             if len(stack) == 1:
                 _keep_component(feed, block)
@@ -175,7 +185,18 @@ def _split(body: bytes, url: str) -> _FeedText:
 
 
 _UNFOLD = re.compile(r"\r?\n[ \t]")
-_TZID_PARAM = re.compile(r";TZID=\"?([^\";:]+)", re.IGNORECASE)
+# A TZID parameter's value: quoted (Outlook's "(UTC+01:00) Amsterdam, Berlin, …", which holds
+# a colon) or not (RFC 5545 3.2: a quoted value may hold ":" ";" ",", an unquoted one none).
+_TZID_PARAM = re.compile(r';TZID=(?:"([^"]*)"|([^";:,]*))', re.IGNORECASE)
+
+
+def _keep_calendar_property(feed: _FeedText, prop: str, value: str) -> None:
+    """A property of the calendar itself: its name, and the zone its floating times are in."""
+    if prop == "X-WR-CALNAME":
+        feed.name = value[:255] or None
+    elif prop == "X-WR-TIMEZONE":
+        zone = zone_by_name(value)
+        feed.zone = zone.key if zone is not None else None
 
 
 def _keep_component(feed: _FeedText, block: list[str]) -> None:
@@ -206,11 +227,23 @@ def _own_properties(block: list[str]) -> dict[str, str]:
 
 
 def _events_by_uid(feed: _FeedText) -> dict[str, str]:
-    """Each UID's events as a calendar of their own, with the time zones they name."""
+    """Each UID's events as a calendar of their own, with the time zones they name and the
+    feed's ``X-WR-TIMEZONE``: Google's feeds name their zone there, and mean their floating
+    times (and a series' UTC ones, whose wall time is kept across a DST change) in it, as
+    ``recurring-ical-events`` reads them (``busy_time``). Only a zone known by name is carried:
+    an unknown one would make every event unreadable."""
     texts = {}
+    header = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//feed item//"]
+    if feed.zone:
+        header.append(f"X-WR-TIMEZONE:{feed.zone}")
     for uid, blocks in feed.events.items():
-        named = {m for block in blocks for line in block for m in _TZID_PARAM.findall(line)}
-        lines = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//feed item//"]
+        named = {
+            quoted or bare
+            for block in blocks
+            for line in block
+            for quoted, bare in _TZID_PARAM.findall(line)
+        }
+        lines = list(header)
         for tzid in sorted(named):
             lines += feed.zones.get(tzid, [])
         for block in blocks:

@@ -30,10 +30,9 @@ import uuid
 from datetime import UTC, date, datetime, time
 from typing import Any
 from urllib.parse import quote
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import icalendar
-from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
 
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc
@@ -45,6 +44,7 @@ from app.services.integrations.calendars.providers.base import (
     Cursor,
     ItemRead,
     RemoteCalendar,
+    zone_by_name,
 )
 from app.services.integrations.calendars.providers.http_json import ApiAccess, ApiSession, Gone
 
@@ -285,11 +285,10 @@ def _stamp(text: Any) -> datetime | None:
 def graph_zone(name: str | None) -> ZoneInfo:
     """The zone of a Graph ``timeZone``: an IANA name, or a Windows one (``W. Europe Standard
     Time``); ValueError for one neither knows."""
-    name = name or "UTC"
-    try:
-        return ZoneInfo(WINDOWS_TO_OLSON.get(name, name))
-    except (ZoneInfoNotFoundError, ValueError) as err:
-        raise ValueError(f"unknown time zone {name!r}") from err
+    found = zone_by_name(name or "UTC")
+    if found is None:
+        raise ValueError(f"unknown time zone {name!r}")
+    return found
 
 
 def _wall_time(moment: dict[str, Any]) -> datetime:

@@ -14,6 +14,7 @@ from app.models.calendar_connection import (
     CalendarItem,
     ConnectedCalendar,
     ConnectionKind,
+    OAuthConsent,
     PushChannel,
     WrittenEvent,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "Invitation",
     "MailMessage",
     "MailStatus",
+    "OAuthConsent",
     "OutboxDelivery",
     "OutboxEvent",
     "PasswordReset",

@@ -106,6 +106,10 @@ class CalendarConnection(db.Model):
     test_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     test_finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     test_result: Mapped[str | None] = mapped_column(Text)  # JSON: calendars, or an error
+    # Added by an operator (``flask connections add``, provisioning) and not pointed elsewhere
+    # since by a dashboard user: its CalDAV URLs may lead to private addresses (operators'
+    # own servers). A dashboard user's may not, at any request (unless CALDAV_ALLOW_PRIVATE).
+    added_by_operator: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
@@ -221,3 +225,26 @@ class PushChannel(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     renewed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_notification_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class OAuthConsent(db.Model):
+    """A Google or Microsoft consent begun from the dashboard and not yet finished: what the
+    provider's redirect back is checked against and finished with, kept by the server
+    (``app.services.integrations.calendars.consent``). ``state_digest`` is the SHA-256 of the
+    ``state`` sent to the provider; ``encrypted_verifier`` the PKCE code verifier, encrypted
+    with ``SECRET_KEY``, so neither the browser's cookie nor a reader of the database has it;
+    ``used_at`` is set when the callback takes it, once: a replayed callback finds it used."""
+
+    __tablename__ = "oauth_consents"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    state_digest: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    sub_account_id: Mapped[int] = mapped_column(
+        ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
+    )
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    encrypted_verifier: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

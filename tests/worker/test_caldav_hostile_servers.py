@@ -26,6 +26,7 @@ from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.errors import ServerTimeout
 from app.services.integrations.calendars.providers.base import Cursor
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider, CalendarAccess
+from app.services.integrations.webhooks.targets import DEFAULT_POLICY, AddressGuard
 from tests.factories import TenantFactory
 from tests.servers import serving_in_thread
 
@@ -202,6 +203,7 @@ def access(server: FakeCalDAV, deadline: float) -> CalendarAccess:
         timeout=1.0,
         deadline_seconds=deadline,
         full_read_deadline_seconds=deadline,
+        guard=AddressGuard(DEFAULT_POLICY, allow_private=True),  # the fake is on loopback
     )
 
 

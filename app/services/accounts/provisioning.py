@@ -204,7 +204,10 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
             booking_horizon_days=et["bookingHorizonDays"],
         )
         db.session.add(event_types[et["name"]])
-    connections = {c["name"]: create_connection(sub_account, c) for c in doc["calendarConnections"]}
+    connections = {
+        c["name"]: create_connection(sub_account, c, by_operator=True)
+        for c in doc["calendarConnections"]
+    }
     webhooks = {w["name"]: create_subscription(sub_account, w) for w in doc["webhooks"]}
     db.session.flush()
     return {

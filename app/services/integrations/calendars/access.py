@@ -17,6 +17,7 @@ from app.services.integrations.calendars.oauth import oauth_provider, valid_acce
 from app.services.integrations.calendars.providers.caldav import CalendarAccess
 from app.services.integrations.calendars.providers.feed import FeedAccess
 from app.services.integrations.calendars.providers.http_json import ApiAccess
+from app.services.integrations.webhooks.targets import AddressGuard, app_policy
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 _ERROR_LENGTH = 2000
@@ -68,6 +69,7 @@ def connection_access(
             problem = CredentialsUnreadable(
                 "the stored password cannot be decrypted with this SECRET_KEY; enter it again"
             )
+    allow_private = bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
     access = CalendarAccess(
         url=connection.url,
         username=connection.username,
@@ -77,6 +79,11 @@ def connection_access(
         timeout=timeout,
         deadline_seconds=timeout * READ_DEADLINE_TIMEOUTS,
         full_read_deadline_seconds=timeout * FULL_READ_DEADLINE_TIMEOUTS,
+        guard=AddressGuard(
+            app_policy(),
+            allow_private=allow_private or connection.added_by_operator,
+            setting="CALDAV_ALLOW_PRIVATE",
+        ),
     )
     return access, problem
 

@@ -9,9 +9,13 @@ a URL, must resolve to public addresses, as webhook URLs must (``webhooks.target
 loopback, private, link-local — the cloud metadata service — or otherwise reserved address,
 nor an IPv6 address hiding one) unless ``CALDAV_ALLOW_PRIVATE`` is on (tests and their Radicale
 on 127.0.0.1, a private deployment), which the refusal names. The check runs when a URL is
-saved and again before each test and "sync now"; the periodic sync trusts what was saved. A
-stored password is only ever sent to the server it was entered for: pointing a connection at
-another server needs the password again.
+saved and again before each test and "sync now", and the CalDAV client checks every
+connection it makes, at every sync, live check and write-back: the name is resolved once, by
+the guard, and the connection goes to the address checked (a redirect's target, and a name
+whose DNS answer has changed since, are checked anew and refused before anything is sent). An
+operator's connections (``added_by_operator``) may lead to private addresses. A stored password
+is only ever sent to the server it was entered for: pointing a connection at another server
+needs the password again.
 """
 
 from __future__ import annotations
@@ -174,13 +178,18 @@ class CalendarConnectionDoc(Schema):
             raise ValidationError(errors)
 
 
-def create_connection(sub_account: SubAccount, doc: dict) -> CalendarConnection:
+def create_connection(
+    sub_account: SubAccount, doc: dict, *, by_operator: bool = False
+) -> CalendarConnection:
     """A connection of the document's kind. Its secret (a CalDAV password, an OAuth grant) is
     stored encrypted (``app.services.common.encryption``); a feed never writes back; the
-    calendars a Google or Microsoft connection reads are its ``ConnectedCalendar`` rows."""
+    calendars a Google or Microsoft connection reads are its ``ConnectedCalendar`` rows.
+    ``by_operator``: an operator's (its CalDAV server may be on a private address)."""
     kind = doc["kind"]
     key = current_app.config["SECRET_KEY"]
-    connection = CalendarConnection(sub_account_id=sub_account.id, name=doc["name"], kind=kind)
+    connection = CalendarConnection(
+        sub_account_id=sub_account.id, name=doc["name"], kind=kind, added_by_operator=by_operator
+    )
     if kind == ConnectionKind.CALDAV:
         connection.url, connection.calendar = doc["url"], doc["calendar"]
         connection.username = doc["username"]
@@ -248,18 +257,21 @@ def get_connection(connection_id: int) -> CalendarConnection:
     return get_checked(CalendarConnection, connection_id, lambda _: True, ConnectionNotFound)
 
 
-def add_connection(sub_account_id: int, document: dict[str, Any]) -> CalendarConnection:
+def add_connection(
+    sub_account_id: int, document: dict[str, Any], *, by_operator: bool = True
+) -> CalendarConnection:
     """A connection from the provisioning document's fields (``name``, ``url``, ``username``,
     ``password``, ``calendar``, ``writeBack``); every problem named by field.
 
     For operators (``flask connections add``, provisioning): the URL may be any address, private
     ones included, whatever ``CALDAV_ALLOW_PRIVATE`` says. Operators run the service and reach
     its network anyway; the check keeps dashboard users, who do not, from pointing the server at
-    what only it can reach. Dashboard users add through ``connect_calendar``."""
+    what only it can reach. Dashboard users add through ``connect_calendar``, whose
+    connections are checked at every request as well (``by_operator=False``)."""
     sub_account, doc = load_named(
         sub_account_id, CalendarConnectionDoc(), document, CalendarConnection
     )
-    connection = create_connection(sub_account, doc)
+    connection = create_connection(sub_account, doc, by_operator=by_operator)
     db.session.flush()
     return connection
 
@@ -313,7 +325,7 @@ def connect_calendar(sub_account: SubAccount, document: dict[str, Any]) -> Calen
         errors.update(_target_errors(document["url"], calendar))
     if errors:
         raise _invalid(errors)
-    return add_connection(sub_account.id, document)
+    return add_connection(sub_account.id, document, by_operator=False)
 
 
 def update_connection(
@@ -353,6 +365,8 @@ def update_connection(
     reconnect = "password" in doc or (url, username, calendar) != old
     writing_before = connection.write_back and connection.active
     was_active = connection.active
+    if (url, calendar) != (connection.url, connection.calendar):
+        connection.added_by_operator = False  # pointed elsewhere by a dashboard user
     connection.name, connection.url, connection.username = name, url, username
     connection.calendar = calendar
     connection.write_back = doc.get("writeBack", connection.write_back)

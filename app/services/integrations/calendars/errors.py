@@ -66,3 +66,11 @@ class CredentialsUnreadable(CalendarSyncError):
     """The stored password cannot be decrypted (``SECRET_KEY`` changed)."""
 
     retryable = False
+
+
+class AddressRefused(CalendarSyncError):
+    """The server's name leads (now) to an address the service may not reach (loopback,
+    private, …), directly or through a redirect: someone has to change the URL, or it is an
+    attack. Nothing was sent there."""
+
+    retryable = False

@@ -42,9 +42,12 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from urllib.parse import urlsplit
+
+from flask import current_app, has_app_context
 
 WEBHOOK_ALLOW_PRIVATE = "WEBHOOK_ALLOW_PRIVATE"
 
@@ -115,6 +118,64 @@ def check_url(url: str, *, require_https: bool) -> None:
     _parts(url, require_https)
 
 
+def system_addresses(host: str, port: int) -> list[str]:
+    """The addresses the system's resolver gives ``host``, each once, in its order."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """How a name becomes addresses (``resolve``) and which addresses are public
+    (``is_public``): the system's resolver and this module's rule. The app's is
+    ``ADDRESS_POLICY`` when set (tests give one of their own: a name whose answer changes, a
+    loopback address counted as public), so every outgoing request is checked the same way
+    without touching the standard library."""
+
+    resolve: Callable[[str, int], list[str]] = system_addresses
+    is_public: Callable[[str], bool] = lambda address: is_public(address)
+
+
+DEFAULT_POLICY = AddressPolicy()
+
+
+def app_policy() -> AddressPolicy:
+    """The app's address policy (``ADDRESS_POLICY``), else the default."""
+    if has_app_context():
+        return current_app.config.get("ADDRESS_POLICY") or DEFAULT_POLICY
+    return DEFAULT_POLICY
+
+
+@dataclass(frozen=True)
+class AddressGuard:
+    """Where one connection's requests may go: every address a name resolves to must be public
+    unless ``allow_private``, whose setting (``setting``) a refusal names. Plain data, for a
+    client that resolves names itself (CalDAV's), so that it connects to the addresses checked
+    and to no other: a redirect's target and a name resolved again are checked anew."""
+
+    policy: AddressPolicy
+    allow_private: bool
+    setting: str = WEBHOOK_ALLOW_PRIVATE
+
+    def addresses(self, host: str, port: int) -> list[str]:
+        """``host``'s addresses, resolved once; raises ``UnsafeWebhookUrl`` when it has none or
+        one of them is refused."""
+        try:
+            addresses = self.policy.resolve(host, port)
+        except (OSError, UnicodeError) as err:
+            raise UnsafeWebhookUrl(f"cannot resolve {host}: {err}") from None
+        if not addresses:
+            raise UnsafeWebhookUrl(f"{host} has no address")
+        if not self.allow_private:
+            refused = [a for a in addresses if not self.policy.is_public(a)]
+            if refused:
+                raise UnsafeWebhookUrl(
+                    f"{host} resolves to {refused[0]}, which is not a public address"
+                    f" (set {self.setting}=1 to allow private targets, for tests)"
+                )
+        return addresses
+
+
 def resolve_target(
     url: str,
     *,
@@ -123,24 +184,13 @@ def resolve_target(
     setting: str = WEBHOOK_ALLOW_PRIVATE,
 ) -> Target:
     """The URL checked and resolved to one permitted address; raises ``UnsafeWebhookUrl``.
-    Every address the name resolves to must be public unless ``allow_private``; ``setting``
-    is the configuration key that allows private ones, named in the refusal."""
+    Every address the name resolves to (by the app's ``AddressPolicy``) must be public unless
+    ``allow_private``; ``setting`` is the configuration key that allows private ones, named in
+    the refusal."""
     parts = _parts(url, require_https)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as err:
-        raise UnsafeWebhookUrl(f"cannot resolve {parts.hostname}: {err}") from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
-    if not addresses:
-        raise UnsafeWebhookUrl(f"{parts.hostname} has no address")
-    if not allow_private:
-        refused = [a for a in addresses if not is_public(a)]
-        if refused:
-            raise UnsafeWebhookUrl(
-                f"{parts.hostname} resolves to {refused[0]}, which is not a public address"
-                f" (set {setting}=1 to allow private targets, for tests)"
-            )
+    guard = AddressGuard(app_policy(), allow_private, setting)
+    addresses = guard.addresses(parts.hostname, port)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query

@@ -48,6 +48,15 @@ from the database (the stored ETags, loaded only when asked for) the waiting thr
 it, while it waits and never after. An abandoned write may still have reached the server; the
 write-back tries it again, which a PUT and a DELETE allow.
 
+Where requests may go: every connection the client makes (the URL's, a redirect's, one made
+again later) resolves its name through the access's ``AddressGuard`` (``_CheckedResolver``) and
+connects to an address the guard checked, never to a second lookup's answer. A redirect to a
+private address, or a name whose DNS answer has changed to one since it was saved, is refused
+before anything (a PROPFIND, the stored Basic credentials) is sent there: ``AddressRefused``,
+whose message does not say which address or port it was, so errors cannot map what answers
+inside the operator's network. An operator's connection (or ``CALDAV_ALLOW_PRIVATE``) allows
+private addresses; the name is still resolved once, by the guard.
+
 Answers that are not CalDAV are named for what they are. A web page (``text/html``) answering a
 PROPFIND or REPORT means the URL is a web site's, not its CalDAV address, or a sign-in or proxy
 page is in the way: ``NotCalDAV``, not retryable (someone has to change the URL or the way to the
@@ -82,9 +91,11 @@ from caldav.elements.base import BaseElement
 from caldav.lib import error as caldav_error
 from caldav.lib.http_sync import requests as http  # niquests (or requests), as caldav uses it
 from lxml import etree
+from urllib3_future.contrib.resolver.system import SystemResolver
 
 from app.scheduling.intervals import Interval
 from app.services.integrations.calendars.errors import (
+    AddressRefused,
     AuthenticationFailed,
     CalendarNotFound,
     CalendarSyncError,
@@ -101,6 +112,7 @@ from app.services.integrations.calendars.providers.base import (
     RemoteCalendar,
     ical_item,
 )
+from app.services.integrations.webhooks.targets import AddressGuard, UnsafeWebhookUrl
 
 # How many resources one calendar-multiget asks for.
 MULTIGET_BATCH = 200
@@ -122,6 +134,7 @@ class CalendarAccess:
     timeout: float  # connect, and each socket read
     deadline_seconds: float  # a whole operation: a write, a listing, a read
     full_read_deadline_seconds: float  # a read that reads the calendar in full
+    guard: AddressGuard  # where its requests may go: every connection, every redirect
 
 
 @dataclass(frozen=True)
@@ -589,12 +602,61 @@ def _client(access: CalendarAccess) -> Iterator[caldav.DAVClient]:
         timeout=access.timeout,
         enable_rfc6764=False,  # the URL is given; no DNS discovery
     )
+    # Every connection (the URL's, a redirect's, one made again later) resolves its name
+    # through the guard and connects to the addresses checked, and to no other.
+    client.session.close()
+    client.session = http.Session(resolver=_CheckedResolver(access.guard))
     _watch_connections(client)
     client.session.hooks["response"].append(_refuse_web_pages(_server(access.url)))
     try:
         yield client
     finally:
         client.close()
+
+
+class _AddressRefused(OSError):
+    """A connection the guard refused: its name resolves (now) to an address it may not reach."""
+
+
+class _CheckedResolver(SystemResolver):
+    """``niquests``' resolver for one operation: a name is resolved once, by the guard, and
+    the connection is made to one of the addresses it checked. So a redirect to a private
+    address, or a name whose DNS answer changed to one since the URL was saved, is refused
+    before anything is sent there (``_AddressRefused``, told apart in ``_translated_errors``)."""
+
+    def __init__(self, guard: AddressGuard) -> None:
+        super().__init__()
+        self._guard = guard
+
+    def recycle(self) -> _CheckedResolver:
+        return self
+
+    def getaddrinfo(
+        self,
+        host: bytes | str | None,
+        port: str | int | None,
+        family: socket.AddressFamily,
+        type: socket.SocketKind,
+        proto: int = 0,
+        flags: int = 0,
+        *,
+        quic_upgrade_via_dns_rr: bool = False,
+    ) -> list[Any]:
+        name = host.decode("ascii") if isinstance(host, bytes) else (host or "localhost")
+        number = int(port or 0)
+        try:
+            addresses = self._guard.addresses(name.strip("[]"), number)
+        except UnsafeWebhookUrl as err:
+            raise _AddressRefused(err.message) from None
+        records = []
+        for address in addresses:  # as numbers: nothing is resolved a second time
+            with suppress(socket.gaierror):  # an address of a family not asked for
+                records += socket.getaddrinfo(
+                    address, number, family, type, proto, flags | socket.AI_NUMERICHOST
+                )
+        if not records:
+            raise socket.gaierror(socket.EAI_ADDRFAMILY, f"{name} has no usable address")
+        return records
 
 
 def _open(
@@ -715,11 +777,13 @@ def _translated_errors(access: CalendarAccess) -> Iterator[None]:
         yield
     except CalendarSyncError:
         raise
-    except http.exceptions.Timeout:
-        raise ServerTimeout(f"{server} did not answer within {access.timeout:g} s") from None
-    except http.exceptions.ConnectionError as err:
-        raise ServerUnreachable(f"cannot connect to {server}: {_os_reason(err)}") from None
     except http.exceptions.RequestException as err:
+        if _refused_address(err):
+            raise _refusal(server, access) from None
+        if isinstance(err, http.exceptions.Timeout):
+            raise ServerTimeout(f"{server} did not answer within {access.timeout:g} s") from None
+        if isinstance(err, http.exceptions.ConnectionError):
+            raise ServerUnreachable(f"cannot connect to {server}: {_os_reason(err)}") from None
         raise ServerUnreachable(f"{server}: {type(err).__name__}") from None
     except caldav_error.AuthorizationError as err:
         if err.status == 403 or "forbidden" in str(err.reason).lower():
@@ -734,6 +798,8 @@ def _translated_errors(access: CalendarAccess) -> Iterator[None]:
     except caldav_error.RateLimitError:
         raise ServerError(f"{server} is rate limiting requests (HTTP 429/503)") from None
     except caldav_error.DAVError as err:
+        if _refused_address(err):
+            raise _refusal(server, access) from None
         status = f"HTTP {err.status}" if err.status else _short(err.reason)
         raise ServerError(f"{server} answered {type(err).__name__} ({status})") from None
     except etree.LxmlError as err:
@@ -744,6 +810,32 @@ def _translated_errors(access: CalendarAccess) -> Iterator[None]:
                 " be read until it is made smaller"
             ) from None
         raise ServerError(f"{server} sent a response that is not valid XML") from None
+    except OSError as err:
+        if _refused_address(err):
+            raise _refusal(server, access) from None
+        raise
+
+
+def _refusal(server: str, access: CalendarAccess) -> AddressRefused:
+    """The guard's refusal as the connection shows it: which address (or which redirect) it
+    was is not said, so that errors cannot be used to map what answers where."""
+    return AddressRefused(
+        f"{server} leads to an address that is not public (itself, through a redirect or by a"
+        f" changed DNS answer), so nothing was sent there: check the URL (set"
+        f" {access.guard.setting}=1 to allow private addresses, for tests)"
+    )
+
+
+def _refused_address(err: BaseException) -> bool:
+    """Whether ``err`` (or what it was raised from) is the guard's refusal."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _AddressRefused):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _lxml_limit(err: Exception) -> str | None:

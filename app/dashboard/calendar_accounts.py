@@ -3,9 +3,12 @@ through the provider's consent page, then choosing the account's calendars; a ca
 its address; and CalDAV presets for iCloud, Fastmail and Nextcloud (the CalDAV form with the
 server filled in and the right kind of password explained).
 
-The consent's state and PKCE verifier wait in the person's session (signed, HttpOnly) between
-"Connect" and the provider's redirect to ``{PUBLIC_URL}/oauth/<kind>/callback``; the callback
-accepts only a state it finds there, for the sub account it was begun for, once.
+Between "Connect" and the provider's redirect to ``{PUBLIC_URL}/oauth/<kind>/callback`` the
+consent waits on the server (``consent.begin_consent``: the PKCE verifier, encrypted, and the
+sub account, by the state's digest); the person's session (signed, HttpOnly) only lists the
+states begun in this browser. The callback accepts a state that is both in this browser's
+session and unused on the server, begun by the person signed in, and marks it used before the
+code is exchanged: a replayed callback, old cookie and all, exchanges nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from app.extensions import db
 from app.links import public_link
 from app.models import ConnectionKind
 from app.models.calendar_connection import OAUTH_KINDS
+from app.models.types import utcnow
 from app.services.accounts.users import open_sub_account
 from app.services.common.errors import InvalidRequest
 from app.services.integrations.calendars.connections import find_connection
@@ -34,6 +38,7 @@ from app.services.integrations.calendars.consent import (
     calendar_options,
     choose_calendars,
     finish_consent,
+    take_consent,
 )
 
 oauth = Blueprint("oauth", __name__, url_prefix="/oauth")
@@ -46,7 +51,7 @@ KIND_LABELS = {
     ConnectionKind.ICS: "Calendar feed",
 }
 
-_CONSENTS = "calendar_consents"  # the session's consents begun: state → what to finish with
+_CONSENTS = "calendar_consent_states"  # the states of the consents begun in this browser
 _KEPT_CONSENTS = 3
 
 
@@ -132,17 +137,19 @@ def connect_account(sub_account_id: int, kind: str) -> Response:
         flash(FORM_EXPIRED)
         return back
     try:
-        consent = begin_consent(kind, public_link("oauth.callback", kind=kind))
+        consent = begin_consent(
+            kind,
+            public_link("oauth.callback", kind=kind),
+            sub_account=sub_account,
+            user_id=current_user.id,
+            now=utcnow(),
+        )
+        db.session.commit()
     except InvalidRequest as err:
+        db.session.rollback()
         flash(err.message)
         return back
-    begun = dict(list(session.get(_CONSENTS, {}).items())[-(_KEPT_CONSENTS - 1) :])
-    begun[consent.state] = {
-        "kind": kind,
-        "sub_account_id": sub_account.id,
-        "verifier": consent.code_verifier,
-    }
-    session[_CONSENTS] = begun
+    session[_CONSENTS] = [*session.get(_CONSENTS, [])[-(_KEPT_CONSENTS - 1) :], consent.state]
     return redirect(consent.url)
 
 
@@ -151,13 +158,17 @@ def connect_account(sub_account_id: int, kind: str) -> Response:
 def callback(kind: str) -> Response:
     """Where the provider sends the person back: a code becomes a connection, then the
     person chooses its calendars; a refusal says so."""
-    begun = session.get(_CONSENTS, {})
-    waiting = begun.get(request.args.get("state", ""))
-    if waiting is None or waiting["kind"] != kind:
+    state = request.args.get("state", "")
+    begun = session.get(_CONSENTS, [])
+    waiting = None
+    if isinstance(begun, list) and state in begun:
+        session[_CONSENTS] = [s for s in begun if s != state]
+        waiting = take_consent(state, kind, user_id=current_user.id, now=utcnow())
+        db.session.commit()  # used, whatever comes of the code
+    if waiting is None:
         flash("That connection attempt has expired or did not start here. Please try again.")
         return redirect(url_for("dashboard.home"))
-    session[_CONSENTS] = {s: w for s, w in begun.items() if s != request.args["state"]}
-    sub_account = open_sub_account(current_user, waiting["sub_account_id"])
+    sub_account = open_sub_account(current_user, waiting.sub_account_id)
     back = redirect(url_for("dashboard.connections", sub_account_id=sub_account.id))
     if "code" not in request.args:
         refused = request.args.get("error", "no code")
@@ -169,7 +180,7 @@ def callback(kind: str) -> Response:
             kind,
             public_link("oauth.callback", kind=kind),
             request.args["code"],
-            waiting["verifier"],
+            waiting.code_verifier,
         )
         db.session.commit()
     except InvalidRequest as err:

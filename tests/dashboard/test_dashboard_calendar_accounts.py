@@ -12,7 +12,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from app.extensions import db
-from app.models import CalendarConnection, ConnectedCalendar
+from app.models import CalendarConnection, ConnectedCalendar, OAuthConsent
+from app.services.common.encryption import decrypt_secret, secret_keys
 from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import TenantFactory, external_busy_rows, run_queued_sync
 from tests.feed_servers import feed_server
@@ -135,6 +136,37 @@ def test_a_callback_without_the_consent_begun_in_this_session_is_refused(signed_
     refused = other.get(f"{returned.path}?{returned.query}")
     assert "/oauth/" not in refused.headers["Location"]
     assert db.session.scalars(db.select(CalendarConnection)).all() == []
+
+
+def session_cookie(client) -> str:
+    return client.get_cookie(client.application.config["SESSION_COOKIE_NAME"]).value
+
+
+def test_a_callback_replayed_with_the_cookie_from_before_exchanges_no_code_again(signed_in, google):
+    client, tenant = signed_in
+    started = start_consent(client, tenant, "google")
+    before = session_cookie(client)  # the cookie as it was before the provider sent it back
+    returned = urlsplit(google.consent(started.headers["Location"]))
+    callback = f"{returned.path}?{returned.query}"
+    assert client.get(callback).headers["Location"].endswith("/calendars")
+    exchanged = len(google.requests_to("token", "POST"))
+    client.set_cookie(client.application.config["SESSION_COOKIE_NAME"], before)
+    replayed = client.get(callback)
+    assert "/oauth/" not in replayed.headers["Location"]
+    assert "/calendars" not in replayed.headers["Location"]
+    assert len(google.requests_to("token", "POST")) == exchanged  # the code went once
+    assert len(db.session.scalars(db.select(CalendarConnection)).all()) == 1
+
+
+def test_the_pkce_verifier_never_reaches_the_persons_cookie(signed_in, google, app):
+    client, tenant = signed_in
+    start_consent(client, tenant, "google")
+    stored = db.session.scalars(db.select(OAuthConsent)).one()
+    verifier = decrypt_secret(stored.encrypted_verifier, secret_keys(app.config))
+    cookie = session_cookie(client)
+    readable = app.session_interface.get_signing_serializer(app).loads(cookie)
+    assert verifier not in cookie and verifier not in repr(readable)
+    assert stored.used_at is None and stored.user_id is not None
 
 
 def test_a_provider_the_operator_has_not_set_up_says_what_to_set(make_app):

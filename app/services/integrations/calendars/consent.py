@@ -3,9 +3,12 @@ then choosing which of the account's calendars keep the calendar from being book
 one receives the bookings.
 
 The dashboard starts a consent with ``begin_consent`` (where to send the browser, and the
-PKCE verifier and state it keeps in the person's session), and finishes it with
-``finish_consent`` when the provider sends the browser back with a code: the code becomes a
-grant, and the grant a connection reading the account's primary calendar. ``choose_calendars``
+``state`` the provider sends back), and finishes it when the provider sends the browser back
+with a code: ``take_consent`` finds the consent by its state and marks it used, once, in its
+own transaction; ``finish_consent`` makes the code a grant, and the grant a connection reading
+the account's primary calendar. What waits between the two is kept by the server
+(``OAuthConsent``): the PKCE verifier never reaches the browser, and a callback replayed with
+an old cookie finds its consent used and exchanges no code a second time. ``choose_calendars``
 then sets what the person chose. The provisioning document's ``refreshToken`` form
 (``connections.CalendarConnectionDoc``) reaches the same rows without a browser.
 """
@@ -14,17 +17,25 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 
 from app.extensions import db
-from app.models import CalendarConnection, ConnectedCalendar, SubAccount
+from app.models import CalendarConnection, ConnectedCalendar, OAuthConsent, SubAccount
 from app.models.calendar_connection import OAUTH_KINDS
 from app.models.types import utcnow
+from app.services.common.encryption import (
+    SecretUnreadable,
+    decrypt_secret,
+    encrypt_secret,
+    secret_keys,
+)
 from app.services.common.errors import InvalidRequest
+from app.services.common.tokens import token_digest
 from app.services.integrations.calendars.access import caldav_timeout
 from app.services.integrations.calendars.connections import (
     ConnectionTestFailed,
@@ -45,6 +56,9 @@ from app.services.integrations.calendars.providers import PRIMARY
 # At most this many calendars of one account are read for busy time (each is a sync of its
 # own); the provisioning document has the same bound.
 MAX_CHOSEN_CALENDARS = 20
+# How long a consent begun may wait for the provider's redirect back: a person reading the
+# consent page and signing in there, not a day.
+CONSENT_LIFETIME = timedelta(minutes=30)
 
 
 class ProviderNotConfigured(InvalidRequest):
@@ -53,10 +67,18 @@ class ProviderNotConfigured(InvalidRequest):
 
 @dataclass(frozen=True)
 class Consent:
-    """A consent begun: where to send the browser, and what to keep until it comes back."""
+    """A consent begun: where to send the browser, and the state it comes back with."""
 
     url: str
     state: str
+
+
+@dataclass(frozen=True)
+class ConsentTaken:
+    """A consent the provider's redirect came back for, now used: what to finish it with."""
+
+    kind: str
+    sub_account_id: int
     code_verifier: str
 
 
@@ -78,9 +100,13 @@ def consent_page_origins(config: Any) -> list[str]:
     return list(dict.fromkeys(origins))
 
 
-def begin_consent(kind: str, redirect_uri: str) -> Consent:
-    """Where to send the person to allow the service calendar access at ``kind``; raises
-    ``ProviderNotConfigured`` naming the settings an operator must make first."""
+def begin_consent(
+    kind: str, redirect_uri: str, *, sub_account: SubAccount, user_id: int, now: datetime
+) -> Consent:
+    """Where to send the person (``user_id``) to allow the service calendar access at ``kind``
+    for ``sub_account``; the consent waits, kept by the server, for ``CONSENT_LIFETIME``
+    (those that expired are dropped). Raises ``ProviderNotConfigured`` naming the settings an
+    operator must make first. Flushes, never commits."""
     provider = provider_setup(kind)
     if not provider.configured:
         raise ProviderNotConfigured(
@@ -88,8 +114,48 @@ def begin_consent(kind: str, redirect_uri: str) -> Consent:
             f" sets {' and '.join(provider.missing_settings)} (see docs/operations.md)"
         )
     state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
+    db.session.execute(delete(OAuthConsent).where(OAuthConsent.expires_at <= now))
+    db.session.add(
+        OAuthConsent(
+            state_digest=token_digest(state),
+            kind=kind,
+            sub_account_id=sub_account.id,
+            user_id=user_id,
+            encrypted_verifier=encrypt_secret(verifier, current_app.config["SECRET_KEY"]),
+            created_at=now,
+            expires_at=now + CONSENT_LIFETIME,
+        )
+    )
+    db.session.flush()
     url = authorization_url(provider, redirect_uri, state, verifier, caldav_timeout())
-    return Consent(url, state, verifier)
+    return Consent(url, state)
+
+
+def take_consent(state: str, kind: str, *, user_id: int, now: datetime) -> ConsentTaken | None:
+    """The consent ``state`` names, begun by ``user_id`` at ``kind`` and neither used nor
+    expired, marked used (one statement: of two callbacks at once, one takes it); None for any
+    other. The caller commits before finishing it, so the use is kept even if the provider
+    then refuses the code."""
+    taken = db.session.execute(
+        update(OAuthConsent)
+        .where(
+            OAuthConsent.state_digest == token_digest(state),
+            OAuthConsent.kind == kind,
+            OAuthConsent.user_id == user_id,
+            OAuthConsent.used_at.is_(None),
+            OAuthConsent.expires_at > now,
+        )
+        .values(used_at=now)
+        .returning(OAuthConsent.sub_account_id, OAuthConsent.encrypted_verifier)
+        .execution_options(synchronize_session=False)
+    ).first()
+    if taken is None:
+        return None
+    try:
+        verifier = decrypt_secret(taken.encrypted_verifier, secret_keys(current_app.config))
+    except SecretUnreadable:  # SECRET_KEY changed meanwhile: begin again
+        return None
+    return ConsentTaken(kind, taken.sub_account_id, verifier)
 
 
 def finish_consent(

@@ -1,8 +1,8 @@
-"""CalDAV connections never reach an address the guard refuses, whatever the server or its DNS
+"""Calendar connections never reach an address the guard refuses, whatever the server or its DNS
 does after the URL was checked: a redirect to a private address, and a name whose answer
 changes to one between the check and the connection, are refused before anything is sent
-there, at "Test connection", sync, the live check and write-back alike; the error does not say
-what answered where.
+there. CalDAV at "Test connection", sync, the live check and write-back alike, with an error
+that does not say what answered where; feeds at every fetch.
 
 The guard's view of the network is the app's ``ADDRESS_POLICY`` (``webhooks.targets``), given
 here: which loopback address counts as "public" and what a test name resolves to. Every server
@@ -32,12 +32,16 @@ from app.services.integrations.calendars.errors import AddressRefused
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider
 from app.services.integrations.webhooks.targets import AddressPolicy, is_public, system_addresses
 from tests.factories import TenantFactory
+from tests.feed_servers import Feed, feed_server
 from tests.servers import free_port
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)
 FRONT = "127.0.0.2"  # counted as public by the tests' policy: "the internet"
 BEHIND = "127.0.0.1"  # private, as everywhere: "the operator's network"
 PASSWORD = "stored-basic-password"
+FEED = "\r\n".join(
+    ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//guard tests//EN", "END:VCALENDAR", ""]
+)
 
 
 class Recorder:
@@ -215,3 +219,53 @@ def test_an_operators_connection_pointed_elsewhere_by_a_dashboard_user_is_checke
     assert db.session.get(CalendarConnection, connection_id).added_by_operator is False
     every_operation_is_refused(connection_id)
     assert behind.requests == []
+
+
+# Feeds: whoever added them, every fetch is checked, each redirect's target too, and the
+# connection goes to the address checked.
+
+
+def feed_connection(url: str) -> int:
+    tenant = TenantFactory().create(
+        calendarConnections=[{"name": "Rota", "kind": "ics", "url": url}]
+    )
+    return tenant.connections["Rota"]
+
+
+@pytest.fixture
+def private_feed() -> Iterator[Feed]:
+    with feed_server() as feed:  # on 127.0.0.1: private
+        feed.serve(FEED)
+        yield feed
+
+
+def test_a_feed_redirecting_to_a_private_address_is_refused_before_it_is_asked(
+    guarded, private_feed
+):
+    guarded()
+    front = Recorder(FRONT, status=302, location=private_feed.url)
+    try:
+        result = sync_connection(feed_connection(front.url + "/rota.ics"), now=NOW)
+        db.session.commit()
+    finally:
+        front.close()
+    assert (result.status, result.retryable) == ("failed", False)
+    assert "not a public address" in result.error
+    assert front.requests and private_feed.statuses() == []
+
+
+def test_a_feed_whose_name_resolves_to_a_private_address_after_the_check_is_refused(
+    guarded, private_feed
+):
+    name = ChangingName("rota.rebinding.test")
+    guarded(resolve=name.resolve)
+    port = private_feed.url.split(":")[2].split("/")[0]
+    connection_id = feed_connection(
+        f"http://rota.rebinding.test:{port}/calendar/secret-address/basic.ics"
+    )
+    name.asked = 1  # as if the check at save had seen the "public" answer
+    result = sync_connection(connection_id, now=NOW)
+    db.session.commit()
+    assert (result.status, result.retryable) == ("failed", False)
+    assert "not a public address" in result.error
+    assert private_feed.statuses() == []

@@ -248,6 +248,15 @@ def app(make_app: Callable[..., Flask]) -> Iterator[Flask]:
 
 
 @pytest.fixture
+def private_allowed(make_app: Callable[..., Flask]) -> Iterator[Flask]:
+    """An app that may fetch from loopback addresses (a test's own feed or CalDAV server)."""
+    app = make_app(CALDAV_ALLOW_PRIVATE=True)
+    with app.app_context():
+        yield app
+        db.session.remove()
+
+
+@pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
 

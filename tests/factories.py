@@ -313,3 +313,16 @@ def provider_connection(fake: Any, name: str, **fields: Any) -> dict[str, Any]:
         "refreshToken": fake.issue_refresh_token(ACCOUNT_EMAIL),
         **fields,
     }
+
+
+def connection_now(app: Any, connection_id: int) -> CalendarConnection:
+    """The connection as stored now (read afresh in ``app``'s context, detached): what a
+    deployment's worker has written so far."""
+    with app.app_context():
+        found = db.session.scalar(
+            select(CalendarConnection)
+            .where(CalendarConnection.id == connection_id)
+            .execution_options(populate_existing=True)
+        )
+        db.session.remove()
+        return found

@@ -132,46 +132,58 @@ def expected_busy(fixture: str) -> list[list[str]]:
     return EXPECTED[fixture]["busy"]
 
 
-def busy_time_read(tenants: TenantFactory, server: Any, fixture: str) -> list[list[str]]:
-    """Put ``fixture``'s events in a new calendar on ``server``, sync a connection to it over
-    the fixture's window in the fixture's timezone, and return the busy periods the sync
-    stored, sorted, as [start, end] in UTC ISO 8601 (the form of ``expected.json``)."""
-    expectation = EXPECTED[fixture]
-    start, end = (instant(text) for text in expectation["window"])
+def fixture_now_and_horizon(fixture: str) -> tuple[datetime, int]:
+    """The ``now`` and the booking horizon (days) whose sync window is the fixture's."""
+    start, end = (instant(text) for text in EXPECTED[fixture]["window"])
     now = start + LOOK_BACK
     horizon = end - now - READ_AHEAD
     assert horizon >= timedelta(days=1) and horizon % timedelta(days=1) == timedelta(0), (
         f"{fixture}: its window must be now - {LOOK_BACK} to now + whole days + {READ_AHEAD}"
     )
+    return now, horizon.days
 
-    user = fresh_user()
-    calendar = server.make_calendar(user, f"{Path(fixture).stem} {uuid.uuid4().hex[:8]}")
-    for uid, ics in calendar_objects((FIXTURES / fixture).read_text()).items():
-        put_raw_event(calendar, uid, ics)
 
-    tenant = tenants.create(
-        timezone=expectation["timezone"],
+def fixture_tenant(tenants: TenantFactory, fixture: str, connection: dict[str, Any]) -> Any:
+    """A tenant in the fixture's timezone, with the horizon that makes its window, and
+    ``connection`` (named "Quirks")."""
+    _, horizon_days = fixture_now_and_horizon(fixture)
+    return tenants.create(
+        timezone=EXPECTED[fixture]["timezone"],
         settings={
             "defaultDuration": 30,
             "minimumNoticeMinutes": 0,
-            "bookingHorizonDays": horizon.days,
+            "bookingHorizonDays": horizon_days,
         },
         eventTypes=[],
-        calendarConnections=[
-            connection_doc("Quirks", server, user, PASSWORD, calendar=str(calendar.url))
-        ],
+        calendarConnections=[{**connection, "name": "Quirks"}],
     )
-    connection_id = tenant.connections["Quirks"]
+
+
+def synced_busy(fixture: str, connection_id: int) -> list[list[str]]:
+    """Sync the connection at the fixture's ``now``; the busy periods it stored, sorted, as
+    [start, end] in UTC ISO 8601 (the form of ``expected.json``)."""
+    now, _ = fixture_now_and_horizon(fixture)
     result = sync_connection(connection_id, now=now)
     db.session.commit()
     assert (result.status, result.error) == ("synced", None)
-
     rows = db.session.execute(
         select(BlockedTime.start_at, BlockedTime.end_at)
         .where(BlockedTime.calendar_connection_id == connection_id)
         .order_by(BlockedTime.start_at, BlockedTime.end_at)
     ).all()
     return [[iso(row_start), iso(row_end)] for row_start, row_end in rows]
+
+
+def busy_time_read(tenants: TenantFactory, server: Any, fixture: str) -> list[list[str]]:
+    """Put ``fixture``'s events in a new calendar on ``server``, sync a connection to it over
+    the fixture's window in the fixture's timezone, and return the busy periods it stored."""
+    user = fresh_user()
+    calendar = server.make_calendar(user, f"{Path(fixture).stem} {uuid.uuid4().hex[:8]}")
+    for uid, ics in calendar_objects((FIXTURES / fixture).read_text()).items():
+        put_raw_event(calendar, uid, ics)
+    document = connection_doc("Quirks", server, user, PASSWORD, calendar=str(calendar.url))
+    tenant = fixture_tenant(tenants, fixture, document)
+    return synced_busy(fixture, tenant.connections["Quirks"])
 
 
 def test_every_fixture_has_an_expectation() -> None:

@@ -12,30 +12,24 @@ fixture's window, so nothing reads the clock."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import icalendar
 import pytest
 import recurring_ical_events
-from sqlalchemy import select
 
-from app.extensions import db
-from app.models import BlockedTime
-from app.services.integrations.calendars import sync_connection
-from app.services.integrations.calendars.sync import LOOK_BACK, READ_AHEAD
 from tests.factories import TenantFactory
 from tests.feed_servers import feed_server
-from tests.services.test_calendar_quirks import EXPECTED, FIXTURES, expected_busy, instant, iso
-
-
-@pytest.fixture
-def private_allowed(make_app):
-    """An app that may fetch from loopback addresses (the test's own feed server)."""
-    app = make_app(CALDAV_ALLOW_PRIVATE=True)
-    with app.app_context():
-        yield app
-        db.session.remove()
+from tests.services.test_calendar_quirks import (
+    EXPECTED,
+    FIXTURES,
+    expected_busy,
+    fixture_tenant,
+    instant,
+    iso,
+    synced_busy,
+)
 
 
 def window_of(fixture: str) -> tuple[datetime, datetime]:
@@ -46,32 +40,10 @@ def window_of(fixture: str) -> tuple[datetime, datetime]:
 def busy_time_read_from_a_feed(fixture: str) -> list[list[str]]:
     """Serve ``fixture`` as a feed, sync a subscription to it over the fixture's window in the
     fixture's timezone, and return the busy periods stored, as in ``expected.json``."""
-    start, end = window_of(fixture)
-    now = start + LOOK_BACK
-    horizon = end - now - READ_AHEAD
-    assert horizon >= timedelta(days=1) and horizon % timedelta(days=1) == timedelta(0)
     with feed_server() as feed:
         feed.serve((FIXTURES / fixture).read_bytes())
-        tenant = TenantFactory().create(
-            timezone=EXPECTED[fixture]["timezone"],
-            settings={
-                "defaultDuration": 30,
-                "minimumNoticeMinutes": 0,
-                "bookingHorizonDays": horizon.days,
-            },
-            eventTypes=[],
-            calendarConnections=[{"name": "Feed", "kind": "ics", "url": feed.url}],
-        )
-        connection_id = tenant.connections["Feed"]
-        result = sync_connection(connection_id, now=now)
-        db.session.commit()
-    assert (result.status, result.error) == ("synced", None)
-    rows = db.session.execute(
-        select(BlockedTime.start_at, BlockedTime.end_at)
-        .where(BlockedTime.calendar_connection_id == connection_id)
-        .order_by(BlockedTime.start_at, BlockedTime.end_at)
-    ).all()
-    return [[iso(row_start), iso(row_end)] for row_start, row_end in rows]
+        tenant = fixture_tenant(TenantFactory(), fixture, {"kind": "ics", "url": feed.url})
+        return synced_busy(fixture, tenant.connections["Quirks"])
 
 
 def reference_busy(fixture: str) -> list[list[str]]:
@@ -107,7 +79,9 @@ def test_a_quoted_tzid_holding_a_colon_keeps_its_vtimezone(private_allowed):
     assert busy_time_read_from_a_feed(fixture) == expected_busy(fixture)
 
 
-def test_an_event_with_two_identical_rrule_lines_is_the_union_of_its_rules(private_allowed):
+def test_an_event_with_two_identical_rrule_lines_is_the_union_of_its_rules(
+    private_allowed,
+):
     fixture = "two_identical_rrule_lines.ics"
     assert busy_time_read_from_a_feed(fixture) == expected_busy(fixture)
 

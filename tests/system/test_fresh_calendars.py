@@ -31,7 +31,15 @@ from app import create_app
 from app.extensions import db
 from app.models import CalendarConnection
 from tests.celery_workers import celery_beat, celery_worker, wait_for
-from tests.factories import ALWAYS_OPEN, TenantFactory, next_monday, ny, provider_connection, z
+from tests.factories import (
+    ALWAYS_OPEN,
+    TenantFactory,
+    connection_now,
+    next_monday,
+    ny,
+    provider_connection,
+    z,
+)
 from tests.google_servers import FakeGoogle
 from tests.microsoft_servers import FakeMicrosoft
 from tests.oauth_fakes import ACCOUNT_EMAIL
@@ -65,14 +73,7 @@ class Deployment:
             )
 
     def connection(self, connection_id: int) -> CalendarConnection:
-        with self.app.app_context():
-            found = db.session.scalar(
-                select(CalendarConnection)
-                .where(CalendarConnection.id == connection_id)
-                .execution_options(populate_existing=True)
-            )
-            db.session.remove()
-            return found
+        return connection_now(self.app, connection_id)
 
     def offered(self, tenant, day=MONDAY) -> set[str]:
         answer = httpx.get(

@@ -28,7 +28,7 @@ from app.models import BlockedTime, CalendarConnection
 from app.models.types import utcnow
 from app.services.integrations.calendars.freshness import request_sync
 from tests.celery_workers import celery_beat, celery_worker, wait_for
-from tests.factories import TenantFactory
+from tests.factories import TenantFactory, connection_now
 from tests.feed_servers import Feed, feed_server
 from tests.servers import BIN, ROOT
 
@@ -69,14 +69,7 @@ class Setup:
     healthy_id: int
 
     def connection(self, connection_id: int) -> CalendarConnection:
-        with self.app.app_context():
-            found = db.session.scalar(
-                select(CalendarConnection)
-                .where(CalendarConnection.id == connection_id)
-                .execution_options(populate_existing=True)
-            )
-            db.session.remove()
-            return found
+        return connection_now(self.app, connection_id)
 
     def sync_now(self, connection_id: int) -> None:
         """A person's "Sync now" (the dashboard's service call), handed to the worker."""

@@ -51,15 +51,6 @@ def feed():
         yield served
 
 
-@pytest.fixture
-def private_allowed(make_app):
-    """An app that may fetch from loopback addresses (the test's own feed server)."""
-    app = make_app(CALDAV_ALLOW_PRIVATE=True)
-    with app.app_context():
-        yield app
-        db.session.remove()
-
-
 def subscribe(feed, url: str | None = None) -> int:
     tenant = TenantFactory().create(
         calendarConnections=[{"name": "Rota", "kind": "ics", "url": url or feed.url}]

@@ -92,44 +92,43 @@ def _shut_down(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-class _WatchedHTTPConnection(HTTPConnection):
+class _Watched:
+    """A connection whose new socket is shown to its exchange's deadline, if it has one."""
+
     exchange_deadline: ExchangeDeadline | None = None
 
     def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
+        sock = super()._new_conn()  # type: ignore[misc]
         if self.exchange_deadline is not None:
             self.exchange_deadline.watch(sock)
         return sock
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
+
+
+class _GivesDeadline:
+    """A pool that hands its exchange's deadline to each connection it makes."""
+
     exchange_deadline: ExchangeDeadline | None = None
 
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
-        if self.exchange_deadline is not None:
-            self.exchange_deadline.watch(sock)
-        return sock
+    def _new_conn(self) -> Any:
+        connection = super()._new_conn()  # type: ignore[misc]
+        connection.exchange_deadline = self.exchange_deadline
+        return connection
 
 
-class _HTTPPool(urllib3.HTTPConnectionPool):
+class _HTTPPool(_GivesDeadline, urllib3.HTTPConnectionPool):
     ConnectionCls = _WatchedHTTPConnection
-    exchange_deadline: ExchangeDeadline | None = None
-
-    def _new_conn(self) -> Any:
-        connection = super()._new_conn()
-        connection.exchange_deadline = self.exchange_deadline
-        return connection
 
 
-class _HTTPSPool(urllib3.HTTPSConnectionPool):
+class _HTTPSPool(_GivesDeadline, urllib3.HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
-    exchange_deadline: ExchangeDeadline | None = None
-
-    def _new_conn(self) -> Any:
-        connection = super()._new_conn()
-        connection.exchange_deadline = self.exchange_deadline
-        return connection
 
 
 def pinned_pool(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -87,3 +89,33 @@ def wait_for(predicate, timeout: float = 60.0) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+# What a worker logs of each task at INFO: "Task <name>[<id>] received" when it takes it (a
+# retry or a task with a countdown is received again), then "… succeeded in <s>s: <value>",
+# "… retry: …" or "… raised …" when it is done with it.
+_RECEIVED = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] received")
+_DONE = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (?:succeeded|retry|raised)")
+
+
+def worker_idle(log_path: Path, since: int = 0) -> bool:
+    """Whether the worker logging to ``log_path`` (from byte ``since``: a later worker's part of
+    a shared log) has finished every task it received (none is running or waiting for its
+    countdown): an observable fact to wait for before asserting that something did not
+    happen."""
+    text = log_path.read_text()[since:]
+    received, done = Counter(_RECEIVED.findall(text)), Counter(_DONE.findall(text))
+    return all(done[task_id] >= count for task_id, count in received.items())
+
+
+def task_returned(log_path: Path, task_id: str, timeout: float = 60.0) -> str | None:
+    """What task ``task_id`` returned, as the worker logging to ``log_path`` logged it, once it
+    has (None if it did not succeed within ``timeout`` seconds)."""
+    succeeded = re.compile(rf"Task [\w.]+\[{re.escape(task_id)}\] succeeded in [\d.e-]+s: (.*)")
+    found: list[str] = []
+
+    def logged() -> bool:
+        found[:] = succeeded.findall(log_path.read_text())
+        return bool(found)
+
+    return found[-1].strip() if wait_for(logged, timeout) else None

@@ -24,6 +24,7 @@ from sqlalchemy import create_engine, text
 
 from app import create_app
 from app.extensions import db
+from tests.celery_workers import wait_for
 from tests.factories import TenantFactory, ny, z
 from tests.servers import gunicorn
 
@@ -34,6 +35,9 @@ DAYS = 5
 HOUR = timedelta(hours=1)
 RACE_SECONDS = 30  # at most: the writers end sooner; the readers stop with them
 READERS = 4
+# Reads to see before the race ends (the readers go on after the writers until they have): the
+# read-your-writes and per-version checks below need many answers across the writes.
+ENOUGH_READS = 100
 PATIENT = {
     "DB_STATEMENT_TIMEOUT_MS": "30000",
     "DB_POOL_TIMEOUT_S": "30",
@@ -176,14 +180,22 @@ def test_reads_racing_creates_and_cancels_never_offer_taken_time(race_database):
         deadline = time.monotonic() + RACE_SECONDS
         for thread in writers:
             thread.join(max(0.0, deadline - time.monotonic()))
-        time.sleep(0.5)  # a few reads after the last write
+        last_write = max((w.answered for w in writes), default=float("inf"))
+
+        def seen_enough() -> bool:
+            """Enough reads in all, and a few sent after the last write was answered."""
+            with lock:
+                after = sum(1 for r in reads if r.sent > last_write)
+                return len(reads) >= ENOUGH_READS and after >= 5
+
+        enough = wait_for(seen_enough, timeout=RACE_SECONDS)  # however slow the machine
         done.set()
         for thread in readers:
             thread.join(30)
         assert not any(t.is_alive() for t in readers + writers), "the race did not end"
 
     assert len(writes) == 24  # 16 creates and 8 cancels
-    assert len(reads) > 100, len(reads)
+    assert enough, f"{len(reads)} reads in {RACE_SECONDS} s after the writes"
 
     # Read-your-writes: after a create's answer and before its cancel was sent, never offered.
     cancel_sent = {w.booking_id: w.sent for w in writes if w.kind == "cancel"}

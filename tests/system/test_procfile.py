@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.models.types import utcnow
-from tests.celery_workers import wait_for
+from tests.celery_workers import wait_for, worker_idle
 from tests.factories import ALWAYS_OPEN, tenant_document, z
 from tests.mail_servers import ics_of, smtp_server
 from tests.servers import BIN, MACHINE_REDIS, ROOT, free_port
@@ -228,7 +227,8 @@ def test_the_procfile_serves_from_two_web_ports_sharing_one_database_and_redis(
             # Each booking: one email to its attendee, one to the owner, one webhook.
             inbox.wait_for(2 * SLOTS, timeout=60)
             receiver.wait_for(SLOTS, timeout=60)
-            time.sleep(3)  # nothing more arrives
+            # Nothing more arrives: the worker has finished every task it was given.
+            assert wait_for(lambda: worker_idle(tmp_path / "honcho.log"), timeout=60)
             metrics = [scraped(base) for base in bases]
             worker_metrics = scraped(f"http://127.0.0.1:{env['WORKER_METRICS_PORT']}")
         honcho_log = (tmp_path / "honcho.log").read_text()

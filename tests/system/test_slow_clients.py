@@ -12,9 +12,11 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.celery_workers import wait_for
 from tests.servers import Demo, gunicorn, migrate_and_run_demo
 
 SLOW_CONNECTIONS = 200
@@ -27,6 +29,25 @@ def served(postgres_database) -> Iterator[tuple[str, Demo]]:
     demo = migrate_and_run_demo({**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "slow"})
     with gunicorn(database_url, workers=2, env={"RATE_LIMIT": "100000/minute"}) as base:
         yield base, demo
+
+
+def taken_by_the_server(port: int, count: int) -> bool:
+    """Whether the server listening on ``port`` has accepted every connection made to it (its
+    accept queue is empty) and read what was sent on at least ``count`` of them (their
+    receive queues are empty), as the kernel shows it in ``/proc/net/tcp``."""
+    listening, read = None, 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            if int(local.rsplit(":", 1)[1], 16) != port:
+                continue
+            waiting = int(queues.split(":")[1], 16)
+            if state == "0A":  # LISTEN: its receive queue is the accept backlog
+                listening = waiting if listening is None else listening + waiting
+            elif state == "01" and waiting == 0:  # ESTABLISHED, everything read
+                read += 1
+    return listening == 0 and read >= count
 
 
 class Trickle:
@@ -47,7 +68,7 @@ class Trickle:
             self.sockets.append(connection)
         self.thread = threading.Thread(target=self.drip_bytes)
         self.thread.start()
-        time.sleep(0.5)  # every connection is in the server's hands
+        assert wait_for(lambda: taken_by_the_server(port, SLOW_CONNECTIONS), timeout=30)
         return self
 
     def drip_bytes(self) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
 from pathlib import Path
 
@@ -30,6 +29,16 @@ pytestmark = [
 ]
 
 MONDAY = next_monday()
+
+
+def waiting_for_a_lock_on(connection: psycopg.Connection, table: str) -> bool:
+    """Whether another session waits for a lock on ``table`` (as ``pg_locks`` shows it)."""
+    waiting = connection.execute(
+        "SELECT count(*) FROM pg_locks JOIN pg_class ON pg_class.oid = pg_locks.relation"
+        " WHERE pg_class.relname = %s AND NOT pg_locks.granted",
+        (table,),
+    ).fetchone()
+    return bool(waiting and waiting[0])
 
 
 def pool_process_of(worker_pid: int) -> int:
@@ -62,7 +71,9 @@ def test_a_task_whose_pool_process_is_killed_runs_again_and_writes_the_event_onc
                 lock.execute("LOCK TABLE outbox_deliveries IN SHARE MODE")  # no one records
                 booking = book_through_api(app.test_client(), tenant, ny(MONDAY, 10)).json
                 assert wait_for(lambda: events_with_uid(calendar, booking["uid"]), timeout=30)
-                time.sleep(0.5)  # the task is waiting to record its delivery
+                # The event is in the calendar, and the task is waiting for the lock to record
+                # its delivery.
+                assert wait_for(lambda: waiting_for_a_lock_on(lock, "outbox_deliveries"))
                 killed = pool_process_of(worker.pid)
                 os.kill(killed, signal.SIGKILL)
                 assert wait_for(lambda: "SIGKILL" in log.read_text(), timeout=30)

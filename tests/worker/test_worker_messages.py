@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from datetime import time as wall_time
@@ -19,7 +18,7 @@ from standardwebhooks import Webhook
 from app.extensions import db
 from app.models import WebhookAttempt, WebhookDelivery
 from app.models.types import utcnow
-from tests.celery_workers import celery_worker, wait_for
+from tests.celery_workers import celery_worker, task_returned, wait_for, worker_idle
 from tests.factories import ALWAYS_OPEN, z
 from tests.mail_servers import ics_of, smtp_server
 from tests.servers import MACHINE_REDIS
@@ -118,7 +117,8 @@ def test_emails_follow_a_booking_through_the_worker(database_url, make_app, tena
         create, move, cancel = booking_api(app.test_client(), tenant)
         now = utcnow()
 
-        with celery_worker(database_url, tmp_path / "worker.log", **broker, **mail):
+        log = tmp_path / "worker.log"
+        with celery_worker(database_url, log, **broker, **mail):
             first = tokyo_ten_oclock_a_day_after(now)
             booking = create(first)
             moved_to = first + timedelta(hours=2)
@@ -153,8 +153,8 @@ def test_emails_follow_a_booking_through_the_worker(database_url, make_app, tena
                 lambda: [m for m in inbox.to("pat@example.test") if "Reminder" in m["Subject"]]
             )
             assert reminder
-            app.extensions["celery"].send_task("notifications.send_reminders")
-            time.sleep(2)
+            again = app.extensions["celery"].send_task("notifications.send_reminders")
+            assert task_returned(log, again.id) == "0"  # the second run sent none
             reminders = [m for m in inbox.to("pat@example.test") if "Reminder" in m["Subject"]]
             (only,) = reminders
             assert invitation(only)[1] == soon["uid"] and invitation(only)[3] == due_at
@@ -218,12 +218,15 @@ def test_a_worker_killed_mid_delivery_delivers_exactly_once_more(
             receiver.wait_for(1)  # the POST is in flight, its answer never comes
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
+        restarted = log.stat().st_size
         with celery_worker(database_url, log, **hooks):
             app.extensions["celery"].send_task("webhooks.sweep")
             receiver.wait_for(2)
             with app.app_context():
                 assert wait_for(lambda: _status_of_only_delivery() == "succeeded")
-            time.sleep(2)  # nothing else arrives
+            swept = app.extensions["celery"].send_task("webhooks.sweep")
+            assert task_returned(log, swept.id) is not None  # a sweep after the success …
+            assert wait_for(lambda: worker_idle(log, restarted))  # … and nothing left to run
             assert len(receiver.requests) == 2
     first, second = receiver.requests
     assert first.headers["webhook-id"] == second.headers["webhook-id"]

@@ -118,15 +118,20 @@ def front_is_public(address: str) -> bool:
 
 @pytest.fixture
 def guarded(make_app):
-    """An app whose policy counts 127.0.0.2 as public (CALDAV_ALLOW_PRIVATE off)."""
+    """An app whose policy counts 127.0.0.2 as public (CALDAV_ALLOW_PRIVATE off), in its
+    context until the test ends."""
+    contexts = []
 
     def make(resolve=system_addresses):
         app = make_app(ADDRESS_POLICY=AddressPolicy(resolve=resolve, is_public=front_is_public))
-        app.app_context().push()
+        contexts.append(app.app_context())
+        contexts[-1].push()
         return app
 
     yield make
     db.session.remove()
+    for context in reversed(contexts):
+        context.pop()
 
 
 def dashboard_connection(url: str) -> int:

@@ -64,6 +64,7 @@ lint: dev-venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 format: dev-venv
 	$(BIN)/ruff check --fix .

@@ -24,6 +24,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     ``release``) does, once, instead of every process racing at start-up.
     """
     from flask import Flask
+    from flask.json.provider import DefaultJSONProvider
 
     from app import models  # noqa: F401 - every model registered before Alembic looks
     from app.api import register_api
@@ -63,6 +64,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # A mistyped setting fails at start-up, not at the first write or notification.
     live_check_mode(app.config)
     push_enabled(app.config)
+    assert isinstance(app.json, DefaultJSONProvider)  # Flask's own, as no other is set
     app.json.sort_keys = False  # keep the envelope's and resources' documented field order
     # Werkzeug would answer "//" in a path with a redirect to the merged path, built from the
     # client's Host header; paths are matched as sent instead (an unknown one is a JSON 404).

@@ -186,7 +186,7 @@ def celery_init_app(flask_app: Flask) -> Celery:
                 finally:
                     db.session.remove()
 
-    celery_app = Celery(flask_app.name, task_cls=FlaskTask)
+    celery_app: Celery = Celery(flask_app.name, task_cls=FlaskTask)
     celery_app.config_from_object(celery_settings(flask_app))
     celery_app.set_default()
     flask_app.extensions["celery"] = celery_app

@@ -143,7 +143,7 @@ class DeadlineConnection(psycopg.Connection):
         )
         if timeout is None:
             timeout = left if by_request else self.answer_deadline
-        if by_request and timeout <= 0:
+        if by_request and timeout is not None and timeout <= 0:
             # Nothing sent: the generator has not run. Closed all the same, so that
             # SQLAlchemy drops it rather than rolling it back (which would wait again).
             self.pgconn.finish()
@@ -189,7 +189,7 @@ class DeadlinePool(QueuePool):
         with waiting_on_postgres():
             return super().connect()
 
-    @property  # type: ignore[override]
+    @property
     def _timeout(self) -> float:
         left = seconds_left()
         if left is None:
@@ -335,7 +335,7 @@ class Session(FlaskSession):
         autocommit = getattr(engine, "_autocommit_variant", None)
         if autocommit is None:
             autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
-            engine._autocommit_variant = autocommit  # type: ignore[attr-defined]
+            engine._autocommit_variant = autocommit  # type: ignore[union-attr]
         return autocommit
 
 

@@ -1,10 +1,11 @@
 """Extension singletons, bound to an app in ``create_app``."""
 
 import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
+from flask_sqlalchemy.model import Model as FlaskModel
 from sqlalchemy import MetaData, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase
@@ -31,6 +32,17 @@ class Base(DeclarativeBase):
 # autocommit (``app.database.reads_only``).
 db = SQLAlchemy(model_class=Base, session_options={"class_": Session, "expire_on_commit": False})
 migrate = Migrate()
+
+# The base class of the models: ``db.Model``. It is made at run time, so the type checker cannot
+# take ``db.Model`` as a base class; here it is told what the class is (``Base``'s declarative
+# mapping with Flask-SQLAlchemy's model mixin).
+if TYPE_CHECKING:
+
+    class Model(Base, FlaskModel):
+        pass
+
+else:
+    Model = db.Model
 
 
 @event.listens_for(Engine, "connect")

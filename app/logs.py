@@ -59,7 +59,9 @@ class SecretMask(logging.Filter):
 
 class MaskedJsonFormatter(JsonFormatter):
     def formatException(self, ei: Any) -> str:
-        return masked(super().formatException(ei))
+        formatted = super().formatException(ei)
+        assert isinstance(formatted, str)  # a list only with exc_info_as_array, never set here
+        return masked(formatted)
 
 
 def json_log_handler() -> logging.Handler:

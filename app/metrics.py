@@ -29,6 +29,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import NotFound, Unauthorized
 
 from app.counters import BOOKING_EVENTS, HTTP_LATENCY, HTTP_REQUESTS
@@ -120,7 +121,7 @@ def exposition() -> Response:
         raise NotFound()
     sent = request.headers.get("Authorization", "")
     if not hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-        raise Unauthorized(www_authenticate="Bearer")
+        raise Unauthorized(www_authenticate=WWWAuthenticate("Bearer"))
     registry = scrape_registry()
     output = generate_latest(registry) + generate_latest(_deployment_registry(current_app))
     return Response(output, content_type=CONTENT_TYPE_LATEST)

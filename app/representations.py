@@ -94,10 +94,7 @@ def reduced_form(
     declarations (marshmallow copies a declared field into each schema instance, so sharing
     the declaration is safe). ``replaced`` gives a field its own declaration where the reduced
     form has always said something else (the document's component is named after ``name``)."""
-    declared = {
-        field: replaced.get(field, full._declared_fields[field])  # type: ignore[attr-defined]
-        for field in shown
-    }
+    declared = {field: replaced.get(field, full._declared_fields[field]) for field in shown}
     return type(name, (Schema,), {"__doc__": doc, "__module__": __name__, **declared})
 
 

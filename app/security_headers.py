@@ -52,10 +52,9 @@ from collections.abc import Iterable
 from hashlib import sha256
 from typing import Any
 
-from flask import Flask, Request, request, session
+from flask import Flask, Request, Response, request, session
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
-from werkzeug.wrappers import Response
 
 from app.config import API_PREFIX
 
@@ -88,7 +87,9 @@ def inline_scripts(html: str) -> list[str]:
 def dashboard_policy(app: Flask, form_targets: Iterable[str] = ()) -> str:
     """The dashboard pages' policy; forms may lead to the site itself and to
     ``form_targets`` (origins a form's answer redirects to, such as a consent page)."""
-    secret_box = app.jinja_env.get_template("dashboard/show_once.html").module.secret_box
+    template = app.jinja_env.get_template("dashboard/show_once.html")
+    # The template's macros are attributes its module gets at run time.
+    secret_box = template.module.secret_box  # type: ignore[attr-defined]
     scripts = [s for i in SECRET_BOX_IDS for s in inline_scripts(str(secret_box("", "", i)))]
     script_hashes = " ".join(source_hash(s) for s in (*INLINE_HANDLERS, *scripts))
     style_hashes = " ".join(source_hash(s) for s in (FULLCALENDAR_STYLE, HTMX_INDICATOR_STYLE))

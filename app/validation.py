@@ -139,7 +139,11 @@ class InstantField(fields.Field):
 class UTCInstantField(InstantField):
     """An ISO 8601 instant resolved at once; naive values and dates are read as UTC."""
 
-    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+    # Deserializes to the resolved instant, not InstantField's InstantInput: by design, and
+    # only marshmallow calls it.
+    def _deserialize(  # type: ignore[override]
+        self, value: Any, attr: str | None, data: Any, **kwargs: Any
+    ) -> datetime:
         try:
             return super()._deserialize(value, attr, data, **kwargs).resolve(zone("UTC"))
         except InvalidInstant:

@@ -34,7 +34,7 @@ def heartbeat_step(flask_app: Flask) -> type[bootsteps.StartStopStep]:
                 db.session.remove()
 
     class Heartbeat(bootsteps.StartStopStep):
-        requires = {"celery.worker.components:Timer"}
+        requires = ("celery.worker.components:Timer",)
 
         def __init__(self, worker: Any, **kwargs: Any) -> None:
             super().__init__(worker, **kwargs)

@@ -53,6 +53,7 @@ def authorize(permission: Permission) -> None:
     if result.failure is not None:
         raise result.failure
     api_key = result.api_key
+    assert api_key is not None  # an authentication without a failure has its key
     now = utcnow()
     if record_key_use(api_key, now, current_app.config["API_KEY_LAST_USED_RESOLUTION"]):
         db.session.commit()

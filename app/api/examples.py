@@ -57,7 +57,7 @@ MOVED_START, MOVED_END = _at(11), _at(11, 30)
 CREATED_AT = format_utc(utcnow().replace(microsecond=0))
 
 # Requests.
-CREATE_BOOKING = {
+CREATE_BOOKING: dict[str, Any] = {
     "startTime": START,
     "endTime": END,
     "attendees": [{"email": "pat.lee@example.com", "name": "Pat Lee", "phone": "+1 212 555 0100"}],
@@ -98,13 +98,13 @@ BOOKING = {
     "completedAt": None,
 }
 BOOKING_LIST = {"bookings": [BOOKING], "total": 1, "limit": 50, "offset": 0}
-AVAILABILITY = [
+AVAILABILITY: list[dict[str, Any]] = [
     {
         "date": DAY.isoformat(),
         "slots": [_slot(hour, minute) for hour in range(9, 17) for minute in (0, 30)],
     }
 ]
-UPDATED = {
+UPDATED: dict[str, Any] = {
     "id": 1,
     "startTime": MOVED_START,
     "endTime": MOVED_END,
@@ -186,7 +186,9 @@ def not_found_as(name: str, message: str) -> dict[str, Any]:
 
 def unparsable(name: str, summary: str, field: str) -> dict[str, Any]:
     """A 400 for an instant ``field`` that does not parse, worded as the envelope words it."""
-    problems = {field: [InstantField.default_error_messages["invalid"]]}
+    invalid = InstantField.default_error_messages["invalid"]
+    assert isinstance(invalid, str)  # InstantField's own message, a string
+    problems = {field: [invalid]}
     return {
         name: named(
             summary,

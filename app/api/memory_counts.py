@@ -60,7 +60,9 @@ def _claim_advisory_lock(engine: Engine) -> Any | None:
     connection.detach()  # the claim lives as long as the process: never back to the pool
     cursor = connection.cursor()
     cursor.execute("SELECT pg_try_advisory_lock(%s, 0)", (MEMORY_COUNTS_LOCK,))
-    (claimed,) = cursor.fetchone()
+    row = cursor.fetchone()
+    assert row is not None  # a SELECT of one value answers one row
+    (claimed,) = row
     cursor.close()
     connection.commit()
     if not claimed:

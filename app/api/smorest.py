@@ -202,24 +202,26 @@ class Blueprint(flask_smorest.Blueprint):
                 authorize(permission)
                 return func(*args, **kwargs)
 
-            wrapper = self.doc(security=[{"ApiKeyAuth": []}])(wrapper)
-            wrapper = self.error(401, _AUTH_RESPONSES[401], examples.UNAUTHENTICATED)(wrapper)
-            wrapper = self.error(403, _AUTH_RESPONSES[403], examples.forbidden(permission))(wrapper)
-            wrapper = self.alt_response(
+            documented: Callable = self.doc(security=[{"ApiKeyAuth": []}])(wrapper)
+            documented = self.error(401, _AUTH_RESPONSES[401], examples.UNAUTHENTICATED)(documented)
+            documented = self.error(403, _AUTH_RESPONSES[403], examples.forbidden(permission))(
+                documented
+            )
+            documented = self.alt_response(
                 429,
                 schema=ErrorSchema,
                 description=_RATE_LIMITED,
                 headers={**RATE_LIMIT_HEADERS, **RETRY_AFTER_HEADER},
                 examples=examples.RATE_LIMITED,
-            )(wrapper)
+            )(documented)
             for status, description in examples.SERVER_LIMITS.items():
-                wrapper = self.alt_response(
+                documented = self.alt_response(
                     status,
                     schema={"type": "string", "minLength": 1},
                     content_type="text/html",
                     description=description,
-                )(wrapper)
-            return wrapper
+                )(documented)
+            return documented
 
         return decorator
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import IO
 
 import click
 from flask import Flask, current_app
@@ -34,7 +35,7 @@ from app.services.integrations.calendars.sync import (
 
 @click.command("provision")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
-def provision_command(file: click.utils.LazyFile) -> None:
+def provision_command(file: IO[str]) -> None:
     """Create agencies, sub accounts, calendars and API keys from a JSON document.
 
     FILE is a path, or - for standard input. Prints the created ids and the plain-text API
@@ -158,6 +159,7 @@ def connections_sync(connection_id: int | None, sync_all: bool) -> None:
     if sync_all:
         results = sync_all_connections(utcnow())
     else:
+        assert connection_id is not None  # the usage check above: an id, or --all
         try:
             get_connection(connection_id)
         except ServiceError as err:

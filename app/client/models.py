@@ -64,7 +64,8 @@ class FromJson:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Self:
         values = {}
-        for name, key, spec, read in _fields(cls):
+        model: type = cls  # (functools.cache's wrapper is typed to take a Hashable)
+        for name, key, spec, read in _fields(model):
             if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
                 value = data[key]
                 values[name] = None if value is None else read(value)

@@ -65,8 +65,10 @@ def register_dashboard(app: Flask) -> None:
 def _favicon() -> Response:
     """The icon browsers ask for at ``/favicon.ico`` on any page (the dashboard's pages name
     it too): the SVG, which every current browser draws."""
+    static_folder = current_app.static_folder
+    assert static_folder is not None  # the app's static folder, Flask's default
     return send_from_directory(
-        current_app.static_folder, "favicon.svg", mimetype="image/svg+xml", max_age=86400
+        static_folder, "favicon.svg", mimetype="image/svg+xml", max_age=86400
     )
 
 

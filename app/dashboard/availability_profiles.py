@@ -178,6 +178,7 @@ def availability_profile_delete(sub_account_id: int, profile_id: int) -> Respons
 
 def _opened(hours: WeeklyHours | DateOverride) -> str:
     """What is said of an open range just added."""
+    assert hours.start_minute is not None and hours.end_minute is not None  # an open range
     return f"open {clock(hours.start_minute)} to {clock(hours.end_minute)} added."
 
 

@@ -12,6 +12,8 @@ again, not even the form it was typed into.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
@@ -72,10 +74,11 @@ class EditConnectionForm(NewConnectionForm):
         if not document["password"]:
             del document["password"]
         # The fields a connection of this kind has (the form shows only those).
-        kept = {
+        kept_by_kind: dict[str, AbstractSet[str]] = {
             ConnectionKind.CALDAV: document.keys(),
             ConnectionKind.ICS: {"name", "url", "active"},
-        }.get(kind, {"name", "writeBack", "active"})
+        }
+        kept = kept_by_kind.get(kind, {"name", "writeBack", "active"})
         return {key: value for key, value in document.items() if key in kept}
 
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Boolean, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.limits import DIGEST_LENGTH, NAME_MAX
 from app.models.tenancy import Agency, SubAccount
 from app.models.types import UTCDateTime, utcnow
@@ -21,7 +21,7 @@ class Permission(StrEnum):
     CANCEL = "canCancel"
 
 
-class ApiKey(db.Model):
+class ApiKey(Model):
     """An API key. ``sub_account_id`` is empty for an agency-level key, which the API refuses
     (401 "not associated with a subaccount") but an operator may still hold."""
 

@@ -19,14 +19,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.limits import NAME_MAX, REASON_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
 _MINUTE_RANGE = "start_minute >= 0 AND end_minute <= 1440 AND start_minute < end_minute"
 
 
-class AvailabilityProfile(db.Model):
+class AvailabilityProfile(Model):
     __tablename__ = "availability_profiles"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -46,7 +46,7 @@ class AvailabilityProfile(db.Model):
     )
 
 
-class WeeklyHours(db.Model):
+class WeeklyHours(Model):
     """One open range on a weekday, in minutes after local midnight (1440 = end of day)."""
 
     __tablename__ = "weekly_hours"
@@ -64,7 +64,7 @@ class WeeklyHours(db.Model):
     end_minute: Mapped[int] = mapped_column(Integer)
 
 
-class DateOverride(db.Model):
+class DateOverride(Model):
     """Replaces one date's weekly hours. A row without minutes marks the date closed; rows
     with minutes are that date's open ranges."""
 
@@ -90,7 +90,7 @@ class BlockedTimeSource(StrEnum):
     EXTERNAL = "external"
 
 
-class BlockedTime(db.Model):
+class BlockedTime(Model):
     """Time the calendar is busy outside of bookings.
 
     ``manual`` rows are entered in the dashboard; ``external`` rows are the busy time of a

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.event_type import EventType
 from app.models.limits import (
     DIGEST_LENGTH,
@@ -38,7 +38,7 @@ ACTIVE_STATUSES = (BookingStatus.PENDING, BookingStatus.CONFIRMED)
 _STATUS_LIST = ", ".join(f"'{s}'" for s in BookingStatus)
 
 
-class Booking(db.Model):
+class Booking(Model):
     """A booking of an event type.
 
     ``occupied_start``/``occupied_end`` are the booking widened by its event type's buffers,
@@ -102,7 +102,7 @@ class Booking(db.Model):
     )
 
 
-class Attendee(db.Model):
+class Attendee(Model):
     __tablename__ = "attendees"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -122,7 +122,7 @@ class Attendee(db.Model):
     booking: Mapped[Booking] = relationship(back_populates="attendees")
 
 
-class Contact(db.Model):
+class Contact(Model):
     """Everyone who was ever an attendee of the sub account's bookings. Dashboard only: the
     API never exposes contacts."""
 

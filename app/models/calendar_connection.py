@@ -15,7 +15,7 @@ from enum import StrEnum
 from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.limits import CALDAV_URL_MAX, ETAG_MAX, NAME_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
@@ -33,7 +33,7 @@ class ConnectionKind(StrEnum):
 OAUTH_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
 
 
-class CalendarConnection(db.Model):
+class CalendarConnection(Model):
     """An account whose calendars' busy time blocks the sub account's calendar
     (``app.services.integrations.calendars``). Its secret (a CalDAV password, an OAuth grant)
     is stored encrypted (``app.services.common.encryption``) and never shown.
@@ -118,7 +118,7 @@ class CalendarConnection(db.Model):
         return self.consecutive_failures > 0
 
 
-class ConnectedCalendar(db.Model):
+class ConnectedCalendar(Model):
     """One calendar of a connection that is read for busy time, with what lets the next sync
     read only what changed since the last one:
 
@@ -155,7 +155,7 @@ class ConnectedCalendar(db.Model):
         self.synced_timezone = None
 
 
-class CalendarItem(db.Model):
+class CalendarItem(Model):
     """One item of a connected calendar as last read: ``key`` is where it is (a CalDAV
     resource's href, a Google or Microsoft event id, an event's UID in a feed), ``etag`` its
     version there, ``uid`` its iCalendar UID (the service's own written-back events are not
@@ -175,7 +175,7 @@ class CalendarItem(db.Model):
     problem: Mapped[str | None] = mapped_column(Text)
 
 
-class WrittenEvent(db.Model):
+class WrittenEvent(Model):
     """Where write-back put a booking's event in a connection's calendar, for the providers
     that choose an event's id themselves (Microsoft Graph: neither the id nor the iCalendar UID
     can be set). Write-back updates and deletes that event by its ``event_id``, and the sync
@@ -196,7 +196,7 @@ class WrittenEvent(db.Model):
     event_id: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
 
 
-class PushChannel(db.Model):
+class PushChannel(Model):
     """A provider's promise to tell the service when a connected calendar changes: a Google
     ``events.watch`` channel or a Microsoft Graph subscription
     (``app.services.integrations.calendars.push``). ``channel_id`` is the channel's id (chosen
@@ -227,7 +227,7 @@ class PushChannel(db.Model):
     last_notification_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
-class OAuthConsent(db.Model):
+class OAuthConsent(Model):
     """A Google or Microsoft consent begun from the dashboard and not yet finished: what the
     provider's redirect back is checked against and finished with, kept by the server
     (``app.services.integrations.calendars.consent``). ``state_digest`` is the SHA-256 of the

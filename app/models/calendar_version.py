@@ -19,10 +19,10 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Integer
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.extensions import Model
 
 
-class CalendarVersion(db.Model):
+class CalendarVersion(Model):
     __tablename__ = "calendar_versions"
 
     # No foreign key: the triggers write here while a sub account's rows are being deleted in

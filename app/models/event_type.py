@@ -7,13 +7,13 @@ from datetime import datetime
 from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.availability import AvailabilityProfile
 from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES, LOCATION_MAX, NAME_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
-class EventType(db.Model):
+class EventType(Model):
     """A bookable service. Notice and horizon left empty fall back to the calendar settings;
     an empty slot interval means "step by the duration"."""
 

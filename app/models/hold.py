@@ -8,12 +8,12 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.limits import DIGEST_LENGTH, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
-class SlotHold(db.Model):
+class SlotHold(Model):
     """Time held for whoever has the hold's token, until ``expires_at``.
 
     A hold makes its occupied interval (the slot widened by the event type's buffers, as a

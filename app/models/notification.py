@@ -8,7 +8,7 @@ from enum import StrEnum
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.limits import EMAIL_MAX
 from app.models.types import UTCDateTime, utcnow
 
@@ -18,7 +18,7 @@ class MailStatus(StrEnum):
     KEPT = "kept"  # no SMTP server configured: kept here, listed by ``flask outbox``
 
 
-class MailMessage(db.Model):
+class MailMessage(Model):
     """One message to one recipient. ``dedupe_key`` says what it is about (the outbox event,
     the reminder of one booking time, one password-reset link) and is unique, so a repeated
     delivery finds the message it already sent and does not send it again."""

@@ -7,11 +7,11 @@ from datetime import datetime
 from sqlalchemy import String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 
-class WorkerHeartbeat(db.Model):
+class WorkerHeartbeat(Model):
     """A Celery worker's last sign of life, one row per worker (its node name). Workers may run
     on other machines; the database is what every web process can see."""
 

@@ -10,11 +10,11 @@ from enum import StrEnum
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 
-class OutboxEvent(db.Model):
+class OutboxEvent(Model):
     """A booking event (``booking.created`` …). ``delivered_at`` is set once every handler is
     done with it (delivered, or given up); until then the worker's sweep hands it to Celery
     again when a handler is due."""
@@ -42,7 +42,7 @@ class DeliveryStatus(StrEnum):
     FAILED = "failed"  # given up after the last attempt
 
 
-class OutboxDelivery(db.Model):
+class OutboxDelivery(Model):
     """One handler's record of one event: written in the handler's transaction, so a second
     delivery of a delivered (or given up) event finds it and skips the handler."""
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, String, Table
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.extensions import Model, db
 from app.models.limits import (
     DIGEST_LENGTH,
     DURATION_MAX_MINUTES,
@@ -27,7 +27,7 @@ class Role(StrEnum):
     AGENCY_USER = "agency_user"
 
 
-class Agency(db.Model):
+class Agency(Model):
     __tablename__ = "agencies"
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -47,7 +47,7 @@ user_sub_account_access = Table(
 )
 
 
-class User(db.Model):
+class User(Model):
     """A person who signs in to the dashboard. It answers what Flask-Login asks of a user
     (``is_authenticated``, ``is_active``, ``is_anonymous``, ``get_id``) without the model
     importing the web layer's library."""
@@ -81,7 +81,7 @@ class User(db.Model):
         return str(self.id)
 
 
-class DashboardSession(db.Model):
+class DashboardSession(Model):
     """A signed-in dashboard session, kept by the server so that it can end.
 
     The session cookie carries a random token; only its SHA-256 digest is stored. Each request
@@ -99,7 +99,7 @@ class DashboardSession(db.Model):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
-class SubAccount(db.Model):
+class SubAccount(Model):
     """A client workspace. It has exactly one calendar, so calendar data hangs off it."""
 
     __tablename__ = "sub_accounts"
@@ -118,7 +118,7 @@ class SubAccount(db.Model):
     )
 
 
-class CalendarSettings(db.Model):
+class CalendarSettings(Model):
     """The sub account calendar's defaults: what applies when an event type says nothing."""
 
     __tablename__ = "calendar_settings"
@@ -149,7 +149,7 @@ class CalendarSettings(db.Model):
     sub_account: Mapped[SubAccount] = relationship(back_populates="settings")
 
 
-class Invitation(db.Model):
+class Invitation(Model):
     """A one-time link that lets an invited agency user choose a password and sign in.
 
     The invited user exists from the start (inactive, with no usable password), so the owner
@@ -172,7 +172,7 @@ class Invitation(db.Model):
     user: Mapped[User] = relationship(foreign_keys=[user_id])
 
 
-class PasswordReset(db.Model):
+class PasswordReset(Model):
     """A one-time link that lets a user who forgot their password choose a new one.
 
     Only a SHA-256 digest of the link's token is stored, with when it stops working

@@ -8,12 +8,12 @@ from enum import StrEnum
 from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
+from app.extensions import Model
 from app.models.limits import NAME_MAX, WEBHOOK_URL_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
-class WebhookSubscription(db.Model):
+class WebhookSubscription(Model):
     """Where to POST which events. The signing secret is stored encrypted
     (``app.services.common.encryption``) and shown once, when created. ``failing_since``: the first
     failed attempt since the last success (None: healthy); a subscription failing for long
@@ -46,7 +46,7 @@ class WebhookDeliveryStatus(StrEnum):
     FAILED = "failed"  # given up
 
 
-class WebhookDelivery(db.Model):
+class WebhookDelivery(Model):
     """One event to one subscription, until it succeeds or is given up. ``next_attempt_at``
     doubles as a lease: set ahead while an attempt is under way, so the retry sweep does not
     send it a second time meanwhile."""
@@ -75,7 +75,7 @@ class WebhookDelivery(db.Model):
     subscription: Mapped[WebhookSubscription] = relationship()
 
 
-class WebhookAttempt(db.Model):
+class WebhookAttempt(Model):
     """One POST of a delivery: what came back (status, time, the first bytes), or the error."""
 
     __tablename__ = "webhook_attempts"

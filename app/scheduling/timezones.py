@@ -113,7 +113,7 @@ class InstantInput:
         return instant
 
 
-def read_instant(text: str) -> InstantInput:
+def read_instant(text: object) -> InstantInput:
     """Syntax check of an ISO 8601 date or date-time (``Z``, offset or naive)."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidInstant("expected an ISO 8601 date or date-time")

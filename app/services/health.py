@@ -125,11 +125,13 @@ def check_redis(redis_url: str | None, timeout_s: float) -> Check:
 
 def workers_seen(now: datetime) -> int:
     """How many workers recorded a heartbeat within ``WORKER_SILENCE``."""
-    return db.session.scalar(
+    seen = db.session.scalar(
         select(func.count())
         .select_from(WorkerHeartbeat)
         .where(WorkerHeartbeat.seen_at >= now - WORKER_SILENCE)
     )
+    assert seen is not None  # a count is one row
+    return seen
 
 
 def check_workers(now: datetime) -> Check:

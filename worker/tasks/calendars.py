@@ -71,7 +71,7 @@ def sync(self, connection_id: int) -> str:
     if state == "nothing":
         return "nothing queued"
     if state == "running":  # another sync of it runs: this one is read after it
-        sync.apply_async([connection_id], countdown=WAIT_FOR_RUNNING_SECONDS)
+        sync.apply_async((connection_id,), countdown=WAIT_FOR_RUNNING_SECONDS)
         return "waiting"
     try:
         result = sync_and_follow_up(connection_id, now=utcnow(), page=connection_page)

@@ -4,6 +4,7 @@ reduced form, the cancellation) are shapes of ``app.representations``."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
@@ -78,7 +79,10 @@ def _distinct_emails(attendees: list[AttendeeInput]) -> None:
         raise ValidationError("Each attendee email may appear only once.")
 
 
-ATTENDEES_VALIDATORS = [validate.Length(min=1, max=MAX_ATTENDEES), _distinct_emails]
+ATTENDEES_VALIDATORS: list[Callable[[Any], Any]] = [
+    validate.Length(min=1, max=MAX_ATTENDEES),
+    _distinct_emails,
+]
 # What OpenAPI cannot say (uniqueItems compares whole objects, not one field of them).
 ATTENDEES_DESCRIPTION = (
     f"1–{MAX_ATTENDEES} attendees, each email at most once (compared lower-cased); the first "

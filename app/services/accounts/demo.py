@@ -70,9 +70,11 @@ def ensure_demo() -> DemoAccess:
     if owner is None:
         provision(DEMO_DOCUMENT)
         owner = db.session.scalar(select(User).where(User.email == DEMO_EMAIL))
+        assert owner is not None  # DEMO_DOCUMENT provisions the owner
     sub_account = db.session.scalars(
         select(SubAccount).where(SubAccount.agency_id == owner.agency_id).order_by(SubAccount.id)
     ).first()
+    assert sub_account is not None  # the demo agency is provisioned with its sub account
     password = secrets.token_urlsafe(12)
     owner.password_hash = hash_password(password)
     db.session.execute(

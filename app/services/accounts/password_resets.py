@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 
 from app.extensions import db
 from app.models import PasswordReset, User
@@ -90,11 +91,14 @@ def reset_password(token: str, password: str, *, now: datetime) -> User:
     if problems:
         raise InvalidRequest("The password was not set.", errors={"password": problems})
     # Claimed in one statement: of two uses of one link at once, one finds it used.
-    claimed = db.session.execute(
-        update(PasswordReset)
-        .where(PasswordReset.id == reset.id, PasswordReset.used_at.is_(None))
-        .values(used_at=now)
-        .execution_options(synchronize_session=False)
+    claimed = cast(
+        CursorResult[Any],  # an UPDATE's result, typed as a plain Result
+        db.session.execute(
+            update(PasswordReset)
+            .where(PasswordReset.id == reset.id, PasswordReset.used_at.is_(None))
+            .values(used_at=now)
+            .execution_options(synchronize_session=False)
+        ),
     )
     if claimed.rowcount != 1:
         raise ResetLinkUnusable(LINK_USED)

@@ -282,4 +282,6 @@ def add_sub_account(agency: Agency, document: dict[str, Any]) -> SubAccount:
     if taken is not None:
         errors = {"name": [f"A sub account named '{doc['name']}' exists."]}
         raise ProvisioningInvalid(describe_errors(errors), errors=errors)
-    return db.session.get(SubAccount, _create_sub_account(agency, doc)["id"])
+    sub_account = db.session.get(SubAccount, _create_sub_account(agency, doc)["id"])
+    assert sub_account is not None  # just created, in this transaction
+    return sub_account

@@ -211,5 +211,6 @@ def availability_at(
         return KeptAnswer(f"{version:x}.{asked}.{offer.key}", slot_set, offer, connected)
     # Changed during every try: the last set is the calendar at no one version. It is answered
     # (it is as fresh as any) under a tag that names none, and so never matches.
+    assert slot_set is not None  # computed in the last try
     offer = slot_set.offer(now)
     return KeptAnswer(f"changing.{secrets.token_hex(8)}", slot_set, offer, connected)

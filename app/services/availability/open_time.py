@@ -20,6 +20,7 @@ from sqlalchemy import (
     ColumnElement,
     DateTime,
     Integer,
+    SQLColumnExpression,
     and_,
     bindparam,
     case,
@@ -32,6 +33,7 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.orm import joinedload
+from sqlalchemy.sql.elements import ColumnClause
 
 from app.extensions import db
 from app.models import (
@@ -157,6 +159,7 @@ def load_schedule(
     for day, start_minute, end_minute in rows:
         ranges = overrides.setdefault(day, [])
         if start_minute is not None:
+            assert end_minute is not None  # a CHECK constraint: both minutes or neither
             ranges.append((start_minute, end_minute))
     return WeeklySchedule(timezone=profile.timezone, weekly=weekly, overrides=overrides)
 
@@ -270,17 +273,21 @@ def _kind(kind: int) -> ColumnElement[int]:
 
 
 def _bounds_overlap(
-    start_column: ColumnElement[datetime], end_column: ColumnElement[datetime], span: Interval
+    start_column: SQLColumnExpression[datetime],
+    end_column: SQLColumnExpression[datetime],
+    span: Interval,
 ) -> ColumnElement[bool]:
     return and_(start_column < span.end, end_column > span.start)
 
 
 def _range_overlaps(
-    start_column: ColumnElement[datetime], end_column: ColumnElement[datetime], span: Interval
+    start_column: SQLColumnExpression[datetime],
+    end_column: SQLColumnExpression[datetime],
+    span: Interval,
 ) -> ColumnElement[bool]:
     """``tstzrange(start, end, '[)') && tstzrange(:start, :end, '[)')``: the column side exactly
     as the GiST indexes spell it (the bounds literal, not a parameter, or no plan matches)."""
-    half_open = literal_column("'[)'")
+    half_open: ColumnClause[str] = literal_column("'[)'")
     return func.tstzrange(start_column, end_column, half_open).op("&&", is_comparison=True)(
         func.tstzrange(
             literal(span.start, UTCDateTime()), literal(span.end, UTCDateTime()), half_open
@@ -365,6 +372,8 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
     # The rules without an instant: notice and horizon are applied at each question.
     epoch = datetime.fromtimestamp(0, UTC)
     rules = slot_rules(sub_account, event_type, epoch, query.duration)
+    # slot_rules sets both.
+    assert rules.earliest_start is not None and rules.latest_start is not None
     notice, horizon = rules.earliest_start - epoch, rules.latest_start - epoch
     unbounded = replace(rules, earliest_start=None, latest_start=None)
     schedule = load_schedule(profile, sub_account.settings.timezone, window)

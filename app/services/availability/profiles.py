@@ -38,10 +38,10 @@ class HoursRange(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> tuple:
         if not isinstance(value, list | tuple) or len(value) != 2:
             raise self.make_error("invalid")
-        minutes = [clock_minutes(clock) for clock in value]
-        if None in minutes or minutes[0] >= minutes[1]:
+        start, end = (clock_minutes(clock) for clock in value)
+        if start is None or end is None or start >= end:
             raise self.make_error("invalid")
-        return tuple(minutes)
+        return (start, end)
 
 
 def clock_minutes(clock: Any) -> int | None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 
 from app.extensions import db
 from app.models import EventType, SlotHold, SubAccount
@@ -141,4 +142,8 @@ def find_hold_to_consume(
 def purge_expired_holds(now: datetime) -> int:
     """Delete every hold expired before ``now``; returns how many. Tidiness only: expired
     holds count for nothing whether or not they are deleted."""
-    return db.session.execute(delete(SlotHold).where(SlotHold.expires_at <= now)).rowcount
+    deleted = cast(
+        CursorResult[Any],  # a DELETE's result, typed as a plain Result
+        db.session.execute(delete(SlotHold).where(SlotHold.expires_at <= now)),
+    )
+    return deleted.rowcount

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Select, func, select
-from sqlalchemy.orm import joinedload
+from sqlalchemy.orm import InstrumentedAttribute, joinedload
 from sqlalchemy.sql.elements import UnaryExpression
 from sqlalchemy.sql.operators import custom_op
 
@@ -38,15 +38,16 @@ class BookingListQuery:
     offset: int = 0
 
 
-def _filtered(sub_account: SubAccount, query: BookingListQuery) -> Select[tuple[Booking]]:
+def _filtered(sub_account: SubAccount, query: BookingListQuery) -> Select[Booking]:
     tz = zone(sub_account.settings.timezone)
-    scope: ColumnElement[int] = Booking.sub_account_id
+    scope: ColumnElement[int] | InstrumentedAttribute[int] = Booking.sub_account_id
     if query.email is not None:
         # The email's few attendees drive the query; the sub account only filters their
         # bookings. A unary plus keeps the (sub_account_id, …) indexes out of the plan:
         # SQLite has no statistics (nothing runs ANALYZE) and would otherwise walk the sub
         # account's whole history, testing each booking against the email's list.
-        scope = UnaryExpression(scope, operator=custom_op("+"), type_=Integer())
+        # (UnaryExpression is annotated for a ColumnElement only; the ORM attribute serves as one.)
+        scope = UnaryExpression(scope, operator=custom_op("+"), type_=Integer())  # type: ignore[arg-type]
     stmt = select(Booking).where(scope == sub_account.id)
     if query.start_date is not None:
         stmt = stmt.where(Booking.start_at >= resolve_instant("startDate", query.start_date, tz))

@@ -17,6 +17,7 @@ the lock is held for fewer statements.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 
@@ -168,7 +169,7 @@ class TimeClaim:
         )
         busy = calendar.busy(Interval(min(day.start, slot.start), max(day.end, slot.end)))
 
-        def refuse(error_type: type[TimeUnavailable], *args: object) -> TimeUnavailable:
+        def refuse(error_type: Callable[..., TimeUnavailable], *args: object) -> TimeUnavailable:
             same_day = calendar.open_in(day, self.schedule, busy)
             return error_type(*args, _suggestions(calendar, slot, day, same_day))
 

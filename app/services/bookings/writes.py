@@ -307,6 +307,7 @@ def update_booking(
 
     changed: list[str] = []
     if "timezone" in changes.sent and changes.timezone != booking.timezone:
+        assert changes.timezone is not None  # sent, so a name: the schema takes no null
         booking.timezone = changes.timezone
         changed.append("timezone")
     start, end = _new_time(booking, changes)
@@ -379,6 +380,7 @@ def _ask_about_new_time(
     if (start, end) == (booking.start_at, booking.end_at):
         return
     tz_name = changes.timezone if "timezone" in changes.sent else booking.timezone
+    assert tz_name is not None  # a sent timezone is a name: the schema takes no null
     try:
         plan = plan_claim(sub_account, event_type, Interval(start, end), timezone=tz_name, now=now)
     except InvalidRequest:
@@ -392,10 +394,12 @@ def _new_time(booking: Any, changes: BookingChanges) -> tuple[datetime, datetime
     tz = zone(tz_name)
     start, end = booking.start_at, booking.end_at
     if "startTime" in changes.sent:
+        assert changes.start_time is not None  # sent, so a time: the schema takes no null
         start = resolve_instant("startTime", changes.start_time, tz)
         if "endTime" not in changes.sent:
             end = start + (booking.end_at - booking.start_at)  # keep the length
     if "endTime" in changes.sent:
+        assert changes.end_time is not None  # sent, so a time: the schema takes no null
         end = resolve_instant("endTime", changes.end_time, tz)
     return start, end
 

@@ -11,10 +11,11 @@ asking the database, which would fail on it instead of finding nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from marshmallow import Schema, ValidationError
 from sqlalchemy import select
+from sqlalchemy.orm import QueryableAttribute
 
 from app.extensions import db
 from app.models import SubAccount
@@ -25,9 +26,19 @@ from app.validation import describe_errors, flatten_errors
 Row = TypeVar("Row")
 
 
+class _SubAccountRow(Protocol):
+    """A model with the columns ``id`` and ``sub_account_id`` (as read on the class)."""
+
+    id: ClassVar[QueryableAttribute[int]]
+    sub_account_id: ClassVar[QueryableAttribute[Any]]  # int, or int | None (an ApiKey's)
+
+
+OwnedRow = TypeVar("OwnedRow", bound=_SubAccountRow)
+
+
 def find_owned(
-    model: type[Row], sub_account: SubAccount, row_id: int, not_found: type[NotFound]
-) -> Row:
+    model: type[OwnedRow], sub_account: SubAccount, row_id: int, not_found: type[NotFound]
+) -> OwnedRow:
     """The sub account's ``model`` row ``row_id``, else ``not_found``."""
     if not is_storable_id(row_id):
         raise not_found()
@@ -39,7 +50,7 @@ def find_owned(
     return row
 
 
-def rows_in_order(model: type[Row], sub_account_id: int | None = None) -> list[Row]:
+def rows_in_order(model: type[OwnedRow], sub_account_id: int | None = None) -> list[OwnedRow]:
     """``model``'s rows in id order: all of them (operators), or one sub account's."""
     stmt = select(model).order_by(model.id)
     if sub_account_id is not None:

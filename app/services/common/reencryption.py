@@ -4,8 +4,9 @@ password or webhook secret becoming unreadable."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 from sqlalchemy import select
 
@@ -14,6 +15,13 @@ from app.models import CalendarConnection, WebhookSubscription
 from app.services.common.encryption import SecretUnreadable, reencrypted
 
 _HOLDERS = (("calendarConnections", CalendarConnection), ("webhooks", WebhookSubscription))
+
+
+class _SecretHolder(Protocol):
+    """A row of one of ``_HOLDERS`` that has a secret (the rows without one are not read)."""
+
+    id: int
+    encrypted_secret: str
 
 
 @dataclass
@@ -34,11 +42,14 @@ def reencrypt_stored_secrets(keys: Sequence[str]) -> Reencryption:
     old value. Safe to run again."""
     outcome = Reencryption()
     for kind, model in _HOLDERS:
-        rows = db.session.scalars(
-            select(model)
-            .where(model.encrypted_secret.is_not(None))
-            .order_by(model.id)
-            .with_for_update()
+        rows = cast(
+            Iterable[_SecretHolder],
+            db.session.scalars(
+                select(model)
+                .where(model.encrypted_secret.is_not(None))
+                .order_by(model.id)
+                .with_for_update()
+            ),
         )
         outcome.reencrypted[kind], outcome.unreadable[kind] = 0, []
         for row in rows:

@@ -18,9 +18,10 @@ import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import Session, SessionTransaction, scoped_session
 
 from app.models import Booking, OutboxEvent
 from app.services.integrations.event_schema import booking_snapshot
@@ -61,7 +62,7 @@ def unsubscribe(subscriber: Subscriber) -> None:
     app_registry().unsubscribe(subscriber)
 
 
-def emit(session: Session, booking_event: BookingEvent) -> None:
+def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) -> None:
     """Record ``booking_event`` in the outbox, in ``session``'s transaction, and queue it for
     the subscribers when that transaction commits."""
     booking = session.get(Booking, booking_event.booking_id)

@@ -48,7 +48,7 @@ def connection_access(
     to report instead of reaching the server when the stored secret cannot be decrypted."""
     if connection.kind in OAUTH_KINDS:
         provider = oauth_provider(connection.kind)
-        access = ApiAccess(
+        api_access = ApiAccess(
             api_url=provider.api_url,
             label=provider.label,
             timeout=timeout,
@@ -56,7 +56,7 @@ def connection_access(
             token=partial(valid_access_token, connection.id, timeout),
             write_calendar=connection.write_calendar,
         )
-        return access, None
+        return api_access, None
     if connection.kind == ConnectionKind.ICS:
         allow_private = bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
         deadline = timeout * READ_DEADLINE_TIMEOUTS
@@ -90,7 +90,9 @@ def connection_access(
 
 def _found_calendar(connection: CalendarConnection) -> str | None:
     """Where a sync last found the connection's calendar (a write goes there directly)."""
-    return object_session(connection).scalar(
+    session = object_session(connection)
+    assert session is not None  # a connection read from the database
+    return session.scalar(
         select(ConnectedCalendar.remote_id)
         .where(
             ConnectedCalendar.calendar_connection_id == connection.id,

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 import icalendar
@@ -159,7 +159,9 @@ def _exact_duration(event: icalendar.cal.Component) -> _Duration | None:
         return None
     if not isinstance(event.decoded("DTSTART"), datetime):
         return None  # all-day: a duration of dates says only days
-    parts = _DURATION.match(event["DURATION"].to_ical().decode().strip().upper())
+    # bytes: icalendar's values serialize to str only for GEO and UTC offsets.
+    duration = cast(bytes, event["DURATION"].to_ical())
+    parts = _DURATION.match(duration.decode().strip().upper())
     if parts is None:
         return None
     sign = -1 if parts["sign"] == "-" else 1
@@ -170,7 +172,7 @@ def _exact_duration(event: icalendar.cal.Component) -> _Duration | None:
 
 
 def _duration_of(
-    occurrence: icalendar.cal.Component,
+    occurrence: icalendar.Event,
     durations: dict[tuple[str, str | None], _Duration | None],
 ) -> _Duration | None:
     """The duration to correct an occurrence's end with: its own override's, else its

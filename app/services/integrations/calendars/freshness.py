@@ -297,6 +297,7 @@ def connection_freshness(
         .select_from(ConnectedCalendar)
         .where(ConnectedCalendar.calendar_connection_id == connection.id)
     )
+    assert calendars is not None  # a count is one row
     live, soonest = db.session.execute(
         select(func.count(PushChannel.id), func.min(PushChannel.expires_at)).where(
             PushChannel.calendar_connection_id == connection.id,

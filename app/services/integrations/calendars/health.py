@@ -98,6 +98,7 @@ def tell_people(connection_id: int, *, now: datetime, page: PageLink) -> bool:
         ):
             return False
         sub_account = session.get(SubAccount, connection.sub_account_id)
+        assert sub_account is not None  # the connection's (a foreign key)
         if not sub_account.active:
             return False
         people = _people(session, sub_account)

@@ -210,7 +210,9 @@ def _ask_all(
 ) -> tuple[list[tuple[_Question, str, list[ItemRead]]], list[str]]:
     """Every question at once; the answers that came within ``deadline``, and the names of
     the connections that did not answer (in time, or at all)."""
-    app = current_app._get_current_object()
+    # current_app is typed as the Flask app it stands for; it is a proxy (as Flask's own code
+    # says with the same ignore).
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
     tz = zone(timezone)
     pool = ThreadPoolExecutor(
         max_workers=min(MOST_AT_ONCE, len(questions)), thread_name_prefix="live-check"

@@ -20,7 +20,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from authlib.integrations.base_client.errors import OAuthError
@@ -266,8 +266,10 @@ def valid_access_token(connection_id: int, timeout: float, *, renew: bool = Fals
     config = current_app.config
     with Session(db.engine) as session:
         connection = session.get(CalendarConnection, connection_id)
+        assert connection is not None  # the connection asking for its token
         grant = _opened(connection, config)
         if grant.fresh(time.time()) and not renew:
+            assert grant.access_token is not None  # fresh: it has one
             return grant.access_token
         session.rollback()
         # One refresh at a time per connection: the row is locked while the provider answers
@@ -279,16 +281,20 @@ def valid_access_token(connection_id: int, timeout: float, *, renew: bool = Fals
         ).one()
         locked = _opened(connection, config)
         if renew and locked.access_token != grant.access_token and locked.fresh(time.time()):
+            assert locked.access_token is not None  # fresh: it has one
             return locked.access_token  # renewed by someone else meanwhile
         grant = locked
         if renew or not grant.fresh(time.time()):
             grant = refreshed(oauth_provider(connection.kind, config), grant, timeout)
             connection.encrypted_secret = grant.sealed(config["SECRET_KEY"])
             session.commit()
-        return grant.access_token
+        # Fresh, or just refreshed: a token endpoint answers with an access token (RFC 6749,
+        # 5.1), which is not checked here.
+        return cast(str, grant.access_token)
 
 
 def _opened(connection: CalendarConnection, config: Any) -> Grant:
+    assert connection.encrypted_secret is not None  # an OAuth connection keeps its grant
     try:
         return Grant.opened(connection.encrypted_secret, secret_keys(config))
     except SecretUnreadable:

@@ -187,8 +187,11 @@ def _plan(session: Session, connection_id: int, timeout: float | None = None) ->
         connection.kind,
         access,
         connection.active,
-        [tuple(c) for c in calendars],
-        [tuple(c) for c in channels],
+        [(calendar_id, remote_id) for calendar_id, remote_id in calendars],
+        [
+            (row_id, calendar_id, channel_id, resource_id, expires_at)
+            for row_id, calendar_id, channel_id, resource_id, expires_at in channels
+        ],
     )
 
 
@@ -252,6 +255,7 @@ def _renew(
 ) -> None:
     """A later expiry for one channel, committed as soon as the provider gave it."""
     row_id, calendar_id, channel_id, resource_id, _ = channel
+    assert calendar_id is not None  # keep_channels renews the channels of calendars only
     if plan.kind == ConnectionKind.MICROSOFT:
         expires = provider.renew_subscription(plan.access, channel_id, now + CHANNEL_LIFETIME)
         row = db.session.get(PushChannel, row_id)

@@ -36,9 +36,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import CursorResult, String, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.counters import SYNC_LAG_SECONDS
@@ -80,7 +80,7 @@ log = logging.getLogger(__name__)
 LOOK_BACK = timedelta(days=1)
 READ_AHEAD = timedelta(days=7)
 STAGGER_HOURS = 6 * 24
-_UID_LENGTH = BlockedTime.__table__.c.external_uid.type.length
+_UID_LENGTH = cast(String, BlockedTime.__table__.c.external_uid.type).length
 _CHUNK = 500
 
 Status = Literal["synced", "unchanged", "probed", "failed", "skipped"]
@@ -223,9 +223,11 @@ def _plan(
     if connection is None:
         return SyncResult(connection_id, "skipped", error="no such connection")
     sub_account = session.get(SubAccount, connection.sub_account_id)
+    assert sub_account is not None  # the connection's (a foreign key)
     if not probe and (not connection.active or not sub_account.active):
         return SyncResult(connection_id, "skipped", error="connection or sub account inactive")
     settings = session.get(CalendarSettings, connection.sub_account_id)
+    assert settings is not None  # every sub account has its settings
     longest_event_type_horizon = session.scalar(
         select(func.max(EventType.booking_horizon_days)).where(
             EventType.sub_account_id == connection.sub_account_id
@@ -502,22 +504,27 @@ def _drop_calendar(row: ConnectedCalendar) -> None:
 
 def _drop_unitemised(connection_id: int) -> int:
     """Busy time stored before items were kept (migration 0012): a full read replaces it."""
-    result = db.session.execute(
-        delete(BlockedTime).where(
-            BlockedTime.calendar_connection_id == connection_id,
-            BlockedTime.calendar_item_id.is_(None),
-        )
+    result = cast(
+        CursorResult[Any],  # a DELETE's result, typed as a plain Result
+        db.session.execute(
+            delete(BlockedTime).where(
+                BlockedTime.calendar_connection_id == connection_id,
+                BlockedTime.calendar_item_id.is_(None),
+            )
+        ),
     )
     return result.rowcount or 0
 
 
 def _count(connection: CalendarConnection) -> None:
     """The connection's totals for operators: busy periods stored, events skipped and why."""
-    connection.busy_count = db.session.scalar(
+    busy_count = db.session.scalar(
         select(func.count())
         .select_from(BlockedTime)
         .where(BlockedTime.calendar_connection_id == connection.id)
     )
+    assert busy_count is not None  # a count is one row
+    connection.busy_count = busy_count
     problems = db.session.scalars(
         select(CalendarItem.problem)
         .join(ConnectedCalendar, ConnectedCalendar.id == CalendarItem.connected_calendar_id)
@@ -546,12 +553,11 @@ def _apply(
     gone_ids = [stored[key][0] for key in sorted(gone)]
     removed = 0
     for chunk in _chunks(gone_ids):
-        removed += (
-            db.session.execute(
-                delete(BlockedTime).where(BlockedTime.calendar_item_id.in_(chunk))
-            ).rowcount
-            or 0
+        deleted = cast(
+            CursorResult[Any],  # a DELETE's result, typed as a plain Result
+            db.session.execute(delete(BlockedTime).where(BlockedTime.calendar_item_id.in_(chunk))),
         )
+        removed += deleted.rowcount or 0
         db.session.execute(delete(CalendarItem).where(CalendarItem.id.in_(chunk)))
 
     own_uids = _booking_uids(connection.sub_account_id, {i.uid for i in changed.values() if i.uid})
@@ -620,6 +626,7 @@ def _replace_periods(connection: CalendarConnection, wanted: dict[int, list]) ->
             .where(BlockedTime.calendar_item_id.in_(chunk))
             .order_by(BlockedTime.id)
         ):
+            assert item_id is not None  # selected by its item
             key = (start, end, uid or "")
             if missing[item_id][key] > 0:
                 missing[item_id][key] -= 1  # still busy: the row stays as it is

@@ -26,9 +26,9 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import CursorResult, delete, select, update
 from sqlalchemy.orm import Session
 
 from app.extensions import db
@@ -125,6 +125,7 @@ def write_back_booking(
         learned.update((o.connection_id, o.event_id) for o in outcomes if o.error is None)
         if _sequence_now(booking_id) == plan.sequence:
             break
+    assert plan is not None  # the last round's
     _record(plan, outcomes, now)
     return outcomes
 
@@ -168,6 +169,7 @@ def write_existing_bookings(
             return None
         writes = connection.write_back and provider_for(connection.kind).writes
         sub_account = read_session.get(SubAccount, connection.sub_account_id)
+        assert sub_account is not None  # the connection's (a foreign key)
         if writes and not (connection.active and sub_account.active):
             return ExistingBookingsWritten(connection_id)
         after = connection.write_existing_after
@@ -217,15 +219,18 @@ def _progress(connection_id: int, expected_after: int | None, **values: Any) -> 
     """Store the existing bookings' progress, if it is still the run's own (nobody asked again
     for them meanwhile); whether it was."""
     after = CalendarConnection.write_existing_after
-    result = db.session.execute(
-        update(CalendarConnection)
-        .where(
-            CalendarConnection.id == connection_id,
-            CalendarConnection.write_existing_pending.is_(True),
-            after.is_(None) if expected_after is None else after == expected_after,
-        )
-        .values(**values)
-        .execution_options(synchronize_session=False)
+    result = cast(
+        CursorResult[Any],  # an UPDATE's result, typed as a plain Result
+        db.session.execute(
+            update(CalendarConnection)
+            .where(
+                CalendarConnection.id == connection_id,
+                CalendarConnection.write_existing_pending.is_(True),
+                after.is_(None) if expected_after is None else after == expected_after,
+            )
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        ),
     )
     return result.rowcount == 1
 
@@ -333,6 +338,7 @@ def _record(plan: _Plan, outcomes: list[WriteOutcome], now: datetime) -> None:
     Where a provider named the event's id, it is kept for the next write; a deleted event's
     id is forgotten."""
     for outcome in outcomes:
+        values: dict[str, str | datetime]
         if outcome.error is None:
             values = {"last_write_at": now}
         else:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
+from functools import partial
 
 from flask import current_app
 from sqlalchemy import func, select
@@ -88,6 +89,7 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
         else:
             booking = current
         settings = session.get(CalendarSettings, booking.sub_account_id)
+        assert settings is not None  # every sub account has its settings
         if not settings.notify_on_booking:
             return
         recipients = [_attendee(a) for a in booking.attendees]
@@ -133,7 +135,8 @@ def send_due_reminders(now: datetime) -> int:
         due = [
             (booking, settings)
             for booking, settings in rows
-            if booking.start_at - timedelta(minutes=settings.reminder_minutes_before) <= now
+            if settings.reminder_minutes_before is not None  # as selected
+            and booking.start_at - timedelta(minutes=settings.reminder_minutes_before) <= now
         ]
         letters: list[_Letter] = []
         for booking, settings in due:
@@ -145,7 +148,7 @@ def send_due_reminders(now: datetime) -> int:
                 [_attendee(a) for a in booking.attendees],
                 _letterhead(session, booking.sub_account_id, settings),
                 now,
-                key=lambda email, b=booking, start=start: f"reminder:{b.id}:{start}:{email}",
+                key=partial(_reminder_key, booking, start),
                 event_id=None,
             )
     failures = _send_all(letters, now)
@@ -154,13 +157,19 @@ def send_due_reminders(now: datetime) -> int:
     return len(letters) - len(failures)
 
 
+def _reminder_key(booking: Booking, start: str, email: str) -> str:
+    return f"reminder:{booking.id}:{start}:{email}"
+
+
 def _attendee(attendee) -> Recipient:
     return Recipient(attendee.email, attendee.name, attendee.timezone)
 
 
 def _letterhead(session: Session, sub_account_id: int, settings: CalendarSettings) -> Letterhead:
     sender = current_app.config.get("MAIL_FROM") or DEFAULT_SENDER
-    name = session.get(SubAccount, sub_account_id).name
+    sub_account = session.get(SubAccount, sub_account_id)
+    assert sub_account is not None  # the booking's (a foreign key)
+    name = sub_account.name
     organizer_email = settings.notification_email or address(sender).addr_spec
     return Letterhead(
         sender=sender, sub_account_name=name, organizer=Organizer(organizer_email, name)

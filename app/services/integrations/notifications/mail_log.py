@@ -49,11 +49,13 @@ def get_mail(sub_account: SubAccount, message_id: int) -> MailMessage:
 def logged(message: EmailMessage, **fields: Any) -> MailMessage:
     """The mail log's row of ``message`` (its subject, Message-ID and both parts) with
     ``fields`` (dedupe key, kind, recipient, status, …)."""
+    text_body, html_body = message.get_body(("plain",)), message.get_body(("html",))
+    assert text_body is not None and html_body is not None  # every message has both parts
     return MailMessage(
         subject=str(message["Subject"]),
         message_id=str(message["Message-ID"]),
-        text_body=message.get_body(("plain",)).get_content(),
-        html_body=message.get_body(("html",)).get_content(),
+        text_body=text_body.get_content(),
+        html_body=html_body.get_content(),
         **fields,
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from email.headerregistry import Address, HeaderRegistry
+from email.headerregistry import Address, AddressHeader, HeaderRegistry
 from email.message import EmailMessage
 from email.utils import format_datetime
 from pathlib import Path
@@ -134,7 +134,9 @@ def describe_time(start: datetime, end: datetime, timezone: str) -> str:
 
 def address(text: str) -> Address:
     """The address in ``text`` (``Name <user@host>`` or ``user@host``)."""
-    return HeaderRegistry()("From", text).addresses[0]
+    header = HeaderRegistry()("From", text)
+    assert isinstance(header, AddressHeader)  # the registry's class for From
+    return header.addresses[0]
 
 
 def _from_header(letterhead: Letterhead) -> str:
@@ -146,5 +148,7 @@ def ics_part(message: EmailMessage) -> bytes | None:
     """The invitation attached to ``message`` (to keep with the message)."""
     for part in message.iter_attachments():
         if part.get_content_type() == "text/calendar":
-            return part.get_payload(decode=True)
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)  # a single part's payload, decoded
+            return payload
     return None

@@ -166,10 +166,13 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         return "not due"  # a stale or repeated message; the planned attempt comes later
     subscription = delivery.subscription
     event = session.get(OutboxEvent, delivery.event_id)
+    assert event is not None  # the delivery's event (a foreign key)
     if event.snapshot is not None:
         shown = snapshot_booking(event.snapshot)  # the booking as the event left it
     else:  # an event stored before snapshots were: the booking as it is now
-        shown = booking_data(session.get(Booking, event.booking_id))
+        booking = session.get(Booking, event.booking_id)
+        assert booking is not None  # the event's booking (a foreign key)
+        shown = booking_data(booking)
     try:
         secret = decrypt_secret(subscription.encrypted_secret, secret_keys(current_app.config))
     except SecretUnreadable:
@@ -232,6 +235,9 @@ def _record(message: _Message, answer: Answer, now: datetime) -> SendOutcome:
     db.session.flush()
     delivery = db.session.get(WebhookDelivery, message.delivery_id)
     subscription = db.session.get(WebhookSubscription, message.subscription_id)
+    # The attempt just flushed refers to the delivery (a foreign key), and so holds it and,
+    # through it, its subscription.
+    assert delivery is not None and subscription is not None
     delivery.attempts += 1
     delivery.last_status_code = answer.status
     delivery.last_error = answer.error or (None if answer.ok else f"HTTP {answer.status}")

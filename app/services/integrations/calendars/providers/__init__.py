@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.services.integrations.calendars.providers.base import (
     PRIMARY,
     CalendarChanges,
@@ -16,7 +18,7 @@ from app.services.integrations.calendars.providers.feed import FeedProvider
 from app.services.integrations.calendars.providers.google import GoogleProvider
 from app.services.integrations.calendars.providers.microsoft import MicrosoftProvider
 
-_PROVIDERS: dict[str, CalendarProvider] = {
+_PROVIDERS: dict[str, CalendarProvider[Any]] = {
     provider.kind: provider
     for provider in (
         CalDAVProvider(),
@@ -27,7 +29,7 @@ _PROVIDERS: dict[str, CalendarProvider] = {
 }
 
 
-def provider_for(kind: str) -> CalendarProvider:
+def provider_for(kind: str) -> CalendarProvider[Any]:
     """The adapter for connections of ``kind``."""
     return _PROVIDERS[kind]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
@@ -91,19 +91,23 @@ class RemoteCalendar:
     writable: bool = True
 
 
-class CalendarProvider(Protocol):
+# What a provider takes to reach an account: its own kind of ``access``.
+Access = TypeVar("Access", contravariant=True)
+
+
+class CalendarProvider(Protocol[Access]):
     """The kind-specific part of a connection. ``access`` is whatever the provider needs to
     reach the account (``app.services.integrations.calendars.access`` builds it)."""
 
     kind: str
     writes: bool  # it can receive bookings (a feed cannot)
 
-    def calendars(self, access: object, limit: int) -> list[RemoteCalendar]:
+    def calendars(self, access: Access, limit: int) -> list[RemoteCalendar]:
         """The account's calendars, at most ``limit``."""
 
     def read(
         self,
-        access: object,
+        access: Access,
         cursor: Cursor,
         window: Interval,
         tz: ZoneInfo,
@@ -112,7 +116,7 @@ class CalendarProvider(Protocol):
         with all-day and floating times in ``tz``. Raises ``CalendarSyncError``s."""
 
     def items_in(
-        self, access: object, remote_id: str | None, window: Interval, tz: ZoneInfo
+        self, access: Access, remote_id: str | None, window: Interval, tz: ZoneInfo
     ) -> tuple[str, list[ItemRead]]:
         """The calendar's events that overlap ``window`` as they are now, asked in one question
         with no markers (the live check of a write), and the calendar's id as ``read`` names
@@ -120,14 +124,14 @@ class CalendarProvider(Protocol):
         ``CalendarSyncError``s."""
 
     def put_event(
-        self, access: object, uid: str, data: bytes, event_id: str | None = None
+        self, access: Access, uid: str, data: bytes, event_id: str | None = None
     ) -> str | None:
         """Store the booking's event (UID ``uid``, iCalendar ``data``), replacing an earlier
         version. Providers that choose an event's id themselves (Microsoft) are given the id
         they answered last time (``event_id``; None: not written yet) and return the event's
         id now; the others find the event by its UID and return None."""
 
-    def delete_event(self, access: object, uid: str, event_id: str | None = None) -> None:
+    def delete_event(self, access: Access, uid: str, event_id: str | None = None) -> None:
         """Remove the booking's event (``event_id``: as ``put_event`` answered it); one
         already gone is no error."""
 

@@ -81,11 +81,10 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, unquote, urljoin, urlsplit
 from zoneinfo import ZoneInfo
 
-import caldav
 from caldav.elements import dav
 from caldav.elements.base import BaseElement
 from caldav.lib import error as caldav_error
@@ -113,6 +112,9 @@ from app.services.integrations.calendars.providers.base import (
     ical_item,
 )
 from app.services.integrations.webhooks.targets import AddressGuard, UnsafeWebhookUrl
+
+if TYPE_CHECKING:
+    from caldav.davclient import DAVClient
 
 # How many resources one calendar-multiget asks for.
 MULTIGET_BATCH = 200
@@ -304,13 +306,15 @@ def _allow_full_read(access: CalendarAccess) -> None:
 
 
 @contextmanager
-def _patient(client: caldav.DAVClient) -> Iterator[None]:
+def _patient(client: DAVClient) -> Iterator[None]:
     """For one large answer: each socket read may wait as long as the deadline leaves (a slow
     server may think about thousands of events for longer than one timeout before it sends)."""
     deadline = _DEADLINE.get()
     timeout = client.timeout
     if deadline is not None and timeout:
-        client.timeout = (timeout, max(timeout, deadline.remaining()))  # (connect, read)
+        # (connect, read). caldav annotates its timeout as int | None; it hands it to niquests,
+        # which takes a float or a (connect, read) pair too.
+        client.timeout = (timeout, max(timeout, deadline.remaining()))  # type: ignore[assignment]
     try:
         yield
     finally:
@@ -318,7 +322,7 @@ def _patient(client: caldav.DAVClient) -> Iterator[None]:
 
 
 @functools.cache
-def _watched_pool(pool_class: type) -> type:
+def _watched_pool(pool_class: type[Any]) -> type:
     """``pool_class`` (urllib3-future's, as niquests uses it) whose connections are shown to
     the operation's deadline as they are made."""
     connection_class = pool_class.ConnectionCls
@@ -336,7 +340,7 @@ def _watched_pool(pool_class: type) -> type:
     )
 
 
-def _watch_connections(client: caldav.DAVClient) -> None:
+def _watch_connections(client: DAVClient) -> None:
     for adapter in client.session.adapters.values():
         manager = getattr(adapter, "poolmanager", None)
         if manager is not None:
@@ -580,7 +584,7 @@ def _key(url: Any) -> str:
     return unquote(urlsplit(str(url)).path)
 
 
-def _writable(client: caldav.DAVClient, access: CalendarAccess) -> Any:
+def _writable(client: DAVClient, access: CalendarAccess) -> Any:
     """The calendar to write to: where a sync found it, else looked up (no PROPFIND for
     change markers, which a write does not need)."""
     if access.calendar_url:
@@ -588,18 +592,25 @@ def _writable(client: caldav.DAVClient, access: CalendarAccess) -> Any:
     return _find(client, access)
 
 
-def _event_at(client: caldav.DAVClient, calendar: Any, uid: str, data: bytes | None = None) -> Any:
+def _event_at(client: DAVClient, calendar: Any, uid: str, data: bytes | None = None) -> Any:
+    # caldav's lazy exports (``caldav.Event``) are typed as object; its module is not.
+    from caldav.calendarobjectresource import Event
+
     url = calendar.url.join(quote(uid, safe="") + ".ics")
-    return caldav.Event(client=client, url=url, data=data, parent=calendar, id=uid)
+    return Event(client=client, url=url, data=data, parent=calendar, id=uid)
 
 
 @contextmanager
-def _client(access: CalendarAccess) -> Iterator[caldav.DAVClient]:
-    client = caldav.DAVClient(
+def _client(access: CalendarAccess) -> Iterator[DAVClient]:
+    # caldav's lazy exports (``caldav.DAVClient``) are typed as object; its module is not.
+    from caldav.davclient import DAVClient
+
+    client = DAVClient(
         url=access.url,
         username=access.username,
         password=access.password,
-        timeout=access.timeout,
+        # caldav annotates it as int | None; niquests, which gets it, takes a float.
+        timeout=access.timeout,  # type: ignore[arg-type]
         enable_rfc6764=False,  # the URL is given; no DNS discovery
     )
     # Every connection (the URL's, a redirect's, one made again later) resolves its name
@@ -660,7 +671,7 @@ class _CheckedResolver(SystemResolver):
 
 
 def _open(
-    client: caldav.DAVClient, access: CalendarAccess, remembered: str | None
+    client: DAVClient, access: CalendarAccess, remembered: str | None
 ) -> tuple[Any, str | None, _Markers]:
     """The calendar, its name and markers; a remembered URL that is gone is looked up again."""
     if remembered:
@@ -673,7 +684,7 @@ def _open(
     return calendar, *_markers(calendar, access)
 
 
-def _find(client: caldav.DAVClient, access: CalendarAccess) -> Any:
+def _find(client: DAVClient, access: CalendarAccess) -> Any:
     ref = access.calendar
     if ref and _is_url(ref):
         return client.calendar(url=urljoin(access.url, ref))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -110,6 +111,11 @@ class FeedProvider:
             answer.last_modified,
         )
 
+    def items_in(
+        self, access: FeedAccess, remote_id: str | None, window: Interval, tz: ZoneInfo
+    ) -> tuple[str, list[ItemRead]]:
+        raise NotImplementedError("a calendar feed is not asked live")
+
     def put_event(
         self, access: FeedAccess, uid: str, data: bytes, event_id: str | None = None
     ) -> None:
@@ -120,7 +126,7 @@ class FeedProvider:
 
 
 def _item(
-    uid: str, text: str, stored: dict[str, str | None], window: Interval, tz: ZoneInfo
+    uid: str, text: str, stored: Mapping[str, str | None], window: Interval, tz: ZoneInfo
 ) -> ItemRead:
     digest = hashlib.sha256(text.encode()).hexdigest()
     if stored.get(uid) == digest:

@@ -4,7 +4,7 @@ PYTHON ?= python3
 PORT ?= 5000
 BIN := $(VENV)/bin
 
-.PHONY: run test lint format venv dev-venv screenshots
+.PHONY: run test check lint format venv dev-venv screenshots
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +50,7 @@ TEST_CLOCKS ?= 2027-07-15T14:00:00Z,postgresql 2027-03-14T06:30:00Z,sqlite 2027-
 ## and subprocesses, so this halves the time on a 2-core machine.
 PYTEST = $(BIN)/pytest -q -n 2 --dist loadfile
 test: dev-venv
-	$(PYTEST)
+	$(PYTEST) --durations=25
 	@last=$(lastword $(TEST_CLOCKS)); for entry in $(TEST_CLOCKS); do \
 	  clock=$${entry%,*}; database=$${entry#*,}; \
 	  if [ "$$database" = sqlite ]; then other=postgresql; else other=sqlite; fi; \
@@ -59,6 +59,13 @@ test: dev-venv
 	  echo "date-sensitive tests on a clock starting at $$clock, on $$database"; \
 	  $(PYTEST) -m "$$marks" --clock $$clock -k "not $$other" || exit 1; \
 	done
+
+## make check: the contributors' inner loop, in about three minutes: lint, formatting, the import
+## contracts, types, and the fast tests (none that starts server processes: not marked slow)
+## on SQLite alone. `make test` is still what CI runs.
+FAST_TESTS = tests/unit tests/api tests/services tests/dashboard tests/worker
+check: lint
+	$(PYTEST) -m "not slow" -k "not postgresql" --durations=10 $(FAST_TESTS)
 
 lint: dev-venv
 	$(BIN)/ruff check .

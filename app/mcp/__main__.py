@@ -1,7 +1,14 @@
 """``python -m app.mcp``: the MCP server over stdio, for one agent with one key
 (``CALENDAR_API_URL``, ``CALENDAR_API_KEY``); ``python -m app.mcp --http --port N``: over
 streamable HTTP at ``/mcp``, for many clients, each sending its own key in the
-``x-calendar-api-key`` header, which is passed on to the API for that call and never kept."""
+``x-calendar-api-key`` header, which is passed on to the API for that call and never kept.
+
+Over HTTP the server answers only requests whose ``Host`` header names it, and refuses a
+browser's request from another origin (DNS-rebinding protection, the SDK's transport security):
+a web page whose name an attacker points at this machine cannot use it. The loopback names (and
+the address it listens on) are allowed; the names it is reached by from elsewhere are the
+operator's to list (``--allowed-host``, ``--allowed-origin``). The SDK turns the protection on
+by itself only when it listens on loopback, so it is always given here."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context
+from mcp.server.transport_security import TransportSecuritySettings
 
 from app.client.client import API_KEY_HEADER
 from app.mcp.server import build_server
@@ -21,6 +29,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name clients reach the server by (its Host header), with or without a port;"
+        " repeat for more (the loopback names are always allowed)",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin (https://agent.example.com) whose pages may call the server; repeat"
+        " for more",
+    )
     args = parser.parse_args(argv)
     # httpx logs every request at INFO; the API's own access log already has them.
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -34,12 +58,45 @@ def main(argv: list[str] | None = None) -> None:
             return (ctx.headers or {}).get(API_KEY_HEADER)
 
         server = build_server(base_url, from_header)
-        server.run("streamable-http", host=args.host, port=args.port, stateless_http=True)
+        server.run(
+            "streamable-http",
+            host=args.host,
+            port=args.port,
+            stateless_http=True,
+            transport_security=transport_security(
+                args.host, args.allowed_host, args.allowed_origin
+            ),
+        )
     else:
         key = os.environ.get("CALENDAR_API_KEY")
         if not key:
             sys.exit("CALENDAR_API_KEY must be set for stdio")
         build_server(base_url, lambda ctx: key).run("stdio")
+
+
+# What any server here may be called, on any port.
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+_ANY_ADDRESS = ("0.0.0.0", "::", "")
+
+
+def transport_security(
+    listen_host: str, hosts: list[str], origins: list[str]
+) -> TransportSecuritySettings:
+    """DNS-rebinding protection, on whatever address the server listens: ``Host`` must be a
+    loopback name, the address it listens on (unless that is every address), or one of
+    ``hosts``; a browser's ``Origin`` one of those over http, or one of ``origins``."""
+    names = list(_LOOPBACK)
+    if listen_host not in _ANY_ADDRESS and listen_host not in ("localhost", "::1"):
+        names.append(f"[{listen_host}]" if ":" in listen_host else listen_host)
+    allowed_hosts = [f"{name}:*" for name in names]
+    for host in hosts:
+        allowed_hosts += [host] if ":" in host.rsplit("]", 1)[-1] else [host, f"{host}:*"]
+    allowed_origins = [f"http://{name}:*" for name in names] + list(origins)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
 
 
 if __name__ == "__main__":

@@ -62,19 +62,19 @@ def tenant(live):
 
 
 @contextmanager
-def mcp_http_server(api_url: str) -> Iterator[str]:
-    """``python -m app.mcp --http`` on a free port; yields its ``/mcp`` URL."""
+def mcp_http_server(api_url: str, *options: str, host: str = "127.0.0.1") -> Iterator[str]:
+    """``python -m app.mcp --http`` on a free port of ``host``; yields its ``/mcp`` URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.mcp", "--http", "--port", str(port)],
+        [sys.executable, "-m", "app.mcp", "--http", "--host", host, "--port", str(port), *options],
         cwd=ROOT,
         env={**os.environ, "CALENDAR_API_URL": api_url},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_until_serving(f"http://127.0.0.1:{port}/mcp")  # any answer will do
-        yield f"http://127.0.0.1:{port}/mcp"
+        wait_until_serving(f"http://{host}:{port}/mcp")  # any answer will do
+        yield f"http://{host}:{port}/mcp"
     finally:
         process.terminate()
         process.wait(timeout=15)
@@ -498,3 +498,39 @@ def test_a_conflict_without_code_or_suggestions_still_reads_well():
     text = str(tool_error(old, "create_booking"))
     assert text.startswith("That time cannot be booked (400): Time slot conflicts")
     assert "call check_availability" in text
+
+
+def initialize(url: str, **headers: str) -> httpx2.Response:
+    """An MCP ``initialize`` request to ``url``, with ``headers`` (``Host``, ``Origin``)."""
+    return httpx2.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "1"},
+            },
+        },
+        headers={"Accept": "application/json, text/event-stream", **headers},
+        timeout=10,
+    )
+
+
+def test_listening_beyond_loopback_still_refuses_a_host_or_origin_not_allowed(live):
+    allowed = (
+        "--allowed-host",
+        "mcp.example.test",
+        "--allowed-origin",
+        "https://agent.example.test",
+    )
+    with mcp_http_server(live.base_url, *allowed, host="127.0.0.2") as url:
+        port = url.split(":")[2].split("/")[0]
+        assert initialize(url).status_code == 200  # Host: 127.0.0.2:PORT, the address it is on
+        assert initialize(url, Host="mcp.example.test").status_code == 200
+        assert initialize(url, Host=f"mcp.example.test:{port}").status_code == 200
+        assert initialize(url, Host="evil.test").status_code == 421
+        assert initialize(url, Origin="https://evil.test").status_code == 403
+        assert initialize(url, Origin="https://agent.example.test").status_code == 200

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, func, select, update
 
 from app.extensions import db
 from app.models import PasswordReset, User
@@ -30,6 +30,10 @@ from app.services.integrations.notifications.password_reset_mail import (
 
 RESET_VALID_FOR = timedelta(hours=1)
 RESET_VALID_FOR_WORDS = "one hour"
+# However many addresses ask for one account's link, it is mailed at most this many links in
+# ``RESET_VALID_FOR``: the throttle counts requests (per address, per account, in Redis or a
+# process's memory); this bounds the mail itself, from the links stored, whatever asked.
+MAX_LINKS_PER_ACCOUNT = 3
 
 
 class ResetLinkUnusable(InvalidRequest):
@@ -43,13 +47,21 @@ LINK_EXPIRED = f"This link has expired: a link works for {RESET_VALID_FOR_WORDS}
 @owns_transactions
 def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) -> None:
     """Mail the active user whose email is ``email`` a link (``link(token)``, absolute) to
-    choose a new password; nothing when no active user has it.
+    choose a new password; nothing when no active user has it, or when it was mailed
+    ``MAX_LINKS_PER_ACCOUNT`` links in the last ``RESET_VALID_FOR``.
 
     A job that must not hold a transaction open while it waits on the mail server: the link's
     row is committed first, then the message is sent and kept in the mail log."""
     user = db.session.scalar(select(User).where(User.email == email.strip().lower()))
     if user is None or not user.active:
         return
+    recent = db.session.scalar(
+        select(func.count())
+        .select_from(PasswordReset)
+        .where(PasswordReset.user_id == user.id, PasswordReset.created_at > now - RESET_VALID_FOR)
+    )
+    if recent and recent >= MAX_LINKS_PER_ACCOUNT:
+        return  # enough links are on their way: the newest still works
     token = new_token()
     reset = PasswordReset(
         user_id=user.id,

@@ -1,5 +1,7 @@
-"""The resources' shapes as the API shows them, shared with whatever else shows them (webhook
-payloads): a booking in a webhook is exactly the API's Booking.
+"""The resources' shapes as the API shows them (the MCP server's answers are the API's).
+Webhook payloads and stored events do not use them: their booking has a schema of its own
+(``app.services.integrations.event_schema``), so a receiver never sees a shape change when the
+API's does.
 
 The answers that show part of a booking (the update's reduced form, a cancellation) are built
 here from the same field declarations (``reduced_form``), so a length or format is stated once

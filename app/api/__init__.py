@@ -7,6 +7,7 @@ from flask import Flask, Response, send_from_directory
 from app.api import examples
 from app.api.availability.routes import blp as availability_blp
 from app.api.bookings.routes import blp as bookings_blp
+from app.api.error_codes import overview
 from app.api.event_type_bookings.routes import blp as event_type_bookings_blp
 from app.api.holds.routes import blp as holds_blp
 from app.api.key_cache import KeyCache
@@ -17,7 +18,14 @@ BLUEPRINTS = [availability_blp, bookings_blp, event_type_bookings_blp, holds_blp
 
 
 def register_api(app: Flask) -> None:
-    api = Api(app)
+    public_url = app.config["PUBLIC_URL"]
+    api = Api(
+        app,
+        spec_kwargs={
+            "info": {"description": overview(public_url)},
+            "servers": [{"url": public_url.rstrip("/")}],
+        },
+    )
     app.extensions["api_key_cache"] = KeyCache(float(app.config["API_KEY_CACHE_SECONDS"]))
     for blp in BLUEPRINTS:
         api.register_blueprint(blp, url_prefix=API_PREFIX + blp.url_prefix)

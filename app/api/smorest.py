@@ -43,7 +43,7 @@ class ErrorSchema(ma.Schema):
         validate=ma.validate.OneOf([str(c) for c in ErrorCode]),
         metadata={
             "description": "The cause, as a stable name to act on (the message may be reworded; "
-            "the code is not). See the README's table of codes."
+            "the code is not). The codes and their causes: this document's description."
         },
     )
     errors = ma.fields.Dict(

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from app.api.error_codes import ERROR_CODES, codes_table
 from app.scheduling.timezones import InvalidInstant, read_instant
+from app.services.common.errors import ErrorCode
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # (path, method, the error statuses it documents besides 401/403 and the default)
 OPERATIONS = [
@@ -232,3 +237,23 @@ def test_an_instant_longer_than_documented_is_refused(spec):
     documented = spec["components"]["schemas"]["CreateBooking"]["properties"]["startTime"]
     with pytest.raises(InvalidInstant):
         read_instant("2031-01-06T14:00:00." + "1" * documented["maxLength"] + "Z")
+
+
+def test_the_overview_says_what_the_api_is_its_errors_and_where_the_agents_guide_is(spec, app):
+    description = spec["info"]["description"]
+    public_url = app.config["PUBLIC_URL"].rstrip("/")
+    assert "x-calendar-api-key" in description
+    assert f"({public_url}/llms.txt)" in description
+    assert codes_table() in description
+
+
+def test_the_server_is_the_public_url(spec, app):
+    assert spec["servers"] == [{"url": app.config["PUBLIC_URL"].rstrip("/")}]
+
+
+def test_every_code_the_api_answers_with_has_its_status_and_cause():
+    assert set(ERROR_CODES) == set(ErrorCode)
+
+
+def test_the_documented_table_of_codes_is_the_documents_own():
+    assert codes_table() in (ROOT / "docs" / "api.md").read_text()

@@ -15,7 +15,8 @@ from app.scheduling.intervals import Interval
 
 
 class ErrorCode(StrEnum):
-    """Every ``code`` the API answers with (README: "Error codes")."""
+    """Every ``code`` the API answers with; their statuses and causes are
+    ``app.api.error_codes.ERROR_CODES``."""
 
     INVALID_REQUEST = "invalid_request"
     INVALID_TIME_RANGE = "invalid_time_range"

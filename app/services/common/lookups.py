@@ -80,7 +80,7 @@ def load_document(schema: Schema, document: dict[str, Any]) -> dict[str, Any]:
 
 def refuse_taken_name(model: Any, sub_account: SubAccount, name: str, *, except_id: int) -> None:
     """A renamed row keeps its name unique among the sub account's ``model`` rows, as
-    ``sub_account_documents.load_named`` keeps a new one's."""
+    ``load_named`` keeps a new one's."""
     taken = db.session.scalar(
         select(model.id).where(
             model.sub_account_id == sub_account.id, model.name == name, model.id != except_id

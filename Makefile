@@ -40,11 +40,12 @@ run: venv
 	PORT=$(PORT) $(BIN)/flask --app wsgi demo
 	HOST=127.0.0.1 PATH="$(abspath $(BIN)):$$PATH" exec $(BIN)/python run_procfile.py --port $(PORT) web worker beat
 
-## make test: the whole suite, on SQLite and on PostgreSQL; then the date-sensitive tests again
-## on shifted clocks, each with one of the two databases (the real clock runs both): a summer
-## day on PostgreSQL, New York's spring-forward day on SQLite, and its fall-back day (01:30 EST)
-## on PostgreSQL. Tests that are not about one database run on every clock; the costly ones
-## whose dates only pick slots (marked one_shifted_clock) run on the last clock alone.
+## make test: the whole suite, on SQLite and on PostgreSQL; then the tests about dates (DST,
+## notice, horizon, working hours, reminders: marked about_dates, tests/conftest.py) again on
+## shifted clocks, each with one of the two databases (the real clock runs both): a summer day
+## on PostgreSQL, New York's spring-forward day on SQLite, and its fall-back day (01:30 EST) on
+## PostgreSQL. The costly ones (marked one_shifted_clock) run on the last clock alone. A test
+## whose dates only pick a slot to book runs on the real clock alone.
 TEST_CLOCKS ?= 2027-07-15T14:00:00Z,postgresql 2027-03-14T06:30:00Z,sqlite 2027-11-07T06:30:00Z,postgresql
 ## Two pytest processes (pytest-xdist, a test file each at a time): most tests wait on servers
 ## and subprocesses, so this halves the time on a 2-core machine.
@@ -54,8 +55,8 @@ test: dev-venv
 	@last=$(lastword $(TEST_CLOCKS)); for entry in $(TEST_CLOCKS); do \
 	  clock=$${entry%,*}; database=$${entry#*,}; \
 	  if [ "$$database" = sqlite ]; then other=postgresql; else other=sqlite; fi; \
-	  marks="date_sensitive and not one_shifted_clock"; \
-	  if [ "$$entry" = "$$last" ]; then marks=date_sensitive; fi; \
+	  marks="about_dates and not one_shifted_clock"; \
+	  if [ "$$entry" = "$$last" ]; then marks=about_dates; fi; \
 	  echo "date-sensitive tests on a clock starting at $$clock, on $$database"; \
 	  $(PYTEST) -m "$$marks" --clock $$clock -k "not $$other" || exit 1; \
 	done

@@ -64,6 +64,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# The modules whose subject is time itself: DST, minimum notice, the horizon, working hours and
+# date overrides, slots and suggestions, a reminder's due time, the dashboard's days. Their
+# date_sensitive tests are marked ``about_dates`` and run again on the shifted clocks (``make
+# test``); elsewhere a test's dates only pick slots to book, and it runs on the real clock alone.
+ABOUT_DATES = frozenset(
+    {
+        "test_api_availability.py",
+        "test_api_booking_create.py",
+        "test_api_booking_update.py",
+        "test_suggested_slots.py",
+        "test_input_edges.py",
+        "test_dashboard_availability.py",
+        "test_dashboard_reschedule.py",
+        "test_dashboard_everyday.py",
+        "test_event_type_and_availability_services.py",
+        "test_notifications.py",
+        "test_worker_messages.py",
+        "test_calendar_sync.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in ABOUT_DATES and item.get_closest_marker("date_sensitive"):
+            item.add_marker(pytest.mark.about_dates)
+
+
 def read_clock(text: str) -> datetime:
     try:
         instant = datetime.fromisoformat(text)

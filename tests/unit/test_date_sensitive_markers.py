@@ -583,3 +583,13 @@ def test_an_allowance_that_changes_nothing_is_reported(tmp_path):
         "test_sample.py::test_marked",
         "test_sample.py::test_missing",
     ]
+
+
+def test_every_module_about_dates_exists_and_has_date_sensitive_tests() -> None:
+    """The shifted clocks run the date_sensitive tests of ``conftest.ABOUT_DATES``: a name
+    there that is no module, or a module with none, would quietly run nothing again."""
+    from tests.conftest import ABOUT_DATES
+
+    found = {path.name: path for path in TESTS.rglob("test_*.py")}
+    assert sorted(ABOUT_DATES - set(found)) == []
+    assert [name for name in sorted(ABOUT_DATES) if MARKER not in found[name].read_text()] == []

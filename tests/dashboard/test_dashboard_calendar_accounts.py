@@ -110,6 +110,27 @@ def test_after_consent_the_person_chooses_calendars_and_their_busy_time_is_read(
     assert len(external_busy_rows(connection.id)) == 1
 
 
+def test_choosing_other_calendars_drops_the_busy_time_and_the_count_of_those_left(
+    signed_in, google
+):
+    client, tenant = signed_in
+    team = google.add_calendar(EMAIL, "Team")
+    google.add_event(EMAIL, SOON + timedelta(hours=9), SOON + timedelta(hours=10))
+    back = consent(client, tenant, google, "google")
+    connection = the_connection()
+    assert run_queued_sync(connection.id).ok  # the primary calendar, read until chosen
+    assert len(external_busy_rows(connection.id)) == 1
+    page = back.headers["Location"]
+    chosen = client.post(
+        page,
+        data={"csrf_token": csrf_token(client, page), "calendars": [team], "write_calendar": team},
+    )
+    assert chosen.status_code == 302
+    db.session.expire_all()
+    assert external_busy_rows(connection.id) == []
+    assert the_connection().busy_count == 0  # not the 1 of the calendar no longer read
+
+
 def test_connect_microsoft_365_ends_on_its_calendars(signed_in, microsoft):
     client, tenant = signed_in
     back = consent(client, tenant, microsoft, "microsoft")

@@ -52,6 +52,7 @@ from app.services.integrations.calendars.oauth import (
     oauth_provider,
 )
 from app.services.integrations.calendars.providers import PRIMARY
+from app.services.integrations.calendars.sync import recount
 
 # At most this many calendars of one account are read for busy time (each is a sync of its
 # own); the provisioning document has the same bound.
@@ -259,6 +260,10 @@ def choose_calendars(
     connection.write_back = write_back
     if write_calendar:
         connection.write_calendar = write_calendar
+    db.session.flush()
+    # The busy time of the calendars no longer read went with them: the page says what is left
+    # until the sync of those now chosen tells more.
+    recount(connection)
     db.session.flush()
     request_sync(connection.id, utcnow())  # the calendars now chosen, read at once
     return connection

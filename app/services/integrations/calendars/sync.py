@@ -384,7 +384,7 @@ def _record_success(plan: _Plan, changes: list[CalendarChanges], now: datetime) 
         )
     if any(change.complete for change in changes):
         removed += _drop_unitemised(connection.id)
-    _count(connection)
+    recount(connection)
     _observe_lag(changes, now)
     db.session.flush()
     log.info(
@@ -460,7 +460,7 @@ def record_seen(connection_id: int, remote_id: str, window: Interval, items: lis
     change = CalendarChanges(remote_id, row.name, False, seen, [], row.sync_token, row.ctag)
     added, removed = _apply(connection, row, change)
     if added or removed:
-        _count(connection)
+        recount(connection)
     db.session.flush()
     return added
 
@@ -516,8 +516,9 @@ def _drop_unitemised(connection_id: int) -> int:
     return result.rowcount or 0
 
 
-def _count(connection: CalendarConnection) -> None:
-    """The connection's totals for operators: busy periods stored, events skipped and why."""
+def recount(connection: CalendarConnection) -> None:
+    """The connection's totals for operators: busy periods stored, events skipped and why (after
+    a sync, and after its calendars changed). Flushes nothing."""
     busy_count = db.session.scalar(
         select(func.count())
         .select_from(BlockedTime)

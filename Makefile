@@ -57,7 +57,7 @@ test: dev-venv
 	  if [ "$$database" = sqlite ]; then other=postgresql; else other=sqlite; fi; \
 	  marks="about_dates and not one_shifted_clock"; \
 	  if [ "$$entry" = "$$last" ]; then marks=about_dates; fi; \
-	  echo "date-sensitive tests on a clock starting at $$clock, on $$database"; \
+	  echo "tests about dates on a clock starting at $$clock, on $$database"; \
 	  $(PYTEST) -m "$$marks" --clock $$clock -k "not $$other" || exit 1; \
 	done
 

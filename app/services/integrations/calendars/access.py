@@ -30,6 +30,12 @@ def caldav_timeout(timeout: float | None = None) -> float:
     return float(current_app.config.get("CALDAV_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS))
 
 
+def caldav_allow_private() -> bool:
+    """Whether calendar connections may lead to private addresses (``CALDAV_ALLOW_PRIVATE``:
+    tests, a private deployment), whoever added them."""
+    return bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
+
+
 # However slowly a feed's server sends its one answer, a provider's API its pages, or a CalDAV
 # server its answers, a read (or a write) waits at most this many of its per-request timeouts in
 # all.
@@ -58,9 +64,8 @@ def connection_access(
         )
         return api_access, None
     if connection.kind == ConnectionKind.ICS:
-        allow_private = bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
         deadline = timeout * READ_DEADLINE_TIMEOUTS
-        return FeedAccess(connection.url, timeout, deadline, allow_private), None
+        return FeedAccess(connection.url, timeout, deadline, caldav_allow_private()), None
     password, problem = None, None
     if connection.encrypted_secret is not None:
         try:
@@ -69,7 +74,6 @@ def connection_access(
             problem = CredentialsUnreadable(
                 "the stored password cannot be decrypted with this SECRET_KEY; enter it again"
             )
-    allow_private = bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
     access = CalendarAccess(
         url=connection.url,
         username=connection.username,
@@ -81,7 +85,7 @@ def connection_access(
         full_read_deadline_seconds=timeout * FULL_READ_DEADLINE_TIMEOUTS,
         guard=AddressGuard(
             app_policy(),
-            allow_private=allow_private or connection.added_by_operator,
+            allow_private=caldav_allow_private() or connection.added_by_operator,
             setting="CALDAV_ALLOW_PRIVATE",
         ),
     )

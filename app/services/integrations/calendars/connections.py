@@ -43,7 +43,12 @@ from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import get_checked, load_named, rows_in_order
 from app.services.common.transactions import owns_transactions
-from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
+from app.services.integrations.calendars.access import (
+    caldav_allow_private,
+    caldav_timeout,
+    connection_access,
+    redacted,
+)
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.freshness import (
     ConnectionFreshness,
@@ -300,10 +305,6 @@ class ConnectionChangesDoc(CalendarConnectionDoc):
     """Changes to a connection: any of ``CalendarConnectionDoc``'s fields, and ``active``."""
 
     active = fields.Boolean()
-
-
-def caldav_allow_private() -> bool:
-    return bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
 
 
 def find_connection(sub_account: SubAccount, connection_id: int) -> CalendarConnection:

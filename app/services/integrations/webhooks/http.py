@@ -52,7 +52,6 @@ class ExchangeDeadline:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.started = time.monotonic()
         self.expired = False
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
@@ -76,7 +75,7 @@ class ExchangeDeadline:
             if not self.expired:
                 self._sockets.append(sock.dup())
                 return
-        _shut_down(sock)
+        shut_down(sock)
         raise ConnectionAbortedError(f"the exchange's {self.seconds:g} s have passed")
 
     def _expire(self) -> None:
@@ -84,10 +83,11 @@ class ExchangeDeadline:
             self.expired = True
             sockets = list(self._sockets)
         for sock in sockets:
-            _shut_down(sock)
+            shut_down(sock)
 
 
-def _shut_down(sock: socket.socket) -> None:
+def shut_down(sock: socket.socket) -> None:
+    """End a connection's socket both ways now (a read in progress on it returns at once)."""
     with suppress(OSError):  # closed already, or never connected
         sock.shutdown(socket.SHUT_RDWR)
 

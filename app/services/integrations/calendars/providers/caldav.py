@@ -111,6 +111,7 @@ from app.services.integrations.calendars.providers.base import (
     RemoteCalendar,
     ical_item,
 )
+from app.services.integrations.webhooks.http import shut_down
 from app.services.integrations.webhooks.targets import AddressGuard, UnsafeWebhookUrl
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class _Deadline:
             if not self._over:
                 self._sockets.append(sock.dup())  # a TLS wrapper detaches the original
                 return
-        _shut_down(sock)
+        shut_down(sock)
         raise ConnectionAbortedError("the operation's deadline has passed")
 
     def end(self) -> None:
@@ -197,13 +198,8 @@ class _Deadline:
             self._over = True
             sockets, self._sockets = self._sockets, []
         for sock in sockets:
-            _shut_down(sock)
+            shut_down(sock)
             sock.close()
-
-
-def _shut_down(sock: socket.socket) -> None:
-    with suppress(OSError):  # closed already, or never connected
-        sock.shutdown(socket.SHUT_RDWR)
 
 
 def _within_deadline(operation: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

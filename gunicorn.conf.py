@@ -12,7 +12,8 @@ which an event loop cannot work around. What a deployment still needs in front: 
 or proxy that ends TLS and drops connections idle for long (Heroku's router, an ALB, nginx with
 ``client_header_timeout``); the gevent workers hold ``WEB_CONNECTIONS`` open connections each.
 
-Settings from the environment:
+Settings from the environment (``app.config.Settings``, checked here, so a bad one stops the
+server before it forks):
 
 * ``PORT`` (5000) and ``HOST`` (0.0.0.0): where to listen; ``make run`` sets 127.0.0.1.
 * ``WEB_CONCURRENCY`` (2): worker processes, when ``REDIS_URL`` is set. Without it the rate
@@ -42,16 +43,17 @@ from datetime import UTC, datetime
 
 from gunicorn.glogging import Logger
 
-redis_url = os.environ.get("REDIS_URL", "")
-database_url = os.environ.get("DATABASE_URL", "")
-on_postgres = database_url.startswith(("postgres://", "postgresql"))
+from app.config import environment_settings
 
-bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '5000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", "2")) if redis_url else 1
+settings = environment_settings()
+on_postgres = (settings.database_url or "").startswith("postgresql")
+
+bind = f"{settings.host}:{settings.port}"
+workers = settings.web_concurrency if settings.redis_url else 1
 worker_class = "gevent" if on_postgres else "gthread"
-threads = int(os.environ.get("WEB_THREADS", "4"))
-worker_connections = int(os.environ.get("WEB_CONNECTIONS", "1000"))
-timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+threads = settings.web_threads
+worker_connections = settings.web_connections
+timeout = settings.web_timeout
 graceful_timeout = 20
 keepalive = 5
 
@@ -63,7 +65,8 @@ accesslog = "-"
 # No run-time control socket: several servers on one machine would share its path.
 control_socket_disable = True
 
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+# prometheus_client itself reads PROMETHEUS_MULTIPROC_DIR, in every worker.
+if not settings.prometheus_multiproc_dir:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="calendar-web-metrics-")
 
 # A path segment after /invite/ or /reset-password/ is a secret (an invitation's or a password
@@ -105,7 +108,7 @@ logger_class = JsonAccessLogger
 def on_starting(server):
     """Refuse several workers without shared rate-limit counts: each would count on its own,
     and a key would get its limit once per worker. Start the metrics afresh."""
-    if not os.environ.get("REDIS_URL") and server.cfg.workers > 1:
+    if not settings.redis_url and server.cfg.workers > 1:
         raise SystemExit(
             f"gunicorn: {server.cfg.workers} workers need REDIS_URL (rate limits are counted in"
             " memory without it, which holds for one process only); set REDIS_URL or run"

@@ -31,10 +31,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.api.rate_limit import register_rate_limits
     from app.celery_app import celery_init_app
     from app.cli import register_commands
-    from app.config import Config, load_config
+    from app.config import SETTING_NAMES, Config, flask_config, load_settings
     from app.dashboard import register_dashboard
     from app.database import bound_postgres_waits, engine_options
-    from app.deadlines import RequestWaitBudget, request_wait_s
+    from app.deadlines import RequestWaitBudget
     from app.errors import register_error_handlers
     from app.extensions import db, migrate
     from app.health import register_health
@@ -46,8 +46,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.security_headers import register_security_headers
     from app.services.availability.kept import availability_store
     from app.services.integrations.calendars.consent import consent_page_origins
-    from app.services.integrations.calendars.live_check import live_check_mode
-    from app.services.integrations.calendars.push import push_enabled
     from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
     from app.services.integrations.calendars.write_back import write_back_delivery
     from app.services.integrations.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
@@ -57,13 +55,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.services.integrations.webhooks.deliveries import webhooks_delivery
 
     app = Flask(__name__, instance_relative_config=True)
+    # Every setting, typed and checked: a bad one stops the process here (SettingsError).
+    settings = load_settings(app.instance_path, config)
+    app.extensions["settings"] = settings
+    # How names resolve and which addresses count as public: a test's own, else the default.
+    app.extensions["address_policy"] = (config or {}).get("ADDRESS_POLICY")
     app.config.from_object(Config)
-    app.config.update(config or {})
-    load_config(app.config, app.instance_path)
-    app.config.update(config or {})
-    # A mistyped setting fails at start-up, not at the first write or notification.
-    live_check_mode(app.config)
-    push_enabled(app.config)
+    app.config.update(flask_config(settings))
+    app.config.update({k: v for k, v in (config or {}).items() if k not in SETTING_NAMES})
     assert isinstance(app.json, DefaultJSONProvider)  # Flask's own, as no other is set
     app.json.sort_keys = False  # keep the envelope's and resources' documented field order
     # Werkzeug would answer "//" in a path with a redirect to the merged path, built from the
@@ -79,14 +78,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_request_ids(app)
     register_metrics(app)
     events.subscribe(count_booking_event)
-    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(app.config)
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = engine_options(settings)
     db.init_app(app)
     with app.app_context():
-        bound_postgres_waits(db.engine, app.config)
+        bound_postgres_waits(db.engine, settings)
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     register_api(app)
-    app.extensions["availability_store"] = availability_store(app.config)
+    app.extensions["availability_store"] = availability_store(settings)
     limiter = register_rate_limits(app)
     register_push(app, limiter)
     register_commands(app)
@@ -95,10 +94,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_llms(app)
     # Connect Google / Microsoft 365 posts a form that is redirected to the provider's consent
     # page: the dashboard's form-action must allow those origins (and no others).
-    register_security_headers(app, form_targets=consent_page_origins(app.config))
+    register_security_headers(app, form_targets=consent_page_origins(settings))
     # The body is read first (WholeBodyFirst), and is no wait on PostgreSQL.
     app.wsgi_app = WholeBodyFirst(  # type: ignore[method-assign]
-        RequestWaitBudget(app.wsgi_app, request_wait_s(app.config)),
+        RequestWaitBudget(app.wsgi_app, settings.db_request_wait_s),
         app.config["MAX_CONTENT_LENGTH"],
     )
     celery_init_app(app)  # subscribes the hand-over to the worker, sets the webhook dispatcher

@@ -23,10 +23,8 @@ from flask import Flask, current_app
 from kombu.exceptions import OperationalError as KombuOperationalError
 from sqlalchemy.exc import OperationalError
 
-from app.config import beside_database
-from app.deadlines import redis_timeout_s
+from app.config import beside_database, settings, settings_of
 from app.extensions import db
-from app.services.integrations.calendars.freshness import sync_interval
 from app.services.integrations.events import BookingEvent
 from app.services.integrations.registry import init_registry
 
@@ -37,6 +35,7 @@ from app.services.integrations.registry import init_registry
 WORKER_PROCESSES = max(4, os.cpu_count() or 1)
 
 TASK_MODULES = [
+    "worker.tasks.accounts",
     "worker.tasks.bookings",
     "worker.tasks.calendars",
     "worker.tasks.holds",
@@ -78,7 +77,7 @@ def publish_once(name: str, args: list[Any], what: str, **options: Any) -> bool:
 def dispatch_to_worker(booking_event: BookingEvent) -> None:
     """After a commit: hand the event's outbox row to the worker. Should the broker be away,
     the row waits for the sweep (``outbox.sweep``)."""
-    if current_app.config.get("OUTBOX_DISPATCH", True):
+    if settings().outbox_dispatch:
         event_id = booking_event.event_id
         publish_once("outbox.deliver", [event_id], f"outbox event {event_id}")
 
@@ -86,15 +85,17 @@ def dispatch_to_worker(booking_event: BookingEvent) -> None:
 def webhook_attempt_to_worker(delivery_id: int, when: datetime) -> None:
     """Hand a webhook delivery's attempt planned for ``when`` to the worker (Celery's ``eta``);
     should the broker be away, the webhook sweep hands it over later."""
-    if current_app.config.get("OUTBOX_DISPATCH", True):
+    if settings().outbox_dispatch:
         publish_once("webhooks.send", [delivery_id], f"webhook delivery {delivery_id}", eta=when)
 
 
 def task_to_worker(task: str, args: list[Any], delay: float) -> None:
     """After a commit: hand a connection's task (its queued sync, a person's test) to the
     worker, to run ``delay`` seconds later; should the broker be away, a sync's mark waits for
-    a worker's start or the next poll."""
-    if current_app.config.get("OUTBOX_DISPATCH", True):
+    a worker's start or the next poll. A request for a password-reset link is handed over the
+    same way, with nothing written to wait for a sweep: lost with the broker away, it is asked
+    for again."""
+    if settings().outbox_dispatch:
         options = {"countdown": delay} if delay else {}
         publish_once(task, args, f"{task} {args}", **options)
 
@@ -110,16 +111,17 @@ def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:
 
 
 def celery_settings(flask_app: Flask) -> dict[str, Any]:
-    config = flask_app.config
-    database, instance = config["SQLALCHEMY_DATABASE_URI"], flask_app.instance_path
+    configured = settings_of(flask_app)
+    database, instance = configured.database_url, flask_app.instance_path
+    assert database is not None  # load_settings gives the embedded default
     broker = (
-        config.get("CELERY_BROKER_URL")
-        or config.get("REDIS_URL")
+        configured.celery_broker_url
+        or configured.redis_url
         or f"sqla+sqlite:///{beside_database(database, instance, 'broker.sqlite3')}"
     )
     transport: dict[str, Any] = {}
     if broker.startswith("redis"):
-        timeout = redis_timeout_s(config)
+        timeout = configured.redis_timeout_s
         transport = {
             # Redis hands an unacknowledged task to another worker after its visibility
             # timeout; webhook retries wait up to an hour (+20 %) with their eta, so it must be
@@ -143,7 +145,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         # ``publish_once``); the sweeps catch up on what a broker outage kept back.
         "broker_connection_timeout": 2,
         "task_publish_retry_policy": {"max_retries": 2, "interval_start": 0, "interval_step": 0.2},
-        "task_default_queue": config.get("CELERY_QUEUE", "celery"),
+        "task_default_queue": configured.celery_queue,
         "task_ignore_result": True,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
@@ -151,7 +153,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         "worker_concurrency": WORKER_PROCESSES,
         "task_soft_time_limit": 120,
         "task_time_limit": 180,
-        "beat_schedule": beat_schedule(int(sync_interval(config).total_seconds())),
+        "beat_schedule": beat_schedule(int(configured.sync_interval_seconds)),
         "beat_schedule_filename": str(beside_database(database, instance, "beat-schedule")),
         "timezone": "UTC",
         "include": TASK_MODULES,

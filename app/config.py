@@ -1,31 +1,55 @@
-"""Configuration: defaults first, then the environment.
+"""Configuration: every setting the service reads from the environment, in one typed place.
+
+``Settings`` names each environment variable once (its field, upper-cased), with its type, its
+default, its validation and a line saying what it does; ``docs/operations.md``'s configuration
+table is held equal to it by ``tests/unit/test_settings_documented.py``. Values come from the
+environment, or from ``create_app``'s argument (tests, scripts), which wins. A bad value stops
+the process at start with a ``SettingsError`` naming the variable, never at the first request
+that reads it. Parsing is pydantic's: true/false is read one way everywhere (``1``, ``true``,
+``yes``, ``on`` and their opposites), and an empty variable counts as unset.
 
 With nothing set the service runs embedded: SQLite under ``instance/``, a secret key generated
 into ``instance/``, in-memory rate limits (one serving process). Production sets
-``APP_ENV=production`` and must provide ``SECRET_KEY``, ``DATABASE_URL`` and ``REDIS_URL``.
+``APP_ENV=production`` and must provide ``SECRET_KEY``, ``REDIS_URL`` and ``PUBLIC_URL``.
+
+Services read the app's settings with ``settings()``, typed attributes rather than strings
+looked up in ``current_app.config``; Flask and its extensions get their own keys from
+``flask_config``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import swagger_ui_bundle
+from limits import parse
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import URL, make_url
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 API_PREFIX = "/v1/api"
 # Where gunicorn (gunicorn.conf.py) and ``make run`` listen when ``PORT`` is not set.
 DEFAULT_PORT = 5000
+DEFAULT_SENDER = "Calendar Booking <bookings@localhost>"
+
+
+class SettingsError(RuntimeError):
+    """A setting that cannot be used: the message names the variable."""
 
 
 class Config:
-    APP_ENV = "development"
+    """Flask's and its extensions' own keys that no operator sets (the settings are
+    ``Settings``)."""
+
     MAX_CONTENT_LENGTH = 1024 * 1024
 
     API_TITLE = "Calendar Booking API"
@@ -37,40 +61,294 @@ class Config:
     OPENAPI_SWAGGER_UI_URL = f"{API_PREFIX}/docs/assets/"
     SWAGGER_UI_ASSETS = swagger_ui_bundle.swagger_ui_path
 
-    # Requests per sliding window: per API key, and per client address for requests without a
-    # usable key. Any "N/second|minute|hour" or "N per M seconds" form of the limits library.
-    RATE_LIMIT = "60/minute"
-    RATE_LIMIT_UNAUTHENTICATED = "30/minute"
-
-    # How often an API key's lastUsedAt is written at most, in seconds: a write per request
-    # would turn every read into a write.
-    API_KEY_LAST_USED_RESOLUTION = 60
-
-    # How long a process may answer for an API key from memory before reading it again, in
-    # seconds (app.api.key_cache): a deactivation made in another process takes effect
-    # within this time; in the same process at once. 0 reads the key on every request.
-    API_KEY_CACHE_SECONDS = 1.0
-
-    # Seconds to wait for a CalDAV server, per connection attempt and per read.
-    CALDAV_TIMEOUT_SECONDS = 10.0
-
-    # Fresh calendars (app/services/integrations/calendars: live_check, push, polling).
-    # How often a calendar without a live push channel is read, in seconds.
-    SYNC_INTERVAL_SECONDS = 60
-    # How often a calendar with a live push channel is still read (a notification may be lost).
-    PUSH_RESYNC_SECONDS = 1800
-    # auto: push when PUBLIC_URL is https://; on; off.
-    CALENDAR_PUSH = "auto"
-    # Asking the connected calendars at a write: best_effort, strict or off; and the one
-    # deadline for all of them, in seconds.
-    CALENDAR_LIVE_CHECK = "best_effort"
-    CALENDAR_LIVE_CHECK_TIMEOUT_S = 1.5
-
     # Dashboard sessions: a signed cookie, unreadable to scripts, not sent on cross-site
-    # requests, and refused by the server once older than this (Secure in production).
+    # requests, and refused by the server once older than DASHBOARD_SESSION_HOURS (Secure in
+    # production).
     SESSION_COOKIE_HTTPONLY = True
     SESSION_COOKIE_SAMESITE = "Lax"
-    PERMANENT_SESSION_LIFETIME = timedelta(hours=12)
+
+
+Seconds = Annotated[float, Field(ge=0)]
+RateLimit = str  # any "N/second|minute|hour" or "N per M seconds" of the limits library
+
+
+class Settings(BaseSettings):
+    """Every environment variable the service reads: the field's name, upper-cased."""
+
+    model_config = SettingsConfigDict(
+        case_sensitive=False, env_ignore_empty=True, extra="ignore", frozen=True
+    )
+
+    # The deployment
+    app_env: Literal["development", "production"] = Field(
+        "development", description="production makes SECRET_KEY, REDIS_URL and PUBLIC_URL required"
+    )
+    public_url: str | None = Field(
+        None, description="the external base URL every absolute link starts with"
+    )
+    host: str = Field("0.0.0.0", description="the address gunicorn listens on")
+    port: int = Field(DEFAULT_PORT, ge=1, le=65535, description="the port web listens on")
+    web_concurrency: int = Field(2, ge=1, description="gunicorn worker processes (with Redis)")
+    web_threads: int = Field(4, ge=1, description="threads per gunicorn worker")
+    web_connections: int = Field(1000, ge=1, description="connections per gevent worker")
+    web_timeout: int = Field(30, ge=1, description="seconds a gunicorn worker may go silent")
+    trusted_proxy_count: int = Field(0, ge=0, description="reverse proxies whose headers count")
+    database_url: str | None = Field(None, description="PostgreSQL URL; unset: SQLite")
+    secret_key: str | None = Field(None, repr=False, description="signs and encrypts")
+    secret_key_fallbacks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, repr=False, description="earlier SECRET_KEYs, comma-separated"
+    )
+    redis_url: str | None = Field(None, description="Redis for counts, kept sets and Celery")
+
+    # The API
+    rate_limit: RateLimit = Field("60/minute", description="requests per API key")
+    rate_limit_unauthenticated: RateLimit = Field("30/minute", description="per address")
+    ratelimit_key_prefix: str = Field("", description="prefix of the rate-limit keys in Redis")
+    api_key_cache_seconds: Seconds = Field(
+        1.0, description="how long a key is answered from memory"
+    )
+    availability_keep_seconds: int = Field(3600, ge=0, description="how long a set is kept")
+
+    # Waits on PostgreSQL and Redis
+    db_connect_timeout_s: Seconds = Field(3.0, description="connecting to PostgreSQL")
+    db_statement_timeout_ms: int = Field(5000, ge=0, description="PostgreSQL statement_timeout")
+    db_pool_size: int = Field(10, ge=1, description="pooled connections per process")
+    db_pool_timeout_s: Seconds = Field(3.0, description="waiting for a pooled connection")
+    db_migration_lock_timeout_ms: int = Field(3000, ge=0, description="a migration's lock wait")
+    db_request_wait_s: Seconds = Field(1.5, description="one request's waits on PostgreSQL")
+    redis_timeout_s: Seconds = Field(0.25, description="every Redis client's timeouts")
+
+    # Metrics
+    metrics_token: str | None = Field(None, repr=False, description="the /metrics bearer token")
+    worker_metrics_port: int | None = Field(None, ge=1, le=65535, description="worker metrics")
+    worker_metrics_host: str = Field("127.0.0.1", description="where worker metrics listen")
+    prometheus_multiproc_dir: str | None = Field(None, description="gunicorn workers' metrics")
+
+    # The worker
+    celery_broker_url: str | None = Field(None, description="Celery's broker")
+    celery_queue: str = Field("celery", description="the queue tasks go to")
+    outbox_dispatch: bool = Field(True, description="hand committed events to Celery at once")
+    outbox_sweep_grace_seconds: Seconds = Field(30.0, description="before the sweep retries")
+    outbox_retry_base_seconds: Seconds = Field(60.0, description="first wait after a failure")
+
+    # Fresh calendars
+    sync_interval_seconds: float = Field(60.0, gt=0, description="how often a calendar is read")
+    push_resync_seconds: float = Field(1800.0, gt=0, description="reading a pushed calendar")
+    calendar_push: Literal["auto", "on", "off"] = Field("auto", description="push channels")
+    push_rate_limit: RateLimit = Field("6000/minute", description="notifications per address")
+    calendar_live_check: Literal["best_effort", "strict", "off"] = Field(
+        "best_effort", description="asking the connected calendars at a write"
+    )
+    calendar_live_check_timeout_s: Seconds = Field(1.5, description="the live check's deadline")
+    caldav_timeout_seconds: float = Field(10.0, gt=0, description="a CalDAV or feed read")
+    caldav_allow_private: bool = Field(False, description="CalDAV and feeds on private addresses")
+
+    # Calendar providers: the service's OAuth clients, and endpoints only tests change
+    google_client_id: str | None = Field(None, description="Google OAuth client id")
+    google_client_secret: str | None = Field(None, repr=False, description="its secret")
+    google_authorize_url: str = Field(
+        "https://accounts.google.com/o/oauth2/v2/auth", description="Google's consent page"
+    )
+    google_token_url: str = Field(
+        "https://oauth2.googleapis.com/token", description="Google's token endpoint"
+    )
+    google_revoke_url: str = Field(
+        "https://oauth2.googleapis.com/revoke", description="Google's revocation endpoint"
+    )
+    google_calendar_api_url: str = Field(
+        "https://www.googleapis.com/calendar/v3", description="Google Calendar API v3"
+    )
+    microsoft_client_id: str | None = Field(None, description="Microsoft app registration id")
+    microsoft_client_secret: str | None = Field(None, repr=False, description="its secret")
+    microsoft_tenant: str = Field("common", description="which accounts may connect")
+    microsoft_login_url: str = Field(
+        "https://login.microsoftonline.com", description="the identity platform"
+    )
+    microsoft_graph_url: str = Field(
+        "https://graph.microsoft.com/v1.0", description="Microsoft Graph v1.0"
+    )
+
+    # Mail
+    smtp_url: str | None = Field(None, repr=False, description="where mail goes; unset: kept")
+    mail_from: str = Field(DEFAULT_SENDER, description="the sender of every mail")
+
+    # Webhooks
+    webhook_allow_private: bool = Field(False, description="webhooks on private addresses")
+    webhook_timeout_seconds: Seconds = Field(5.0, description="connect and each read")
+    webhook_retry_base_seconds: Seconds = Field(30.0, description="first wait before a retry")
+    webhook_lease_seconds: Seconds = Field(300.0, description="before the sweep hands over")
+    webhook_disable_after_hours: float = Field(72.0, gt=0, description="failing, then disabled")
+
+    # The dashboard
+    dashboard_session_hours: float = Field(12.0, gt=0, description="how long a sign-in lasts")
+    session_cookie_secure: bool | None = Field(None, description="Secure cookie; production: on")
+    sign_in_limit_per_address: RateLimit = Field("20/10 minutes", description="sign-in")
+    sign_in_limit_per_address_account: RateLimit = Field("5/10 minutes", description="sign-in")
+    sign_in_limit_per_account: RateLimit = Field("100/hour", description="sign-in")
+    forgot_password_limit_per_address: RateLimit = Field("20/10 minutes", description="resets")
+    forgot_password_limit_per_address_account: RateLimit = Field(
+        "5/10 minutes", description="resets"
+    )
+    forgot_password_limit_per_account: RateLimit = Field("10/hour", description="resets")
+
+    @field_validator(
+        "rate_limit",
+        "rate_limit_unauthenticated",
+        "push_rate_limit",
+        "sign_in_limit_per_address",
+        "sign_in_limit_per_address_account",
+        "sign_in_limit_per_account",
+        "forgot_password_limit_per_address",
+        "forgot_password_limit_per_address_account",
+        "forgot_password_limit_per_account",
+    )
+    @classmethod
+    def _a_rate_limit(cls, value: str) -> str:
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a rate limit such as 60/minute") from None
+        return value
+
+    @field_validator("calendar_push", "calendar_live_check", "app_env", mode="before")
+    @classmethod
+    def _a_word(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("secret_key_fallbacks", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [key.strip() for key in value.split(",") if key.strip()]
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _for_psycopg3(cls, value: str | None) -> str | None:
+        return None if value is None else database_url_from_env(value)
+
+    @model_validator(mode="after")
+    def _a_complete_deployment(self) -> Settings:
+        if self.app_env == "production":
+            for name in ("secret_key", "redis_url", "public_url"):
+                # In-memory rate limits hold for one process only, and production runs many.
+                if not getattr(self, name):
+                    raise ValueError(f"{name.upper()} must be set when APP_ENV=production")
+        if self.public_url is not None:
+            object.__setattr__(self, "public_url", _base_url(self.public_url))
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """``PUBLIC_URL``, or the embedded default's listening address: ``http://HOST:PORT``
+        (an address that listens everywhere is reached at 127.0.0.1). Every absolute link the
+        service writes starts with it, never with a request's ``Host`` (a client chooses it)."""
+        if self.public_url:
+            return self.public_url
+        host = self.host
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def secret_keys(self) -> list[str]:
+        """The key that encrypts, then the earlier ones that still decrypt."""
+        assert self.secret_key is not None  # load_settings always provides one
+        return [self.secret_key, *self.secret_key_fallbacks]
+
+    @property
+    def cookie_secure(self) -> bool:
+        if self.session_cookie_secure is None:
+            return self.app_env == "production"
+        return self.session_cookie_secure
+
+    def duration(self, name: str) -> timedelta:
+        """A setting named ``…_SECONDS``, ``…_S`` or ``…_HOURS`` as a ``timedelta``."""
+        amount = getattr(self, name)
+        return timedelta(hours=amount) if name.endswith("_hours") else timedelta(seconds=amount)
+
+
+def _base_url(configured: str) -> str:
+    parts = urlsplit(configured.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"PUBLIC_URL must be an http(s) URL with a host, not {configured!r}")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError("PUBLIC_URL takes a scheme, host, port and path only")
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+SETTING_NAMES = frozenset(name.upper() for name in Settings.model_fields)
+
+
+def load_settings(
+    instance_path: str | Path, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """The settings: ``overrides`` (upper-case names, as ``create_app`` takes them) over the
+    environment over the defaults, with what the embedded default keeps in the instance folder
+    (the SQLite database, a generated ``SECRET_KEY``). Raises ``SettingsError`` naming every
+    variable that cannot be used."""
+    given = {
+        name.lower(): value for name, value in (overrides or {}).items() if name in SETTING_NAMES
+    }
+    try:
+        settings = Settings(**given)
+    except ValidationError as err:
+        raise SettingsError(_explained(err)) from None
+    instance = Path(instance_path)
+    completed: dict[str, Any] = {}
+    if settings.database_url is None:
+        instance.mkdir(parents=True, exist_ok=True)
+        completed["database_url"] = f"sqlite:///{instance / 'calendar.sqlite3'}"
+    if not settings.secret_key:
+        completed["secret_key"] = _instance_secret_key(instance)
+    return settings.model_copy(update=completed) if completed else settings
+
+
+def environment_settings() -> Settings:
+    """The settings from the environment alone, for the processes around the app (gunicorn's
+    configuration, the worker's metrics); raises ``SettingsError`` as ``load_settings`` does."""
+    try:
+        return Settings()
+    except ValidationError as err:
+        raise SettingsError(_explained(err)) from None
+
+
+def _explained(err: ValidationError) -> str:
+    lines = []
+    for error in err.errors(include_url=False):
+        message = error["msg"].removeprefix("Value error, ")
+        if error["loc"]:
+            name = str(error["loc"][0]).upper()
+            lines.append(message if message.startswith(name) else f"{name}: {message}")
+        else:
+            lines.append(message)
+    return "; ".join(lines)
+
+
+def flask_config(settings: Settings) -> dict[str, Any]:
+    """The keys Flask and its extensions read, from the settings."""
+    return {
+        "SQLALCHEMY_DATABASE_URI": settings.database_url,
+        "SECRET_KEY": settings.secret_key,
+        "SECRET_KEY_FALLBACKS": settings.secret_key_fallbacks,
+        "PERMANENT_SESSION_LIFETIME": timedelta(hours=settings.dashboard_session_hours),
+        "SESSION_COOKIE_SECURE": settings.cookie_secure,
+    }
+
+
+def settings_of(app: Flask) -> Settings:
+    """The settings ``create_app`` built ``app`` with."""
+    found: Settings = app.extensions["settings"]
+    return found
+
+
+def settings() -> Settings:
+    """The current app's settings."""
+    from flask import current_app
+
+    return settings_of(current_app)
 
 
 def database_url_from_env(url: str) -> str:
@@ -80,25 +358,6 @@ def database_url_from_env(url: str) -> str:
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
-
-
-Default = TypeVar("Default")
-
-
-def configured_number(config: Mapping[str, Any], name: str, default: Default) -> float | Default:
-    """The setting ``name`` as a number (the environment gives text), else ``default``: unset
-    and empty alike mean "not configured"."""
-    value = config.get(name)
-    return float(value) if value not in (None, "") else default
-
-
-def configured_duration(
-    config: Mapping[str, Any], name: str, default: timedelta, unit: str = "seconds"
-) -> timedelta:
-    """The setting ``name`` (a number of ``unit``, as the environment gives it), else
-    ``default``."""
-    amount = configured_number(config, name, None)
-    return default if amount is None else timedelta(**{unit: amount})
 
 
 def beside_database(database_url: str | URL, instance_path: str, name: str) -> Path:
@@ -118,30 +377,6 @@ def beside_database(database_url: str | URL, instance_path: str, name: str) -> P
     return result
 
 
-def public_url(configured: str | None, app_env: str, env: Mapping[str, str]) -> str:
-    """The service's external base URL, without a trailing slash: every absolute link it
-    writes starts with it, never with a request's ``Host`` (which a client chooses).
-
-    ``PUBLIC_URL`` when set (required in production); else the embedded default's listening
-    address, ``http://HOST:PORT`` as gunicorn and ``make run`` read them (an address that
-    listens everywhere is reached at 127.0.0.1)."""
-    if configured:
-        parts = urlsplit(configured.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RuntimeError(f"PUBLIC_URL must be an http(s) URL with a host, not {configured!r}")
-        if parts.query or parts.fragment or parts.username or parts.password:
-            raise RuntimeError("PUBLIC_URL takes a scheme, host, port and path only")
-        return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
-    if app_env == "production":
-        raise RuntimeError("PUBLIC_URL must be set when APP_ENV=production")
-    host = env.get("HOST") or "127.0.0.1"
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{env.get('PORT') or DEFAULT_PORT}"
-
-
 def _instance_secret_key(instance_path: Path) -> str:
     key_file = instance_path / "secret_key"
     if not key_file.exists():
@@ -149,119 +384,3 @@ def _instance_secret_key(instance_path: Path) -> str:
         key_file.write_text(secrets.token_urlsafe(48))
         key_file.chmod(0o600)
     return key_file.read_text().strip()
-
-
-def load_config(app_config: dict[str, Any], instance_path: str) -> None:
-    """Fill ``app_config`` from the environment, after the class defaults were applied."""
-    env = os.environ
-    instance = Path(instance_path)
-    app_config["APP_ENV"] = env.get("APP_ENV", app_config["APP_ENV"])
-
-    if env.get("DATABASE_URL"):
-        app_config["SQLALCHEMY_DATABASE_URI"] = database_url_from_env(env["DATABASE_URL"])
-    elif "SQLALCHEMY_DATABASE_URI" not in app_config:
-        instance.mkdir(parents=True, exist_ok=True)
-        app_config["SQLALCHEMY_DATABASE_URI"] = f"sqlite:///{instance / 'calendar.sqlite3'}"
-
-    for name in (
-        "REDIS_URL",
-        "RATE_LIMIT",
-        "RATE_LIMIT_UNAUTHENTICATED",
-        "RATELIMIT_KEY_PREFIX",
-        "CELERY_BROKER_URL",
-        "CELERY_QUEUE",
-        "SYNC_INTERVAL_SECONDS",
-        "PUSH_RESYNC_SECONDS",
-        "CALENDAR_PUSH",
-        "CALENDAR_LIVE_CHECK",
-        "CALENDAR_LIVE_CHECK_TIMEOUT_S",
-        "PUSH_RATE_LIMIT",
-        "OUTBOX_SWEEP_GRACE_SECONDS",
-        "OUTBOX_RETRY_BASE_SECONDS",
-        "SMTP_URL",
-        "MAIL_FROM",
-        "WEBHOOK_TIMEOUT_SECONDS",
-        "WEBHOOK_RETRY_BASE_SECONDS",
-        "WEBHOOK_LEASE_SECONDS",
-        "WEBHOOK_DISABLE_AFTER_HOURS",
-        "DB_CONNECT_TIMEOUT_S",
-        "DB_STATEMENT_TIMEOUT_MS",
-        "DB_POOL_SIZE",
-        "DB_POOL_TIMEOUT_S",
-        "DB_MIGRATION_LOCK_TIMEOUT_MS",
-        "DB_REQUEST_WAIT_S",
-        "REDIS_TIMEOUT_S",
-        "AVAILABILITY_KEEP_SECONDS",
-        "METRICS_TOKEN",
-        # Calendar providers (app/services/integrations/calendars/oauth.py): the service's
-        # OAuth clients, and endpoint bases that only tests or other clouds change.
-        "GOOGLE_CLIENT_ID",
-        "GOOGLE_CLIENT_SECRET",
-        "GOOGLE_AUTHORIZE_URL",
-        "GOOGLE_TOKEN_URL",
-        "GOOGLE_REVOKE_URL",
-        "GOOGLE_CALENDAR_API_URL",
-        "MICROSOFT_CLIENT_ID",
-        "MICROSOFT_CLIENT_SECRET",
-        "MICROSOFT_TENANT",
-        "MICROSOFT_LOGIN_URL",
-        "MICROSOFT_GRAPH_URL",
-    ):
-        if env.get(name):
-            app_config[name] = env[name]
-
-    if env.get("SECRET_KEY"):
-        app_config["SECRET_KEY"] = env["SECRET_KEY"]
-    elif not app_config.get("SECRET_KEY"):
-        if app_config["APP_ENV"] == "production":
-            raise RuntimeError("SECRET_KEY must be set when APP_ENV=production")
-        app_config["SECRET_KEY"] = _instance_secret_key(instance)
-    if env.get("SECRET_KEY_FALLBACKS"):
-        # Earlier keys, comma-separated, during a rotation (docs/deployment.md): sessions they
-        # signed and secrets they encrypted stay readable.
-        app_config["SECRET_KEY_FALLBACKS"] = [
-            key.strip() for key in env["SECRET_KEY_FALLBACKS"].split(",") if key.strip()
-        ]
-
-    if env.get("OUTBOX_DISPATCH"):
-        app_config["OUTBOX_DISPATCH"] = env["OUTBOX_DISPATCH"].lower() not in ("0", "false", "no")
-
-    if env.get("WEBHOOK_ALLOW_PRIVATE"):
-        app_config["WEBHOOK_ALLOW_PRIVATE"] = env["WEBHOOK_ALLOW_PRIVATE"].lower() in (
-            "1",
-            "true",
-            "yes",
-        )
-
-    if env.get("CALDAV_ALLOW_PRIVATE"):
-        app_config["CALDAV_ALLOW_PRIVATE"] = env["CALDAV_ALLOW_PRIVATE"].lower() in (
-            "1",
-            "true",
-            "yes",
-        )
-
-    if env.get("API_KEY_CACHE_SECONDS"):
-        app_config["API_KEY_CACHE_SECONDS"] = float(env["API_KEY_CACHE_SECONDS"])
-
-    if env.get("CALDAV_TIMEOUT_SECONDS"):
-        app_config["CALDAV_TIMEOUT_SECONDS"] = float(env["CALDAV_TIMEOUT_SECONDS"])
-
-    # Reverse proxies in front of the app whose X-Forwarded-* headers are believed (0: none).
-    app_config["TRUSTED_PROXY_COUNT"] = int(
-        env.get("TRUSTED_PROXY_COUNT") or app_config.get("TRUSTED_PROXY_COUNT", 0)
-    )
-
-    if env.get("DASHBOARD_SESSION_HOURS"):
-        app_config["PERMANENT_SESSION_LIFETIME"] = timedelta(
-            hours=float(env["DASHBOARD_SESSION_HOURS"])
-        )
-    if app_config["APP_ENV"] == "production" or env.get("SESSION_COOKIE_SECURE") == "1":
-        app_config["SESSION_COOKIE_SECURE"] = True
-
-    if app_config["APP_ENV"] == "production" and not app_config.get("REDIS_URL"):
-        # In-memory rate limits hold for one process only, and production runs many.
-        raise RuntimeError("REDIS_URL must be set when APP_ENV=production")
-
-    app_config["PUBLIC_URL"] = public_url(
-        env.get("PUBLIC_URL") or app_config.get("PUBLIC_URL"), app_config["APP_ENV"], env
-    )

@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import select
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -54,55 +54,36 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
-from app.config import configured_number
+from app.config import Settings
 from app.deadlines import seconds_left, waiting_on_postgres
-
-DEFAULT_CONNECT_TIMEOUT_S = 3
-DEFAULT_STATEMENT_TIMEOUT_MS = 5000
-DEFAULT_POOL_SIZE = 10
-DEFAULT_POOL_TIMEOUT_S = 3.0
-DEFAULT_MIGRATION_LOCK_TIMEOUT_MS = 3000
 
 # How much longer than the server's statement timeout the client waits for any answer: the
 # server's own cancel (a clean error on a live connection) should come first.
 ANSWER_MARGIN_S = 0.5
 
 
-def statement_timeout_ms(config: Mapping[str, Any]) -> int:
-    return int(configured_number(config, "DB_STATEMENT_TIMEOUT_MS", DEFAULT_STATEMENT_TIMEOUT_MS))
-
-
-def migration_lock_timeout_ms(config: Mapping[str, Any]) -> int:
-    """How long a migration may wait for a table's lock (``DB_MIGRATION_LOCK_TIMEOUT_MS``):
-    while it waits, every request touching that table waits behind it."""
-    return int(
-        configured_number(config, "DB_MIGRATION_LOCK_TIMEOUT_MS", DEFAULT_MIGRATION_LOCK_TIMEOUT_MS)
-    )
-
-
-def answer_deadline_s(config: Mapping[str, Any]) -> float | None:
+def answer_deadline_s(settings: Settings) -> float | None:
     """How long the client waits for any answer from PostgreSQL; ``None`` (no deadline) when
     the statement timeout is switched off (0)."""
-    milliseconds = statement_timeout_ms(config)
+    milliseconds = settings.db_statement_timeout_ms
     return milliseconds / 1000 + ANSWER_MARGIN_S if milliseconds > 0 else None
 
 
-def engine_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """SQLAlchemy engine options for ``SQLALCHEMY_DATABASE_URI``: the bounded waits above on
+def engine_options(settings: Settings) -> dict[str, Any]:
+    """SQLAlchemy engine options for ``DATABASE_URL``: the bounded waits above on
     PostgreSQL (whose pooled connections ``bound_postgres_waits`` checks); SQLite (one file, no
     server to lose, no round trip) keeps SQLAlchemy's pre-ping."""
-    if make_url(config["SQLALCHEMY_DATABASE_URI"]).get_backend_name() != "postgresql":
+    assert settings.database_url is not None  # load_settings gives the embedded default
+    if make_url(settings.database_url).get_backend_name() != "postgresql":
         return {"pool_pre_ping": True}
-    timeout_ms = statement_timeout_ms(config)
+    timeout_ms = settings.db_statement_timeout_ms
     options: dict[str, Any] = dict(
         poolclass=DeadlinePool,
-        pool_size=int(configured_number(config, "DB_POOL_SIZE", DEFAULT_POOL_SIZE)),
+        pool_size=settings.db_pool_size,
         max_overflow=0,
-        pool_timeout=configured_number(config, "DB_POOL_TIMEOUT_S", DEFAULT_POOL_TIMEOUT_S),
+        pool_timeout=settings.db_pool_timeout_s,
         connect_args={
-            "connect_timeout": int(
-                configured_number(config, "DB_CONNECT_TIMEOUT_S", DEFAULT_CONNECT_TIMEOUT_S)
-            ),
+            "connect_timeout": int(settings.db_connect_timeout_s),
             # A transaction left open by a stuck client must not hold locks for ever either.
             # Sessions speak UTC, whatever the server's default: timestamps then arrive tagged
             # with Python's own UTC, which ``UTCDateTime`` passes through without converting.
@@ -284,12 +265,12 @@ def server_hung_up(connection: psycopg.Connection) -> bool:
         return True
 
 
-def bound_postgres_waits(engine: Engine, config: Mapping[str, Any]) -> None:
+def bound_postgres_waits(engine: Engine, settings: Settings) -> None:
     """Make ``engine`` open ``DeadlineConnection``s and refuse pooled connections the server
     has hung up on (a no-op for SQLite)."""
     if engine.dialect.name != "postgresql":
         return
-    deadline = answer_deadline_s(config)
+    deadline = answer_deadline_s(settings)
 
     @event.listens_for(engine, "do_connect")
     def _connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> DeadlineConnection:

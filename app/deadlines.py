@@ -39,26 +39,10 @@ a database error, SQLAlchemy keeps the connection, and closing the session then 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
-
-from app.config import configured_number
-
-DEFAULT_REQUEST_WAIT_S = 1.5
-DEFAULT_REDIS_TIMEOUT_S = 0.25
-
-
-def request_wait_s(config: Mapping[str, Any]) -> float:
-    """``DB_REQUEST_WAIT_S``: how long one web request may wait on PostgreSQL in all; 0
-    switches the request's budget off (the per-wait limits of ``app.database`` remain)."""
-    return configured_number(config, "DB_REQUEST_WAIT_S", DEFAULT_REQUEST_WAIT_S)
-
-
-def redis_timeout_s(config: Mapping[str, Any]) -> float:
-    """``REDIS_TIMEOUT_S``: the socket and connect timeout of every Redis client."""
-    return configured_number(config, "REDIS_TIMEOUT_S", DEFAULT_REDIS_TIMEOUT_S)
 
 
 class WaitBudget:

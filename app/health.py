@@ -19,7 +19,7 @@ from pathlib import Path
 from flask import Blueprint, Flask, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
-from app.deadlines import redis_timeout_s
+from app.config import settings
 from app.models.types import utcnow
 from app.services.health import Check, is_healthy, is_ready, readiness, shipped_migrations
 
@@ -32,9 +32,9 @@ def alive() -> ResponseReturnValue:
 
 
 def _checks() -> dict[str, Check]:
-    config = current_app.config
+    configured = settings()
     shipped = current_app.extensions["shipped_migrations"]
-    return readiness(utcnow(), config.get("REDIS_URL"), redis_timeout_s(config), shipped)
+    return readiness(utcnow(), configured.redis_url, configured.redis_timeout_s, shipped)
 
 
 def _answer(status: str, ok: bool, checks: dict[str, Check]) -> ResponseReturnValue:

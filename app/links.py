@@ -12,11 +12,13 @@ from urllib.parse import urlsplit
 
 from flask import current_app
 
+from app.config import settings
+
 
 def public_link(endpoint: str, **values: Any) -> str:
     """The absolute URL of ``endpoint`` with ``values``, under ``PUBLIC_URL`` (its path, if
     it has one, prefixes the route's)."""
-    base = urlsplit(current_app.config["PUBLIC_URL"])
+    base = urlsplit(settings().base_url)
     adapter = current_app.url_map.bind(
         base.netloc, script_name=base.path or "/", url_scheme=base.scheme
     )

@@ -10,14 +10,16 @@ error codes, together. Outside ``/v1/api``, so no API key and no rate limit.
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, Response, current_app, render_template
+from flask import Blueprint, Flask, Response, render_template
+
+from app.config import settings
 
 llms_blueprint = Blueprint("llms", __name__)
 
 
 @llms_blueprint.get("/llms.txt")
 def llms_txt() -> Response:
-    text = render_template("llms.txt", base_url=current_app.config["PUBLIC_URL"])
+    text = render_template("llms.txt", base_url=settings().base_url)
     return Response(text + "\n", mimetype="text/plain")  # text/plain; charset=utf-8
 
 

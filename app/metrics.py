@@ -32,6 +32,7 @@ from prometheus_client.registry import Collector
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import NotFound, Unauthorized
 
+from app.config import settings
 from app.counters import BOOKING_EVENTS, HTTP_LATENCY, HTTP_REQUESTS
 from app.services.integrations.events import BookingEvent
 
@@ -60,7 +61,7 @@ class DeploymentGauges(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         # Imported here: the services count their work with this module's counters.
-        from app.deadlines import redis_timeout_s
+        from app.config import settings_of
         from app.models.types import utcnow
         from app.services.health import check_redis, workers_seen
         from app.services.integrations.calendars.health import connections_needing_action
@@ -71,8 +72,8 @@ class DeploymentGauges(Collector):
             now = utcnow()
             count, oldest_age = backlog(now)
             workers = workers_seen(now)
-            config = self.app.config
-            redis_up = check_redis(config.get("REDIS_URL"), redis_timeout_s(config)).ok
+            configured = settings_of(self.app)
+            redis_up = check_redis(configured.redis_url, configured.redis_timeout_s).ok
             needing_action = connections_needing_action()
             live_channels, near_expiry = channel_counts(now)
         yield GaugeMetricFamily(
@@ -116,7 +117,7 @@ metrics_blueprint = Blueprint("metrics", __name__)
 
 @metrics_blueprint.get("/metrics")
 def exposition() -> Response:
-    token = current_app.config.get("METRICS_TOKEN")
+    token = settings().metrics_token
     if not token:
         raise NotFound()
     sent = request.headers.get("Authorization", "")

@@ -30,8 +30,11 @@ flask-smorest's template, built from the configuration only, never from the requ
 by its hash, taken from the page as served; its stylesheet's icons are ``data:`` images.
 
 Responses to a signed-in user's session are ``Cache-Control: no-store``. "Signed in" is read
-from the session (Flask-Login's ``_user_id``), not through ``current_user``, so the hook never
-queries the database: a page answered during a database outage keeps its own status.
+from the session: the server-side session's token the dashboard's sign-in stores there
+(``app.dashboard.auth.SESSION_TOKEN``, beside Flask-Login's own keys, and cleared with them at
+sign-out), not through ``current_user``, so the hook never queries the database (a page
+answered during a database outage keeps its own status), and not through Flask-Login's private
+session key either.
 
 The agent API never reads or writes the session cookie (``ApiWithoutSession``), so no response
 under ``/v1/api`` sets a cookie, not even the refresh of a browser's dashboard session; any
@@ -56,7 +59,8 @@ from flask import Flask, Request, Response, request, session
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app.config import API_PREFIX
+from app.config import API_PREFIX, settings_of
+from app.dashboard.auth import SESSION_TOKEN
 
 SWAGGER_UI_ENDPOINT = "api-docs.openapi_swagger_ui"
 
@@ -130,9 +134,7 @@ class ApiWithoutSession(SecureCookieSessionInterface):
 
 
 def trust_proxies(app: Flask) -> None:
-    count = int(app.config.get("TRUSTED_PROXY_COUNT", 0))
-    if count < 0:
-        raise RuntimeError("TRUSTED_PROXY_COUNT must be 0 (no proxy) or more")
+    count = settings_of(app).trusted_proxy_count
     if count:
         app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
             app.wsgi_app, x_for=count, x_proto=count, x_host=count, x_port=count
@@ -160,6 +162,6 @@ def register_security_headers(app: Flask, form_targets: Iterable[str] = ()) -> N
             )
         if is_api(request.path):
             headers.remove("Set-Cookie")
-        elif request.endpoint != "static" and "_user_id" in session:
+        elif request.endpoint != "static" and SESSION_TOKEN in session:
             headers["Cache-Control"] = "no-store"
         return response

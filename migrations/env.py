@@ -5,7 +5,8 @@ from flask import current_app
 from sqlalchemy import inspect
 
 from alembic import context
-from app.database import migration_lock_timeout_ms, without_statement_timeout
+from app.config import settings
+from app.database import without_statement_timeout
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
@@ -104,7 +105,7 @@ def run_migrations_online():
             # that table would queue behind the migration. The release fails instead; run it
             # again (docs/deployment.md, zero-downtime migrations).
             without_statement_timeout(connection.connection.dbapi_connection)
-            lock_timeout = migration_lock_timeout_ms(current_app.config)
+            lock_timeout = settings().db_migration_lock_timeout_ms
             connection.exec_driver_sql(f"SET lock_timeout = {lock_timeout}")
             connection.commit()
         context.configure(connection=connection, target_metadata=get_metadata(), **conf_args)

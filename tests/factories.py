@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import itertools
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from flask import Flask
 from sqlalchemy import select
 
+from app.config import settings_of
 from app.extensions import db
 from app.models import (
     Attendee,
@@ -326,3 +330,14 @@ def connection_now(app: Any, connection_id: int) -> CalendarConnection:
         )
         db.session.remove()
         return found
+
+
+@contextmanager
+def changed_settings(app: Flask, **changes: Any) -> Iterator[None]:
+    """The app's settings with ``changes`` (the fields' names) while the block runs."""
+    before = settings_of(app)
+    app.extensions["settings"] = before.model_copy(update=changes)
+    try:
+        yield
+    finally:
+        app.extensions["settings"] = before

@@ -16,20 +16,24 @@ from typing import Any
 
 from celery.signals import worker_init
 
+from app.config import environment_settings
+
 
 def count_in_own_folder() -> None:
-    if os.environ.get("WORKER_METRICS_PORT"):
+    # prometheus_client itself reads PROMETHEUS_MULTIPROC_DIR, in every pool process.
+    if environment_settings().worker_metrics_port:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="calendar-worker-metrics-")
 
 
 @worker_init.connect
 def serve_metrics(**_: Any) -> None:
-    port = os.environ.get("WORKER_METRICS_PORT")
-    if not port:
+    settings = environment_settings()
+    if not settings.worker_metrics_port:
         return
     from prometheus_client import start_http_server
 
     from app.metrics import scrape_registry
 
-    host = os.environ.get("WORKER_METRICS_HOST", "127.0.0.1")
-    start_http_server(int(port), addr=host, registry=scrape_registry())
+    start_http_server(
+        settings.worker_metrics_port, addr=settings.worker_metrics_host, registry=scrape_registry()
+    )

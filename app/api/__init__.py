@@ -12,13 +12,14 @@ from app.api.event_type_bookings.routes import blp as event_type_bookings_blp
 from app.api.holds.routes import blp as holds_blp
 from app.api.key_cache import KeyCache
 from app.api.smorest import Api
-from app.config import API_PREFIX
+from app.config import API_PREFIX, settings_of
 
 BLUEPRINTS = [availability_blp, bookings_blp, event_type_bookings_blp, holds_blp]
 
 
 def register_api(app: Flask) -> None:
-    public_url = app.config["PUBLIC_URL"]
+    configured = settings_of(app)
+    public_url = configured.base_url
     api = Api(
         app,
         spec_kwargs={
@@ -26,7 +27,7 @@ def register_api(app: Flask) -> None:
             "servers": [{"url": public_url.rstrip("/")}],
         },
     )
-    app.extensions["api_key_cache"] = KeyCache(float(app.config["API_KEY_CACHE_SECONDS"]))
+    app.extensions["api_key_cache"] = KeyCache(configured.api_key_cache_seconds)
     for blp in BLUEPRINTS:
         api.register_blueprint(blp, url_prefix=API_PREFIX + blp.url_prefix)
     for name, example in examples.by_schema().items():

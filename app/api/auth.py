@@ -18,6 +18,10 @@ from app.models.types import utcnow
 from app.services.accounts.api_keys import authenticate_api_key, record_key_use, require_permission
 from app.services.common.errors import AuthenticationFailed
 
+# How often an API key's lastUsedAt is written at most, in seconds: a write per request would
+# turn every read into a write.
+LAST_USED_RESOLUTION_SECONDS = 60
+
 API_KEY_HEADER = "x-calendar-api-key"
 # The agent API's reads: none writes more than one row (a key's lastUsedAt) in one statement.
 READ_METHODS = frozenset({"GET", "HEAD"})
@@ -55,7 +59,7 @@ def authorize(permission: Permission) -> None:
     api_key = result.api_key
     assert api_key is not None  # an authentication without a failure has its key
     now = utcnow()
-    if record_key_use(api_key, now, current_app.config["API_KEY_LAST_USED_RESOLUTION"]):
+    if record_key_use(api_key, now, LAST_USED_RESOLUTION_SECONDS):
         db.session.commit()
         if (cache := current_app.extensions.get("api_key_cache")) is not None:
             cache.note_use(api_key.digest, now)

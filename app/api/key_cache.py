@@ -19,62 +19,70 @@ How changes reach it:
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from datetime import datetime
 from typing import Any
 
+from cachetools import TTLCache
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.models import ApiKey, CalendarSettings, SubAccount
 
-# Beyond this many keys the memory starts afresh rather than growing without bound.
+# Beyond this many keys the least recently used are let go rather than the memory growing
+# without bound.
 MAX_KEPT_KEYS = 10_000
 
 _CACHED_MODELS = (ApiKey, SubAccount, CalendarSettings)
 _all_caches: weakref.WeakSet[KeyCache] = weakref.WeakSet()
 
 
+def _monotonic() -> float:
+    """The cache's clock, looked up at each call (tests move ``time`` in this module)."""
+    return time.monotonic()
+
+
 class KeyCache:
-    """Keys by digest, each with the monotonic time it was read from the database."""
+    """Keys by digest, each kept for ``max_age_seconds`` from when it was read from the
+    database (a ``cachetools.TTLCache``: one read at exactly that age is a miss). Request
+    threads share it, and a flush in any of them empties it: every use is under its lock."""
 
     def __init__(self, max_age_seconds: float) -> None:
         self.max_age_seconds = max_age_seconds
-        self._kept: dict[str, tuple[float, ApiKey]] = {}
+        self._kept: TTLCache[str, ApiKey] = TTLCache(
+            maxsize=MAX_KEPT_KEYS, ttl=max_age_seconds, timer=_monotonic
+        )
+        self._lock = threading.Lock()
         _all_caches.add(self)
 
     def get(self, digest: str) -> ApiKey | None:
         """The kept key for ``digest``, if read less than ``max_age_seconds`` ago."""
-        entry = self._kept.get(digest)
-        if entry is None:
-            return None
-        read_at, api_key = entry
-        if time.monotonic() - read_at >= self.max_age_seconds:
-            self._kept.pop(digest, None)
-            return None
-        return api_key
+        with self._lock:
+            return self._kept.get(digest)
 
     def keep(self, digest: str, api_key: ApiKey) -> None:
         """Keep ``api_key`` (detached: its session has let it go, or will at the request's
         end) as read just now."""
         if self.max_age_seconds <= 0:
             return
-        if len(self._kept) >= MAX_KEPT_KEYS:
-            self._kept.clear()
-        self._kept[digest] = (time.monotonic(), api_key)
+        with self._lock:
+            self._kept[digest] = api_key
 
     def note_use(self, digest: str, when: datetime) -> None:
         """The key's ``last_used_at`` was just written: the kept copy says so too, so the next
         requests do not write it again (set as loaded, not as a change, so merging stays
         SQL-free)."""
-        entry = self._kept.get(digest)
-        if entry is not None:
-            set_committed_value(entry[1], "last_used_at", when)
+        with self._lock:
+            api_key = self._kept.get(digest)
+        if api_key is not None:
+            set_committed_value(api_key, "last_used_at", when)
 
     def forget_all(self) -> None:
-        self._kept.clear()
+        with self._lock:
+            self._kept.clear()
 
 
 def forget_every_kept_key() -> None:

@@ -26,13 +26,12 @@ import time
 from flask import Flask, Response, current_app, g, request
 from flask.typing import ResponseReturnValue
 from flask_limiter import Limiter, RateLimitExceeded
-from limits import RateLimitItem, parse
+from limits import RateLimitItem
 
 from app.api.auth import authentication
 from app.api.memory_counts import NOT_OWNER_MESSAGE, owns_memory_counts
-from app.config import API_PREFIX
+from app.config import API_PREFIX, settings, settings_of
 from app.counters import RATE_LIMITED
-from app.deadlines import redis_timeout_s
 from app.errors import envelope
 
 
@@ -46,8 +45,8 @@ def current_limit() -> str:
     """The limit of the bucket ``rate_limit_identity`` chooses. Outside the agent API, which is
     exempt, no key is looked up (health checks must not touch the database for it)."""
     if not is_not_agent_api() and authentication().api_key is not None:
-        return current_app.config["RATE_LIMIT"]
-    return current_app.config["RATE_LIMIT_UNAUTHENTICATED"]
+        return settings().rate_limit
+    return settings().rate_limit_unauthenticated
 
 
 AGENT_PATHS = API_PREFIX + "/calendar/"
@@ -122,6 +121,15 @@ def _authenticate_before_counting() -> None:
         authentication()
 
 
+# What Flask-Limiter's log lines say (its logger, ``flask-limiter``, is the only sign it gives
+# of its storage failing and recovering: no callback, no public state). Read by their words, the
+# one reliance of this module on Flask-Limiter's insides; tests/unit/test_library_internals.py
+# fails when the pinned Flask-Limiter changes the code that logs them or stops logging them.
+OUTAGE_STARTS = "Rate limit storage unreachable"  # "… - falling back to in-memory storage"
+OUTAGE_ENDS = "Rate limit storage recovered"
+ERROR_SWALLOWED = "Swallowing error"  # "Failed to rate limit. Swallowing error", and others
+
+
 class OncePerOutage(logging.Filter):
     """Flask-Limiter logs every storage error it swallows, with a traceback, on every request
     of an outage. Its two outage lines ("… unreachable …" when it falls back to memory, "…
@@ -135,11 +143,11 @@ class OncePerOutage(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if "Rate limit storage recovered" in message:
+        if OUTAGE_ENDS in message:
             self.in_outage = False
-        elif "Rate limit storage unreachable" in message:
+        elif OUTAGE_STARTS in message:
             self.in_outage = True
-        elif "Swallowing error" in message:
+        elif ERROR_SWALLOWED in message:
             if self.in_outage:
                 return False
             self.in_outage = True
@@ -151,7 +159,9 @@ _once_per_outage = OncePerOutage()
 
 
 def register_rate_limits(app: Flask) -> Limiter:
-    redis_url = app.config.get("REDIS_URL")
+    configured = settings_of(app)
+    redis_url = configured.redis_url
+    app.config.setdefault("RATELIMIT_KEY_PREFIX", configured.ratelimit_key_prefix)
     app.config.setdefault("RATELIMIT_STORAGE_URI", redis_url or "memory://")
     app.config.setdefault("RATELIMIT_STRATEGY", "moving-window")
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", True)
@@ -170,7 +180,7 @@ def register_rate_limits(app: Flask) -> Limiter:
         # Fail fast when Redis is unreachable or frozen, so the fallback costs at most
         # ``REDIS_TIMEOUT_S``, not seconds (``app.deadlines``). One attempt: redis-py's clients
         # made from a URL do not retry.
-        timeout = redis_timeout_s(app.config)
+        timeout = configured.redis_timeout_s
         app.config.setdefault(
             "RATELIMIT_STORAGE_OPTIONS",
             {"socket_timeout": timeout, "socket_connect_timeout": timeout},
@@ -185,6 +195,4 @@ def register_rate_limits(app: Flask) -> Limiter:
     )
     limiter.init_app(app)
     app.register_error_handler(RateLimitExceeded, handle_rate_limit_exceeded)
-    for name in ("RATE_LIMIT", "RATE_LIMIT_UNAUTHENTICATED"):
-        parse(app.config[name])  # a bad value fails at start-up, not on the first request
     return limiter

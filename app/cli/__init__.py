@@ -8,20 +8,20 @@ import sys
 from typing import IO
 
 import click
-from flask import Flask, current_app
+from flask import Flask
 from flask.cli import AppGroup
 
 from app.cli.messages import outbox_command, service_failure, webhooks_group
+from app.cli.schemas import CONNECTION
+from app.config import settings
 from app.extensions import db
 from app.models.types import utcnow
 from app.services.accounts.demo import ensure_demo
 from app.services.accounts.provisioning import ProvisioningInvalid, provision
-from app.services.common.encryption import secret_keys
 from app.services.common.errors import ServiceError
 from app.services.common.reencryption import reencrypt_stored_secrets
 from app.services.integrations.calendars.connections import (
     add_connection,
-    describe,
     get_connection,
     list_connections,
     remove_connection,
@@ -62,7 +62,7 @@ def demo_command() -> None:
     """Provision the demo workspace (once); print a fresh dashboard password and API key."""
     access = ensure_demo()
     db.session.commit()
-    base = current_app.config["PUBLIC_URL"]
+    base = settings().base_url
     event_type_id = next(iter(access.event_type_ids.values()))
     click.echo(
         "\n".join(
@@ -93,7 +93,7 @@ connections_group = AppGroup(
 def connections_list(sub_account_id: int | None) -> None:
     """One JSON line per connection, with its sync health (never its password)."""
     for connection in list_connections(sub_account_id):
-        click.echo(json.dumps(describe(connection)))
+        click.echo(json.dumps(CONNECTION.dump(connection)))
 
 
 @connections_group.command("add")
@@ -132,7 +132,7 @@ def connections_add(sub_account_id: int, **fields: str | bool | None) -> None:
     except ServiceError as err:
         db.session.rollback()
         raise service_failure(err) from None
-    click.echo(json.dumps(describe(connection)))
+    click.echo(json.dumps(CONNECTION.dump(connection)))
 
 
 @connections_group.command("test")
@@ -193,7 +193,7 @@ def secrets_reencrypt() -> None:
     """Re-encrypt every stored calendar password and webhook secret with the current
     SECRET_KEY, reading them with it or any key in SECRET_KEY_FALLBACKS. Prints the counts;
     exits 1 if a secret none of the keys can read was left as it was."""
-    outcome = reencrypt_stored_secrets(secret_keys(current_app.config))
+    outcome = reencrypt_stored_secrets(settings().secret_keys)
     db.session.commit()
     click.echo(json.dumps(outcome.as_dict()))
     if any(outcome.unreadable.values()):

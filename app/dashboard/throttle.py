@@ -34,12 +34,9 @@ from flask import current_app
 from limits import RateLimitItem, parse
 from limits.strategies import RateLimiter
 
-log = logging.getLogger(__name__)
+from app.config import settings
 
-PER_ADDRESS = "20/10 minutes"
-PER_ADDRESS_ACCOUNT = "5/10 minutes"
-PER_ACCOUNT = "100/hour"
-RESET_PER_ACCOUNT = "10/hour"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,12 +44,11 @@ class _Counted:
     """What is counted: its keys' namespace, and the settings naming its three windows."""
 
     namespace: str
-    settings: str  # the settings' prefix: SIGN_IN_LIMIT, FORGOT_PASSWORD_LIMIT
-    per_account: str  # the per-account window's default
+    settings: str  # the settings' prefix: sign_in_limit, forgot_password_limit (app.config)
 
 
-SIGN_IN = _Counted("sign-in", "SIGN_IN_LIMIT", PER_ACCOUNT)
-RESET_REQUESTS = _Counted("forgot-password", "FORGOT_PASSWORD_LIMIT", RESET_PER_ACCOUNT)
+SIGN_IN = _Counted("sign-in", "sign_in_limit")
+RESET_REQUESTS = _Counted("forgot-password", "forgot_password_limit")
 
 
 @dataclass(frozen=True)
@@ -68,14 +64,14 @@ class _Limits:
 
 def _limits(counted: _Counted) -> _Limits:
     (limiter,) = current_app.extensions["limiter"]
-    config = current_app.config
+    configured = settings()
     prefix = counted.settings
     return _Limits(
         limiter.limiter,
-        parse(config.get(f"{prefix}_PER_ADDRESS", PER_ADDRESS)),
-        parse(config.get(f"{prefix}_PER_ADDRESS_ACCOUNT", PER_ADDRESS_ACCOUNT)),
-        parse(config.get(f"{prefix}_PER_ACCOUNT", counted.per_account)),
-        f"{config.get('RATELIMIT_KEY_PREFIX', '')}{counted.namespace}",
+        parse(getattr(configured, f"{prefix}_per_address")),
+        parse(getattr(configured, f"{prefix}_per_address_account")),
+        parse(getattr(configured, f"{prefix}_per_account")),
+        f"{configured.ratelimit_key_prefix}{counted.namespace}",
     )
 
 

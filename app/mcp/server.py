@@ -1,7 +1,11 @@
 """The MCP server: eight tools, one per API operation (the six booking operations, and holding
 a slot and releasing the hold), each a call of ``app.client`` with the caller's own API key.
 Descriptions are written for a language model; API errors come back as tool errors saying what
-to do next: a time that cannot be had lists the open slots the API suggests instead."""
+to do next: a time that cannot be had lists the open slots the API suggests instead.
+
+A client of the API like any other, it imports nothing of the app but ``app.client`` and the
+API's published terms (``app.api_terms``): no Flask, no SQLAlchemy, no services (an import
+contract and ``tests/unit/test_imports.py`` hold it so)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from app.api_terms import (
+    DEFAULT_TTL_SECONDS,
+    LIST_LIMIT_DEFAULT,
+    MAX_TTL_SECONDS,
+    PERMISSION_LABELS,
+)
 from app.client import (
     AuthenticationFailed,
     CalendarApiError,
@@ -32,9 +42,6 @@ from app.client import (
 )
 from app.client.client import API_KEY_HEADER
 from app.client.models import api_name
-from app.models.limits import LIST_LIMIT_DEFAULT
-from app.services.accounts.api_keys import PERMISSION_LABELS
-from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 
 INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).
@@ -239,10 +246,43 @@ def tool_error(error: Exception, tool: str) -> ToolError:
     )
 
 
+# How a tool reaches the API: ``call(ctx, tool, operation)`` runs ``operation`` (one call of the
+# client) for the caller of ``ctx`` and answers its result in the API's JSON shape; ``tool``
+# names the tool in the error a refusal becomes.
+Call = Callable[[Context, str, Callable[[CalendarClient], Any]], Any]
+
+# Each tool says what a call does to the calendar, so a client can ask before calling.
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# A change or a release: the same call again changes nothing more.
+CHANGES_OR_ENDS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+# A booking or a hold: each call makes another (an idempotencyKey makes a create safe).
+MAKES_SOMETHING_NEW = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+
+
 def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> MCPServer:
     """The server for the API at ``base_url`` (ending in ``/v1/api``). ``api_key_of`` finds
-    the caller's key for a call; it is used for that call only, never kept."""
+    the caller's key for a call; it is used for that call only, never kept.
+
+    The tools are added by group, in the order the tool list shows them: those that only read
+    the calendar, those that book, and the slot holds."""
     server = MCPServer("calendar-booking", instructions=INSTRUCTIONS)
+    call = api_caller(base_url, api_key_of)
+    add_reading_tools(server, call)
+    add_booking_tools(server, call)
+    add_hold_tools(server, call)
+    return server
+
+
+def api_caller(base_url: str, api_key_of: Callable[[Context], str | None]) -> Call:
+    """The one way every tool reaches the API, so that a tool is only its description, its
+    arguments and the client operation it calls. Each call gets a ``CalendarClient`` with the
+    caller's own key, made for that call and dropped after it (one server serves many keys and
+    keeps none), over the connection pool the server keeps for its life; a refusal, or an API
+    that cannot be reached, becomes a tool error saying what to do next (``tool_error``)."""
     http = httpx.Client(timeout=15.0)
     # Availability answers kept with their ETags across calls (each key's apart): a repeated
     # check_availability is asked with If-None-Match, and a 304 costs the API no body.
@@ -261,19 +301,17 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         except (CalendarApiError, CalendarUnreachable) as error:
             raise tool_error(error, tool) from None
 
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    # Each tool says what a call does to the calendar, so a client can ask before calling.
-    # A change or a release: the same call again changes nothing more.
-    changes_or_ends = ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-    )
-    # A booking or a hold: each call makes another (an idempotencyKey makes a create safe).
-    makes_something_new = ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-    )
+    return call
+
+
+def add_reading_tools(server: MCPServer, call: Call) -> None:
+    """The tools that only read the calendar: the open slots, and the bookings made. They are
+    annotated read-only, so a client may call them without asking the person first; and they
+    come first, as the flow does (find a slot before booking it, find a booking before changing
+    it)."""
 
     @server.tool(
-        annotations=read_only,
+        annotations=READ_ONLY,
         description="Open slots, day by day, between startDate and endDate. Call this before "
         "create_booking or a move with update_booking, and book exactly one of the returned "
         "slots (start and end). Pass eventTypeId so the slots have that appointment's length "
@@ -311,7 +349,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=read_only,
+        annotations=READ_ONLY,
         description="Bookings of this calendar, optionally filtered by time window, status, "
         f"event type or attendee email, a page at a time (limit, default {LIST_LIMIT_DEFAULT}; "
         "offset). Returns {bookings, total, limit, offset}. Needs canGetBookings.",
@@ -347,15 +385,22 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=read_only,
+        annotations=READ_ONLY,
         description="One booking by id, with its status, times, attendees and metadata. "
         "Needs canGetBookings.",
     )
     def get_booking(ctx: Context, id: BookingId) -> dict[str, Any]:
         return call(ctx, "get_booking", lambda client: client.get_booking(id))
 
+
+def add_booking_tools(server: MCPServer, call: Call) -> None:
+    """The tools that change bookings: book, move or edit, cancel. They share the booking's
+    arguments (``booking_fields``) and the way a refused time comes back (the nearest open
+    slots to offer, ``time_refusal``), and each is annotated with what it does, so a client can
+    ask the person before calling it."""
+
     @server.tool(
-        annotations=makes_something_new,
+        annotations=MAKES_SOMETHING_NEW,
         description="Book an appointment: startTime and endTime should be one slot that "
         "check_availability returned for the same eventTypeId; at least one attendee with an "
         "email. Returns the booking (status pending, its id and uid). Safe to retry: pass the "
@@ -402,7 +447,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=changes_or_ends,
+        annotations=CHANGES_OR_ENDS,
         description="Change a booking: move it (startTime and endTime, one slot from "
         "check_availability), or change its title, description, timezone, attendees or "
         "metadata. Only the fields given change. eventTypeId is the event type the booking was "
@@ -438,7 +483,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=changes_or_ends,
+        annotations=CHANGES_OR_ENDS,
         description="Cancel a booking, with an optional reason that is kept and returned. "
         "Returns {id, status: cancelled, cancelledAt, cancellationReason}. Cancelling an "
         "already cancelled booking is an error saying so. Needs canCancel.",
@@ -450,8 +495,15 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
     ) -> dict[str, Any]:
         return call(ctx, "cancel_booking", lambda client: client.cancel_booking(id, reason=reason))
 
+
+def add_hold_tools(server: MCPServer, call: Call) -> None:
+    """The slot holds: keep a time from others while the person is asked for their details,
+    and give it back if they decide against it. Together, because each tool's description is
+    half of one flow with create_booking (the holdToken), and a hold is no booking: the
+    refusals name the hold's own limits (ttlSeconds, a hold that is gone)."""
+
     @server.tool(
-        annotations=makes_something_new,
+        annotations=MAKES_SOMETHING_NEW,
         description="Hold a slot for a few minutes, so that nobody else can take it while you "
         "ask the person for their name and email. startTime and endTime should be one slot "
         "that check_availability returned for the same eventTypeId. Returns {id, eventTypeId, "
@@ -497,7 +549,7 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         )
 
     @server.tool(
-        annotations=changes_or_ends,
+        annotations=CHANGES_OR_ENDS,
         description="Release a hold made with hold_slot when its slot is no longer wanted: the "
         "time is open to others at once. id and eventTypeId are the ones hold_slot returned. "
         "Returns {id, status: released, releasedAt}. A hold that has expired, been used by "
@@ -510,5 +562,3 @@ def build_server(base_url: str, api_key_of: Callable[[Context], str | None]) -> 
         id: Annotated[int, Field(description="The hold's id, as hold_slot returned it.", ge=1)],
     ) -> dict[str, Any]:
         return call(ctx, "release_hold", lambda client: client.release_hold(eventTypeId, id))
-
-    return server

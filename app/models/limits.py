@@ -11,6 +11,10 @@ literals: they are the history of the schema, not its current rules.
 
 from __future__ import annotations
 
+# How many bookings a list answers is a term of the API, not a column: named in app.api_terms.
+from app.api_terms import LIST_LIMIT_DEFAULT as LIST_LIMIT_DEFAULT
+from app.api_terms import LIST_LIMIT_MAX as LIST_LIMIT_MAX
+
 # Names and titles: agencies, sub accounts, users' and attendees' names, event types,
 # availability profiles, API keys, webhooks, calendar connections, a booking's title. Also the
 # client-chosen tokens stored as text: idempotency keys and the hold tokens shown to clients.
@@ -39,10 +43,6 @@ ETAG_MAX = 255
 # that hashing it costs nothing unusual.
 PASSWORD_MIN = 8
 PASSWORD_MAX = 1024
-
-# How many bookings a list answers: by default, and at most (the API's ``limit``).
-LIST_LIMIT_DEFAULT = 50
-LIST_LIMIT_MAX = 100
 
 # Lengths in minutes: an event type's duration and slot step, a calendar's default duration
 # (the models' check constraints), and an availability query's slot length.

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Flask, Response, abort, request
-from limits import parse
 
+from app.config import settings_of
 from app.extensions import db
 from app.models.types import utcnow
 from app.services.integrations.calendars.push import (
@@ -30,7 +30,6 @@ from app.services.integrations.calendars.push import (
 
 # Graph batches notifications; a few hundred of them fit easily.
 PUSH_MAX_BODY_BYTES = 256 * 1024
-DEFAULT_RATE_LIMIT = "6000/minute"
 # Graph's validation tokens are short opaque strings; anything longer is not one.
 VALIDATION_TOKEN_MAX = 1024
 # The Graph notification's ``value`` entries handled from one request.
@@ -104,7 +103,6 @@ def _graph(handle: Any) -> Response:
 
 def register_push(app: Flask, limiter: Any) -> None:
     """The notification endpoints, limited per client address."""
-    limit = app.config.get("PUSH_RATE_LIMIT") or DEFAULT_RATE_LIMIT
-    parse(limit)  # a bad value fails at start-up, not on the first notification
+    limit = settings_of(app).push_rate_limit
     limiter.limit(lambda: limit, key_func=lambda: f"push:{request.remote_addr}")(push)
     app.register_blueprint(push)

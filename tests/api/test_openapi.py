@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.api.error_codes import ERROR_CODES, codes_table
+from app.config import settings_of
 from app.scheduling.timezones import InvalidInstant, read_instant
 from app.services.common.errors import ErrorCode
 
@@ -241,14 +242,14 @@ def test_an_instant_longer_than_documented_is_refused(spec):
 
 def test_the_overview_says_what_the_api_is_its_errors_and_where_the_agents_guide_is(spec, app):
     description = spec["info"]["description"]
-    public_url = app.config["PUBLIC_URL"].rstrip("/")
+    public_url = settings_of(app).base_url.rstrip("/")
     assert "x-calendar-api-key" in description
     assert f"({public_url}/llms.txt)" in description
     assert codes_table() in description
 
 
 def test_the_server_is_the_public_url(spec, app):
-    assert spec["servers"] == [{"url": app.config["PUBLIC_URL"].rstrip("/")}]
+    assert spec["servers"] == [{"url": settings_of(app).base_url.rstrip("/")}]
 
 
 def test_every_code_the_api_answers_with_has_its_status_and_cause():

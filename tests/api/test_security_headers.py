@@ -11,6 +11,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
+from app.config import settings_of
 from app.security_headers import HSTS, source_hash
 from tests.browser_pages import launched_browser
 from tests.dashboard_users import create_key, plain_key_of, sign_in_browser
@@ -166,7 +167,7 @@ def test_behind_a_trusted_proxy_entries_a_client_forged_before_its_own_are_ignor
 def test_the_trusted_proxy_count_comes_from_the_environment(make_app, monkeypatch):
     monkeypatch.setenv("TRUSTED_PROXY_COUNT", "1")
     app = make_app()
-    assert app.config["TRUSTED_PROXY_COUNT"] == 1
+    assert settings_of(app).trusted_proxy_count == 1
     response = app.test_client().get("/login", headers={"X-Forwarded-Proto": "https"})
     assert response.headers["Strict-Transport-Security"] == HSTS
 

@@ -11,9 +11,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from app.config import settings_of
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, OAuthConsent
-from app.services.common.encryption import decrypt_secret, secret_keys
+from app.services.common.encryption import decrypt_secret
 from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import TenantFactory, external_busy_rows, run_queued_sync
 from tests.feed_servers import feed_server
@@ -183,7 +184,7 @@ def test_the_pkce_verifier_never_reaches_the_persons_cookie(signed_in, google, a
     client, tenant = signed_in
     start_consent(client, tenant, "google")
     stored = db.session.scalars(db.select(OAuthConsent)).one()
-    verifier = decrypt_secret(stored.encrypted_verifier, secret_keys(app.config))
+    verifier = decrypt_secret(stored.encrypted_verifier, settings_of(app).secret_keys)
     cookie = session_cookie(client)
     readable = app.session_interface.get_signing_serializer(app).loads(cookie)
     assert verifier not in cookie and verifier not in repr(readable)

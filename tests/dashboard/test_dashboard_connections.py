@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from app.config import load_config
+from app.config import load_settings
 from app.extensions import db
 from app.models import BlockedTime, CalendarConnection
 from app.services.common.encryption import decrypt_secret
@@ -253,12 +253,10 @@ def test_a_name_that_turns_into_a_disguised_address_is_refused_before_connecting
 
 
 def test_caldav_allow_private_is_read_from_the_environment(monkeypatch, tmp_path):
-    config = {"APP_ENV": "development", "SECRET_KEY": "x", "SQLALCHEMY_DATABASE_URI": "sqlite://"}
-    load_config(config, str(tmp_path))
-    assert not config.get("CALDAV_ALLOW_PRIVATE")
+    monkeypatch.delenv("CALDAV_ALLOW_PRIVATE", raising=False)
+    assert load_settings(tmp_path).caldav_allow_private is False
     monkeypatch.setenv("CALDAV_ALLOW_PRIVATE", "1")
-    load_config(config, str(tmp_path))
-    assert config["CALDAV_ALLOW_PRIVATE"] is True
+    assert load_settings(tmp_path).caldav_allow_private is True
 
 
 @pytest.mark.parametrize(

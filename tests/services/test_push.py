@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import select, update
 from werkzeug.serving import make_server
 
+from app.config import Settings, settings_of
 from app.counters import PUSH_NOTIFICATIONS
 from app.extensions import db
 from app.models import CalendarConnection, PushChannel
@@ -25,7 +26,7 @@ from app.services.integrations.calendars.connections import remove_connection
 from app.services.integrations.calendars.consent import choose_calendars
 from app.services.integrations.calendars.push import keep_channels, push_enabled
 from app.services.integrations.registry import app_registry
-from tests.factories import TenantFactory
+from tests.factories import TenantFactory, changed_settings
 from tests.oauth_fakes import ACCOUNT_EMAIL
 from tests.servers import free_port
 
@@ -154,7 +155,7 @@ def refused_count(provider):
 
 def test_a_google_calendar_gets_a_watch_channel_addressed_under_public_url(google_push):
     (channel,) = google_push.fake.channels()
-    assert channel.address == google_push.app.config["PUBLIC_URL"] + "/push/google"
+    assert channel.address == settings_of(google_push.app).base_url + "/push/google"
     (row,) = google_push.channels()
     assert (row.channel_id, row.resource_id) == (channel.id, channel.resource_id)
     assert channel.token and row.secret_digest != channel.token  # only its digest is kept
@@ -189,7 +190,7 @@ def google_message(app, channel, **headers):
         "X-Goog-Message-Number": "7",
         **headers,
     }
-    return httpx.post(app.config["PUBLIC_URL"] + "/push/google", headers=sent, timeout=10)
+    return httpx.post(settings_of(app).base_url + "/push/google", headers=sent, timeout=10)
 
 
 @pytest.mark.parametrize(
@@ -228,7 +229,7 @@ def test_a_message_for_a_switched_off_connection_asks_for_nothing(google_push):
 
 
 def test_a_google_message_without_its_headers_is_a_400(google_push):
-    answer = httpx.post(google_push.app.config["PUBLIC_URL"] + "/push/google", timeout=10)
+    answer = httpx.post(settings_of(google_push.app).base_url + "/push/google", timeout=10)
     assert answer.status_code == 400
 
 
@@ -272,8 +273,8 @@ def test_a_calendar_no_longer_chosen_has_its_channel_stopped(google_push):
 
 
 def test_with_push_switched_off_channels_are_stopped_and_none_made(google_push):
-    google_push.app.config["CALENDAR_PUSH"] = "off"
-    kept = google_push.keep()
+    with changed_settings(google_push.app, calendar_push="off"):
+        kept = google_push.keep()
     assert (kept.stopped, kept.made) == (1, 0)
     assert google_push.channels() == []
     assert all(c.stopped for c in google_push.fake.channels(include_ended=True))
@@ -286,7 +287,7 @@ def test_a_microsoft_calendar_gets_a_subscription_after_the_validation_handshake
     microsoft_push,
 ):
     (subscription,) = microsoft_push.fake.subscriptions()
-    base = microsoft_push.app.config["PUBLIC_URL"]
+    base = settings_of(microsoft_push.app).base_url
     assert subscription.notification_url == base + "/push/microsoft"
     assert subscription.lifecycle_url == base + "/push/microsoft/lifecycle"
     assert subscription.change_types == ("created", "updated", "deleted")
@@ -297,7 +298,7 @@ def test_a_microsoft_calendar_gets_a_subscription_after_the_validation_handshake
 
 
 def test_the_validation_token_is_echoed_as_plain_text(microsoft_push):
-    url = microsoft_push.app.config["PUBLIC_URL"] + "/push/microsoft"
+    url = settings_of(microsoft_push.app).base_url + "/push/microsoft"
     answer = httpx.post(url, params={"validationToken": "Validation: <b>token</b>"}, timeout=10)
     assert answer.status_code == 200
     assert answer.text == "Validation: <b>token</b>"
@@ -319,7 +320,7 @@ def test_a_microsoft_notification_with_a_wrong_client_state_asks_for_nothing(mic
     before = refused_count("microsoft")
     body = {"value": [{"subscriptionId": row.channel_id, "clientState": "guess"}]}
     answer = httpx.post(
-        microsoft_push.app.config["PUBLIC_URL"] + "/push/microsoft", json=body, timeout=10
+        settings_of(microsoft_push.app).base_url + "/push/microsoft", json=body, timeout=10
     )
     assert answer.status_code == 202
     assert microsoft_push.mark() is None
@@ -329,7 +330,7 @@ def test_a_microsoft_notification_with_a_wrong_client_state_asks_for_nothing(mic
 @pytest.mark.parametrize("body", [b"not json", b'{"value": 3}', b"[]"])
 def test_a_malformed_microsoft_notification_is_a_400(microsoft_push, body):
     answer = httpx.post(
-        microsoft_push.app.config["PUBLIC_URL"] + "/push/microsoft",
+        settings_of(microsoft_push.app).base_url + "/push/microsoft",
         content=body,
         headers={"Content-Type": "application/json"},
         timeout=10,
@@ -340,7 +341,7 @@ def test_a_malformed_microsoft_notification_is_a_400(microsoft_push, body):
 def test_an_oversized_notification_is_a_413(microsoft_push):
     body = b'{"value": [' + b'{"subscriptionId": "x"},' * 20000 + b"{}]}"
     answer = httpx.post(
-        microsoft_push.app.config["PUBLIC_URL"] + "/push/microsoft",
+        settings_of(microsoft_push.app).base_url + "/push/microsoft",
         content=body,
         headers={"Content-Type": "application/json"},
         timeout=10,
@@ -404,4 +405,4 @@ def test_removing_a_connection_deletes_its_subscription(microsoft_push):
     ],
 )
 def test_push_is_on_with_an_https_public_url_or_when_forced(setting, public_url, on):
-    assert push_enabled({"CALENDAR_PUSH": setting, "PUBLIC_URL": public_url}) is on
+    assert push_enabled(Settings(calendar_push=setting, public_url=public_url)) is on

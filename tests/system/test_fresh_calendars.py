@@ -34,6 +34,7 @@ from tests.celery_workers import celery_beat, celery_worker, wait_for
 from tests.factories import (
     ALWAYS_OPEN,
     TenantFactory,
+    changed_settings,
     connection_now,
     next_monday,
     ny,
@@ -235,11 +236,8 @@ def test_a_caldav_change_is_read_within_the_poll_interval(deployment):
 
 def test_a_connection_asked_for_while_no_worker_ran_is_read_when_one_starts(deployment, tmp_path):
     # The hand-over never reaches a broker (as in a broker outage): the mark alone waits.
-    deployment.app.config["OUTBOX_DISPATCH"] = False
-    try:
+    with changed_settings(deployment.app, outbox_dispatch=False):
         tenant = deployment.tenant(provider_connection(deployment.google, "Google"))
-    finally:
-        deployment.app.config["OUTBOX_DISPATCH"] = True
     connection_id = tenant.connections["Google"]
     assert deployment.connection(connection_id).sync_requested_at is not None
     with celery_worker(deployment.database_url, tmp_path / "late-worker.log", **deployment.env):

@@ -37,6 +37,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from app import create_app
+from app.config import Settings
 from app.database import RequestWaitSpent, bound_postgres_waits, engine_options
 from app.deadlines import RequestWaitBudget, seconds_left, wait_budget
 from app.extensions import db
@@ -374,10 +375,9 @@ def own_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnPostgr
 
 def postgres_engine(url: str, **settings: str) -> Engine:
     """An engine as the app makes it (``app.database``), with ``settings`` over the defaults."""
-    url = url.replace("postgresql://", "postgresql+psycopg://", 1)
-    config = {"SQLALCHEMY_DATABASE_URI": url, **settings}
-    engine = create_engine(url, **engine_options(config))
-    bound_postgres_waits(engine, config)
+    configured = Settings(database_url=url, **{name.lower(): v for name, v in settings.items()})
+    engine = create_engine(configured.database_url, **engine_options(configured))
+    bound_postgres_waits(engine, configured)
     return engine
 
 

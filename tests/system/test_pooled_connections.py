@@ -17,6 +17,7 @@ from flask import Flask
 from sqlalchemy import create_engine, event, text
 
 from app import create_app
+from app.config import Settings
 from app.database import bound_postgres_waits, engine_options, server_hung_up
 from app.extensions import db
 from tests.conftest import IsolatedClient
@@ -28,11 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def postgres_engine(url: str) -> Any:
-    config = {"SQLALCHEMY_DATABASE_URI": url}
-    engine = create_engine(
-        url.replace("postgresql://", "postgresql+psycopg://", 1), **engine_options(config)
-    )
-    bound_postgres_waits(engine, config)
+    settings = Settings(database_url=url)
+    engine = create_engine(settings.database_url, **engine_options(settings))
+    bound_postgres_waits(engine, settings)
     return engine
 
 

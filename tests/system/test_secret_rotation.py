@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from app.config import settings_of
 from app.extensions import db
 from app.models import CalendarConnection, WebhookSubscription
-from app.services.common.encryption import decrypt_secret, encrypt_secret, secret_keys
+from app.services.common.encryption import decrypt_secret, encrypt_secret
 from app.services.integrations.calendars.access import connection_access
 from tests.dashboard_users import owner_email, sign_in
 from tests.factories import TenantFactory
@@ -52,7 +53,7 @@ def stored_secrets(app, connection_id: int, webhook_id: int) -> tuple[str | None
         connection = db.session.get(CalendarConnection, connection_id)
         access, problem = connection_access(connection, timeout=5)
         webhook = db.session.get(WebhookSubscription, webhook_id)
-        secret = decrypt_secret(webhook.encrypted_secret, secret_keys(app.config))
+        secret = decrypt_secret(webhook.encrypted_secret, settings_of(app).secret_keys)
         return (None if problem else access.password), secret
 
 

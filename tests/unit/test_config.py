@@ -1,10 +1,10 @@
-"""Configuration from the environment, with an embedded default."""
+"""Settings from the environment (``app.config.Settings``), with an embedded default."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.config import Config, database_url_from_env, load_config
+from app.config import SettingsError, database_url_from_env, load_settings
 from app.services.integrations.calendars.oauth import oauth_provider
 
 ENV_VARS = (
@@ -35,48 +35,34 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
-def defaults():
-    return {k: getattr(Config, k) for k in dir(Config) if k.isupper()}
-
-
 def test_no_environment_means_sqlite_under_instance(clean_env, tmp_path):
-    config = defaults()
-    load_config(config, str(tmp_path / "instance"))
-    assert (
-        config["SQLALCHEMY_DATABASE_URI"]
-        == f"sqlite:///{tmp_path / 'instance' / 'calendar.sqlite3'}"
-    )
+    settings = load_settings(tmp_path / "instance")
+    assert settings.database_url == f"sqlite:///{tmp_path / 'instance' / 'calendar.sqlite3'}"
 
 
 def test_secret_key_is_generated_once_into_instance(clean_env, tmp_path):
-    first, second = defaults(), defaults()
-    load_config(first, str(tmp_path))
-    load_config(second, str(tmp_path))
-    assert len(first["SECRET_KEY"]) >= 32
-    assert first["SECRET_KEY"] == second["SECRET_KEY"]
+    first, second = load_settings(tmp_path), load_settings(tmp_path)
+    assert first.secret_key is not None and len(first.secret_key) >= 32
+    assert first.secret_key == second.secret_key
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
 
 
 def test_production_requires_secret_key(clean_env, tmp_path):
     clean_env.setenv("APP_ENV", "production")
-    with pytest.raises(RuntimeError, match="SECRET_KEY"):
-        load_config(defaults(), str(tmp_path))
+    with pytest.raises(SettingsError, match="SECRET_KEY"):
+        load_settings(tmp_path)
     assert not (tmp_path / "secret_key").exists()
 
 
 def test_environment_secret_key_wins(clean_env, tmp_path):
     clean_env.setenv("SECRET_KEY", "from-env")
-    config = defaults()
-    load_config(config, str(tmp_path))
-    assert config["SECRET_KEY"] == "from-env"
+    assert load_settings(tmp_path).secret_key == "from-env"
 
 
 def test_earlier_secret_keys_come_comma_separated_from_the_environment(clean_env, tmp_path):
     clean_env.setenv("SECRET_KEY", "new-key")
     clean_env.setenv("SECRET_KEY_FALLBACKS", "older-key, oldest-key,")
-    config = defaults()
-    load_config(config, str(tmp_path))
-    assert config["SECRET_KEY_FALLBACKS"] == ["older-key", "oldest-key"]
+    assert load_settings(tmp_path).secret_key_fallbacks == ["older-key", "oldest-key"]
 
 
 @pytest.mark.parametrize(
@@ -94,16 +80,15 @@ def test_database_url_uses_psycopg3(given, expected):
 
 def test_database_url_from_environment(clean_env, tmp_path):
     clean_env.setenv("DATABASE_URL", "postgres://app@db.internal/calendar")
-    config = defaults()
-    load_config(config, str(tmp_path))
-    assert config["SQLALCHEMY_DATABASE_URI"] == "postgresql+psycopg://app@db.internal/calendar"
+    settings = load_settings(tmp_path)
+    assert settings.database_url == "postgresql+psycopg://app@db.internal/calendar"
 
 
 def test_production_requires_redis(clean_env, tmp_path):
     clean_env.setenv("APP_ENV", "production")
     clean_env.setenv("SECRET_KEY", "from-env")
-    with pytest.raises(RuntimeError, match="REDIS_URL"):
-        load_config(defaults(), str(tmp_path))
+    with pytest.raises(SettingsError, match="REDIS_URL"):
+        load_settings(tmp_path)
 
 
 def test_production_starts_with_redis(clean_env, tmp_path):
@@ -111,9 +96,7 @@ def test_production_starts_with_redis(clean_env, tmp_path):
     clean_env.setenv("SECRET_KEY", "from-env")
     clean_env.setenv("REDIS_URL", "redis://cache.internal:6379/0")
     clean_env.setenv("PUBLIC_URL", "https://calendar.example.test")
-    config = defaults()
-    load_config(config, str(tmp_path))
-    assert config["REDIS_URL"] == "redis://cache.internal:6379/0"
+    assert load_settings(tmp_path).redis_url == "redis://cache.internal:6379/0"
 
 
 def test_calendar_providers_come_from_the_environment_and_default_to_the_real_endpoints(
@@ -122,13 +105,12 @@ def test_calendar_providers_come_from_the_environment_and_default_to_the_real_en
     clean_env.setenv("GOOGLE_CLIENT_ID", "id.apps.example")
     clean_env.setenv("GOOGLE_CLIENT_SECRET", "shh")
     clean_env.setenv("MICROSOFT_TENANT", "contoso.example")
-    config = defaults()
-    load_config(config, str(tmp_path))
-    google = oauth_provider("google", config)
+    settings = load_settings(tmp_path)
+    google = oauth_provider("google", settings)
     assert (google.client_id, google.configured) == ("id.apps.example", True)
     assert google.token_url == "https://oauth2.googleapis.com/token"
     assert google.api_url == "https://www.googleapis.com/calendar/v3"
-    microsoft = oauth_provider("microsoft", config)
+    microsoft = oauth_provider("microsoft", settings)
     assert microsoft.authorize_url == (
         "https://login.microsoftonline.com/contoso.example/oauth2/v2.0/authorize"
     )
@@ -138,11 +120,10 @@ def test_calendar_providers_come_from_the_environment_and_default_to_the_real_en
 def test_the_fresh_calendar_settings_default_to_a_minutes_poll_and_a_best_effort_check(
     clean_env, tmp_path
 ):
-    config = defaults()
-    load_config(config, str(tmp_path))
-    assert (config["SYNC_INTERVAL_SECONDS"], config["PUSH_RESYNC_SECONDS"]) == (60, 1800)
-    assert (config["CALENDAR_PUSH"], config["CALENDAR_LIVE_CHECK"]) == ("auto", "best_effort")
-    assert config["CALENDAR_LIVE_CHECK_TIMEOUT_S"] == 1.5
+    settings = load_settings(tmp_path)
+    assert (settings.sync_interval_seconds, settings.push_resync_seconds) == (60, 1800)
+    assert (settings.calendar_push, settings.calendar_live_check) == ("auto", "best_effort")
+    assert settings.calendar_live_check_timeout_s == 1.5
 
 
 @pytest.mark.parametrize(
@@ -152,12 +133,54 @@ def test_a_mistyped_fresh_calendar_setting_fails_at_start_up(clean_env, tmp_path
     from app import create_app
 
     clean_env.setenv(name, value)
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(SettingsError, match=name):
         create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'x.sqlite3'}"})
 
 
 def test_the_push_endpoints_limit_is_read_from_the_environment(clean_env, tmp_path):
     clean_env.setenv("PUSH_RATE_LIMIT", "100/second")
-    config = defaults()
-    load_config(config, str(tmp_path))
-    assert config["PUSH_RATE_LIMIT"] == "100/second"
+    assert load_settings(tmp_path).push_rate_limit == "100/second"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("DB_POOL_SIZE", "ten", "DB_POOL_SIZE: Input should be a valid integer"),
+        ("SIGN_IN_LIMIT_PER_ACCOUNT", "lots", "SIGN_IN_LIMIT_PER_ACCOUNT: 'lots' is not a rate"),
+        ("OUTBOX_DISPATCH", "perhaps", "OUTBOX_DISPATCH: Input should be a valid boolean"),
+        ("TRUSTED_PROXY_COUNT", "-1", "TRUSTED_PROXY_COUNT: Input should be greater than"),
+    ],
+)
+def test_a_bad_value_stops_the_start_with_a_message_naming_the_variable(
+    clean_env, tmp_path, name, value, said
+):
+    from app import create_app
+
+    clean_env.setenv(name, value)
+    with pytest.raises(SettingsError) as refused:
+        create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'x.sqlite3'}"})
+    assert str(refused.value).startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("value", "read"), [("1", True), ("true", True), ("yes", True), ("0", False), ("off", False)]
+)
+def test_true_and_false_are_read_one_way_for_every_switch(clean_env, tmp_path, value, read):
+    for name in ("OUTBOX_DISPATCH", "WEBHOOK_ALLOW_PRIVATE", "CALDAV_ALLOW_PRIVATE"):
+        clean_env.setenv(name, value)
+    settings = load_settings(tmp_path)
+    assert settings.outbox_dispatch is settings.webhook_allow_private is read
+    assert settings.caldav_allow_private is read
+
+
+def test_the_sign_in_limits_come_from_the_environment(clean_env, tmp_path):
+    clean_env.setenv("SIGN_IN_LIMIT_PER_ADDRESS", "7/minute")
+    clean_env.setenv("FORGOT_PASSWORD_LIMIT_PER_ACCOUNT", "2/hour")
+    settings = load_settings(tmp_path)
+    assert settings.sign_in_limit_per_address == "7/minute"
+    assert settings.forgot_password_limit_per_account == "2/hour"
+
+
+def test_an_empty_variable_counts_as_unset(clean_env, tmp_path):
+    clean_env.setenv("RATE_LIMIT", "")
+    assert load_settings(tmp_path).rate_limit == "60/minute"

@@ -1,6 +1,7 @@
 """The layers' direction holds where ``lint-imports`` (the import contract in ``pyproject.toml``,
 run by CI) cannot look: what importing a package actually loads, and what services may use of
-Flask. Importing the pure rules or the HTTP client must not load the application."""
+Flask. Importing the pure rules, the HTTP client, the API's published terms or the MCP server
+must not load the application."""
 
 from __future__ import annotations
 
@@ -29,7 +30,17 @@ def top_level(modules: list[str]) -> set[str]:
     return {name.split(".")[0] for name in modules}
 
 
-@pytest.mark.parametrize("package", ["app.scheduling", "app.scheduling.slots", "app.client"])
+@pytest.mark.parametrize(
+    "package",
+    [
+        "app.scheduling",
+        "app.scheduling.slots",
+        "app.client",
+        "app.api_terms",
+        "app.mcp.server",
+        "app.mcp.__main__",
+    ],
+)
 def test_importing_loads_no_framework_database_or_task_queue(package):
     loaded = top_level(modules_loaded_by(f"import {package}"))
     assert not loaded & set(HEAVY)
@@ -46,12 +57,35 @@ def test_the_scheduling_rules_load_only_the_standard_library():
     assert {name for name in loaded - at_start if not is_standard_library(name)} == {"app"}
 
 
+def test_the_api_terms_load_only_the_standard_library():
+    new = set(modules_loaded_by("import app.api_terms")) - set(modules_loaded_by("pass"))
+    assert {name for name in new if not is_standard_library(name.split(".")[0])} == {
+        "app",
+        "app.api_terms",
+    }
+
+
 def test_the_http_client_loads_nothing_else_of_the_app():
     loaded = modules_loaded_by("import app.client")
     app_modules = {name for name in loaded if name == "app" or name.startswith("app.")}
     assert all(
         name in ("app", "app.client") or name.startswith("app.client.") for name in app_modules
     )
+
+
+def test_the_mcp_server_loads_only_the_client_and_the_api_terms():
+    """The MCP server is a client of the API over HTTP: its command (``python -m app.mcp``)
+    loads the client and the published terms, never the services behind the API (it loaded
+    about eighty modules of the app, Flask and SQLAlchemy when it read three constants from
+    the services)."""
+    loaded = modules_loaded_by("import app.mcp.__main__")
+    app_modules = {name for name in loaded if name == "app" or name.startswith("app.")}
+    assert "app.mcp.server" in app_modules
+    assert {
+        name
+        for name in app_modules
+        if name not in ("app", "app.api_terms") and not name.startswith(("app.client", "app.mcp"))
+    } == set()
 
 
 # What a use case may not touch: the request it happens to serve, or how an answer is shown.

@@ -170,7 +170,7 @@ def test_a_failed_delivery_waits_then_is_offered_again(event_id, failing):
 
 
 def test_the_wait_doubles_up_to_an_hour():
-    delays = [outbox.retry_delay(n) for n in (1, 2, 3, 7, 9)]
+    delays = [outbox.retry_delay(n, timedelta(minutes=1)) for n in (1, 2, 3, 7, 9)]
     assert all(
         m * 0.8 <= d / timedelta(minutes=1) <= m * 1.2
         for d, m in zip(delays, (1, 2, 4, 60, 60), strict=True)

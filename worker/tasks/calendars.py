@@ -32,6 +32,7 @@ from app.services.integrations.outbox import retry_delay
 
 # A failing connection is tried again after 1, 2, 4 … minutes (with jitter), then waits for
 # the next periodic run.
+# The first wait before a failed sync is tried again (doubling, at most an hour).
 RETRY_BASE = timedelta(minutes=1)
 MAX_RETRIES = 4
 # A sync that finds another one of the same connection running waits this long and looks again.

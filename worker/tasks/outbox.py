@@ -4,13 +4,9 @@ is due to retry."""
 from __future__ import annotations
 
 from celery import shared_task
-from flask import current_app
 
-from app.config import configured_duration
 from app.models.types import utcnow
 from app.services.integrations.outbox import (
-    RETRY_BASE,
-    SWEEP_GRACE,
     handle_event,
     handlers_due,
     mark_delivered_if_done,
@@ -29,8 +25,7 @@ def deliver(event_id: int) -> None:
 @shared_task(name="outbox.handle")
 def handle(event_id: int, handler_name: str) -> None:
     """One handler, one event; its outcome is recorded in this task's transaction."""
-    retry_base = configured_duration(current_app.config, "OUTBOX_RETRY_BASE_SECONDS", RETRY_BASE)
-    handle_event(event_id, handler_name, utcnow(), retry_base=retry_base)
+    handle_event(event_id, handler_name, utcnow())
     mark_delivered_if_done(event_id, utcnow())
 
 
@@ -38,8 +33,7 @@ def handle(event_id: int, handler_name: str) -> None:
 def sweep() -> int:
     """Hand over again the events whose dispatch was lost or whose handlers are due to retry;
     returns how many."""
-    grace = configured_duration(current_app.config, "OUTBOX_SWEEP_GRACE_SECONDS", SWEEP_GRACE)
-    event_ids = undelivered_events(utcnow(), grace=grace)
+    event_ids = undelivered_events(utcnow())
     for event_id in event_ids:
         deliver.delay(event_id)
     return len(event_ids)

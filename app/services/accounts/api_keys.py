@@ -16,6 +16,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import joinedload
 
+from app.api_terms import PERMISSION_LABELS
 from app.extensions import db
 from app.models import Agency, ApiKey, Permission, SubAccount
 from app.models.limits import NAME_MAX
@@ -37,14 +38,6 @@ DISPLAY_PREFIX_LENGTH = 12
 INVALID_KEY = "Invalid or inactive API key"
 EXPIRED_KEY = "API key has expired"
 NO_SUB_ACCOUNT = "API key not associated with a subaccount"
-
-# The spec's dashboard labels, in the spec's order.
-PERMISSION_LABELS = {
-    Permission.CHECK_AVAILABILITY.value: "Check availability",
-    Permission.GET_BOOKINGS.value: "Get bookings",
-    Permission.BOOK.value: "Book appointments",
-    Permission.CANCEL.value: "Cancel bookings",
-}
 
 
 class ApiKeyNotFound(NotFound):

@@ -28,16 +28,15 @@ import logging
 import secrets
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
+from cachetools import LRUCache
 from sqlalchemy import text
 
-from app.config import configured_number
-from app.deadlines import redis_timeout_s
+from app.config import Settings
 from app.extensions import db
 from app.models import CalendarConnection, CalendarVersion, SubAccount
 from app.scheduling.offered import Offer, SlotSet
@@ -46,7 +45,6 @@ from app.services.availability.open_time import AvailabilityQuery, compute_slot_
 LOG = logging.getLogger(__name__)
 
 LOCAL_SETS = 512
-DEFAULT_KEEP_SECONDS = 3600
 REDIS_RETRY_SECONDS = 5.0
 # A calendar changing while its slots are computed: computed again, this many times at most.
 TRIES = 3
@@ -99,18 +97,19 @@ def query_key(query: AvailabilityQuery) -> str:
 
 
 class SlotSetStore:
-    """Kept slot sets by key: this process's memory, then Redis when configured."""
+    """Kept slot sets by key: this process's memory (the ``local_sets`` used last, a
+    ``cachetools.LRUCache`` under a lock: request threads share it), then Redis when
+    configured."""
 
     def __init__(
         self,
         redis_url: str | None = None,
         *,
-        timeout_s: float = 0.25,
-        keep_seconds: int = DEFAULT_KEEP_SECONDS,
+        timeout_s: float = Settings.model_fields["redis_timeout_s"].default,
+        keep_seconds: int = Settings.model_fields["availability_keep_seconds"].default,
         local_sets: int = LOCAL_SETS,
     ) -> None:
-        self._local: OrderedDict[str, SlotSet] = OrderedDict()
-        self._local_sets = local_sets
+        self._local: LRUCache[str, SlotSet] = LRUCache(maxsize=local_sets)
         self._lock = threading.Lock()
         self._keep_seconds = keep_seconds
         self._redis = (
@@ -125,9 +124,8 @@ class SlotSetStore:
     def get(self, key: str) -> SlotSet | None:
         with self._lock:
             found = self._local.get(key)
-            if found is not None:
-                self._local.move_to_end(key)
-                return found
+        if found is not None:
+            return found
         plain = self._ask_redis(lambda client: client.get(key))
         if plain is None:
             return None
@@ -146,11 +144,10 @@ class SlotSetStore:
             self._local.clear()
 
     def _keep_locally(self, key: str, slot_set: SlotSet) -> None:
+        if self._local.maxsize <= 0:
+            return  # no memory: Redis alone (cachetools refuses an item larger than maxsize)
         with self._lock:
             self._local[key] = slot_set
-            self._local.move_to_end(key)
-            while len(self._local) > self._local_sets:
-                self._local.popitem(last=False)
 
     def _ask_redis(self, ask: Callable[[redis.Redis], Any]) -> Any:
         if self._redis is None or time.monotonic() < self._redis_resting_until:
@@ -167,14 +164,14 @@ class SlotSetStore:
             return None
 
 
-def availability_store(config: Mapping[str, Any]) -> SlotSetStore | None:
+def availability_store(configured: Settings) -> SlotSetStore | None:
     """The app's store: Redis (``REDIS_URL``) behind this process's memory, or the memory
     alone; none when ``AVAILABILITY_KEEP_SECONDS`` is 0 (every answer computed)."""
-    keep_seconds = int(configured_number(config, "AVAILABILITY_KEEP_SECONDS", DEFAULT_KEEP_SECONDS))
+    keep_seconds = configured.availability_keep_seconds
     if keep_seconds <= 0:
         return None
     return SlotSetStore(
-        config.get("REDIS_URL"), timeout_s=redis_timeout_s(config), keep_seconds=keep_seconds
+        configured.redis_url, timeout_s=configured.redis_timeout_s, keep_seconds=keep_seconds
     )
 
 

@@ -4,8 +4,8 @@ email, then books it with the hold's token.
 A hold is claimed like a booking (``time_claims.plan_claim``, then ``TimeClaim.claim`` under
 the calendar's write lock), so it is refused, with suggestions, wherever a booking would be.
 Until it expires its occupied interval is busy for every other write and hidden from
-availability (``availability.load_busy``); a create or move that sends its ``holdToken`` does
-not count it and consumes it. Expiry needs no job: reads compare ``expires_at`` with now.
+availability (``scheduling_inputs.load_busy``); a create or move that sends its hold token
+does not count it and consumes it. Expiry needs no job: reads compare ``expires_at`` with now.
 The periodic purge (``purge_expired_holds``) only keeps the table small.
 """
 
@@ -18,17 +18,17 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, select
 
+from app.api_terms import DEFAULT_TTL_SECONDS
+from app.api_terms import MAX_TTL_SECONDS as MAX_TTL_SECONDS  # for app.api.holds.schemas
 from app.extensions import db
 from app.models import EventType, SlotHold, SubAccount
 from app.scheduling.timezones import InstantInput
-from app.services.availability.open_time import find_event_type
 from app.services.bookings.time_claims import flush_claimed, plan_claim, requested_slot
 from app.services.common.errors import HoldNotFound
 from app.services.common.locking import lock_calendar
 from app.services.common.tokens import token_digest
+from app.services.scheduling_inputs import get_event_type
 
-DEFAULT_TTL_SECONDS = 120
-MAX_TTL_SECONDS = 600
 TOKEN_PREFIX = "hold_"
 
 
@@ -73,7 +73,7 @@ def place_hold(
 ) -> PlacedHold:
     """Hold ``new``'s time on the event type for ``new.ttl_seconds``. As a create does, it
     reads the event type and its working hours before the calendar's lock."""
-    event_type = find_event_type(sub_account, event_type_id)
+    event_type = get_event_type(sub_account, event_type_id, offered_only=True)
     timezone = new.timezone or sub_account.settings.timezone
     slot = requested_slot(new.start_time, new.end_time, timezone)
     plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)

@@ -17,9 +17,9 @@ from sqlalchemy.orm import InstrumentedAttribute, joinedload
 from sqlalchemy.sql.elements import UnaryExpression
 from sqlalchemy.sql.operators import custom_op
 
+from app.api_terms import LIST_LIMIT_DEFAULT
 from app.extensions import db
 from app.models import ACTIVE_STATUSES, Attendee, Booking, SubAccount
-from app.models.limits import LIST_LIMIT_DEFAULT
 from app.scheduling.timezones import InstantInput, zone
 from app.services.common.errors import BookingNotFound
 from app.services.common.ids import is_storable_id
@@ -50,9 +50,9 @@ def _filtered(sub_account: SubAccount, query: BookingListQuery) -> Select[Bookin
         scope = UnaryExpression(scope, operator=custom_op("+"), type_=Integer())  # type: ignore[arg-type]
     stmt = select(Booking).where(scope == sub_account.id)
     if query.start_date is not None:
-        stmt = stmt.where(Booking.start_at >= resolve_instant("startDate", query.start_date, tz))
+        stmt = stmt.where(Booking.start_at >= resolve_instant("start_date", query.start_date, tz))
     if query.end_date is not None:
-        end = resolve_instant("endDate", query.end_date, tz, date_means="end")
+        end = resolve_instant("end_date", query.end_date, tz, date_means="end")
         # start_at < end_at (a CHECK constraint), so the redundant start_at < end lets the
         # (sub_account_id, start_at) index stop at the window's end instead of reading on
         # through the rest of the history.

@@ -10,8 +10,7 @@ new key (``app.services.common.reencryption``).
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
@@ -20,11 +19,6 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 class SecretUnreadable(Exception):
     pass
-
-
-def secret_keys(config: Mapping[str, Any]) -> list[str]:
-    """The keys stored secrets may be encrypted with, the current one first."""
-    return [config["SECRET_KEY"], *(config.get("SECRET_KEY_FALLBACKS") or ())]
 
 
 def _fernet(secret_key: str) -> Fernet:

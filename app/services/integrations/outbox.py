@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from app.config import settings
 from app.counters import DELIVERIES
 from app.extensions import db
 from app.models import DeliveryStatus, OutboxDelivery, OutboxEvent
@@ -37,11 +38,7 @@ from app.services.integrations.registry import Handler, app_registry
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 10
-RETRY_BASE = timedelta(minutes=1)
 RETRY_CAP = timedelta(hours=1)
-# A committed event is handed to Celery at once; the sweep leaves it this long before it
-# hands it over again (a second hand-over is harmless, just wasted work).
-SWEEP_GRACE = timedelta(seconds=30)
 _ERROR_LENGTH = 2000
 
 
@@ -86,7 +83,7 @@ def registered_handlers() -> list[str]:
     return list(app_registry().handlers)
 
 
-def retry_delay(attempts: int, base: timedelta = RETRY_BASE) -> timedelta:
+def retry_delay(attempts: int, base: timedelta) -> timedelta:
     """How long to wait after the ``attempts``-th failed attempt: doubling from ``base``, at
     most an hour, ±20 % (so retries of many failures do not arrive together). The schedule of
     outbox handlers, webhook attempts and calendar sync retries."""
@@ -144,7 +141,7 @@ def mark_delivered_if_done(event_id: int, now: datetime) -> bool:
 
 @owns_transactions
 def handle_event(
-    event_id: int, handler_name: str, now: datetime, *, retry_base: timedelta = RETRY_BASE
+    event_id: int, handler_name: str, now: datetime, *, retry_base: timedelta | None = None
 ) -> bool:
     """Run one handler on one event unless it is done with it or waiting to retry; returns
     whether it ran now. Leaves the outcome (and the handler's writes) in the session. It
@@ -181,7 +178,10 @@ def handle_event(
         log.exception("outbox handler %s failed on event %s", handler_name, event_id)
         db.session.rollback()
         error = f"unexpected error: {type(exc).__name__}: {exc}"
-    return _record(event_id, handler_name, attempt, error, now, retry_base)
+    base = (
+        retry_base if retry_base is not None else settings().duration("outbox_retry_base_seconds")
+    )
+    return _record(event_id, handler_name, attempt, error, now, base)
 
 
 def _record(
@@ -239,10 +239,13 @@ def backlog(now: datetime) -> tuple[int, float]:
 
 
 def undelivered_events(
-    now: datetime, limit: int = 500, *, grace: timedelta = SWEEP_GRACE
+    now: datetime, limit: int = 500, *, grace: timedelta | None = None
 ) -> list[int]:
     """Events a crash or a broker outage may have left behind, or whose handlers are due to
     retry: not done, older than the grace period, no handler waiting (oldest first)."""
+    # A committed event is handed to Celery at once; the sweep leaves it this long before it
+    # hands it over again (a second hand-over is harmless, just wasted work).
+    since = grace if grace is not None else settings().duration("outbox_sweep_grace_seconds")
     waiting = exists().where(
         OutboxDelivery.event_id == OutboxEvent.id,
         OutboxDelivery.status == DeliveryStatus.RETRYING,
@@ -253,7 +256,7 @@ def undelivered_events(
             select(OutboxEvent.id)
             .where(
                 OutboxEvent.delivered_at.is_(None),
-                OutboxEvent.occurred_at <= now - grace,
+                OutboxEvent.occurred_at <= now - since,
                 ~waiting,
             )
             .order_by(OutboxEvent.id)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from functools import partial
 
-from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import object_session
 
+from app.config import settings
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind
 from app.models.calendar_connection import OAUTH_KINDS
-from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
+from app.services.common.encryption import SecretUnreadable, decrypt_secret
 from app.services.integrations.calendars.errors import CalendarSyncError, CredentialsUnreadable
 from app.services.integrations.calendars.oauth import oauth_provider, valid_access_token
 from app.services.integrations.calendars.providers.caldav import CalendarAccess
@@ -19,7 +19,6 @@ from app.services.integrations.calendars.providers.feed import FeedAccess
 from app.services.integrations.calendars.providers.http_json import ApiAccess
 from app.services.integrations.webhooks.targets import AddressGuard, app_policy
 
-DEFAULT_TIMEOUT_SECONDS = 10.0
 _ERROR_LENGTH = 2000
 
 
@@ -27,13 +26,13 @@ def caldav_timeout(timeout: float | None = None) -> float:
     """``timeout``, else the configured ``CALDAV_TIMEOUT_SECONDS``."""
     if timeout is not None:
         return timeout
-    return float(current_app.config.get("CALDAV_TIMEOUT_SECONDS", DEFAULT_TIMEOUT_SECONDS))
+    return settings().caldav_timeout_seconds
 
 
 def caldav_allow_private() -> bool:
     """Whether calendar connections may lead to private addresses (``CALDAV_ALLOW_PRIVATE``:
     tests, a private deployment), whoever added them."""
-    return bool(current_app.config.get("CALDAV_ALLOW_PRIVATE"))
+    return settings().caldav_allow_private
 
 
 # However slowly a feed's server sends its one answer, a provider's API its pages, or a CalDAV
@@ -69,7 +68,7 @@ def connection_access(
     password, problem = None, None
     if connection.encrypted_secret is not None:
         try:
-            password = decrypt_secret(connection.encrypted_secret, secret_keys(current_app.config))
+            password = decrypt_secret(connection.encrypted_secret, settings().secret_keys)
         except SecretUnreadable:
             problem = CredentialsUnreadable(
                 "the stored password cannot be decrypted with this SECRET_KEY; enter it again"

@@ -27,18 +27,18 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from flask import current_app
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.config import settings
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind, SubAccount
 from app.models.calendar_connection import OAUTH_KINDS
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc
-from app.services.common.encryption import SecretUnreadable, encrypt_secret, secret_keys
+from app.services.common.encryption import SecretUnreadable, encrypt_secret
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import get_checked, load_named, rows_in_order
@@ -191,7 +191,7 @@ def create_connection(
     calendars a Google or Microsoft connection reads are its ``ConnectedCalendar`` rows.
     ``by_operator``: an operator's (its CalDAV server may be on a private address)."""
     kind = doc["kind"]
-    key = current_app.config["SECRET_KEY"]
+    key = settings().secret_keys[0]
     connection = CalendarConnection(
         sub_account_id=sub_account.id, name=doc["name"], kind=kind, added_by_operator=by_operator
     )
@@ -290,7 +290,7 @@ def remove_connection(connection_id: int) -> None:
     if connection.kind in OAUTH_KINDS and connection.encrypted_secret:
         stop_channels(connection.id)  # while the grant still works
         try:
-            grant = Grant.opened(connection.encrypted_secret, secret_keys(current_app.config))
+            grant = Grant.opened(connection.encrypted_secret, settings().secret_keys)
             revoke(oauth_provider(connection.kind), grant, caldav_timeout())
         except (SecretUnreadable, CalendarSyncError):
             log.warning("calendar connection %s: grant not revoked", connection.id)
@@ -376,9 +376,7 @@ def update_connection(
         connection, started=not writing_before, elsewhere=(url, username, calendar) != old
     )
     if "password" in doc:
-        connection.encrypted_secret = encrypt_secret(
-            doc["password"], current_app.config["SECRET_KEY"]
-        )
+        connection.encrypted_secret = encrypt_secret(doc["password"], settings().secret_keys[0])
     if reconnect:
         forget_sync_state(connection.id)
     try:

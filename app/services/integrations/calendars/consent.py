@@ -18,12 +18,11 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 from urllib.parse import urlsplit
 
-from flask import current_app
 from sqlalchemy import delete, select, update
 
+from app.config import Settings, settings
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, OAuthConsent, SubAccount
 from app.models.calendar_connection import OAUTH_KINDS
@@ -32,7 +31,6 @@ from app.services.common.encryption import (
     SecretUnreadable,
     decrypt_secret,
     encrypt_secret,
-    secret_keys,
 )
 from app.services.common.errors import InvalidRequest
 from app.services.common.tokens import token_digest
@@ -90,11 +88,11 @@ def provider_setup(kind: str) -> OAuthProvider:
     return oauth_provider(kind)
 
 
-def consent_page_origins(config: Any) -> list[str]:
+def consent_page_origins(configured: Settings) -> list[str]:
     """The origins of the configured providers' consent pages (where "Connect" leads)."""
     origins = []
     for kind in OAUTH_KINDS:
-        provider = oauth_provider(kind, config)
+        provider = oauth_provider(kind, configured)
         if provider.configured:
             parts = urlsplit(provider.authorize_url)
             origins.append(f"{parts.scheme}://{parts.netloc}")
@@ -122,7 +120,7 @@ def begin_consent(
             kind=kind,
             sub_account_id=sub_account.id,
             user_id=user_id,
-            encrypted_verifier=encrypt_secret(verifier, current_app.config["SECRET_KEY"]),
+            encrypted_verifier=encrypt_secret(verifier, settings().secret_keys[0]),
             created_at=now,
             expires_at=now + CONSENT_LIFETIME,
         )
@@ -153,7 +151,7 @@ def take_consent(state: str, kind: str, *, user_id: int, now: datetime) -> Conse
     if taken is None:
         return None
     try:
-        verifier = decrypt_secret(taken.encrypted_verifier, secret_keys(current_app.config))
+        verifier = decrypt_secret(taken.encrypted_verifier, settings().secret_keys)
     except SecretUnreadable:  # SECRET_KEY changed meanwhile: begin again
         return None
     return ConsentTaken(kind, taken.sub_account_id, verifier)
@@ -179,7 +177,7 @@ def finish_consent(
             "writeBack": True,
         },
     )
-    connection.encrypted_secret = grant.sealed(current_app.config["SECRET_KEY"])
+    connection.encrypted_secret = grant.sealed(settings().secret_keys[0])
     db.session.flush()
     return connection
 

@@ -29,13 +29,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from flask import current_app
 from sqlalchemy import event, func, or_, select, update
 from sqlalchemy.orm import Session, SessionTransaction
 
-from app.config import Config, configured_duration
+from app.config import settings
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, PushChannel, SubAccount
 from app.services.integrations.registry import IntegrationRegistry, app_registry
@@ -56,21 +54,16 @@ _PENDING = "pending_connection_tasks"
 SYNC_TASK = "calendars.sync"
 
 
-def sync_interval(config: Any = None) -> timedelta:
+def sync_interval() -> timedelta:
     """How often a connection without a live push channel is read (``SYNC_INTERVAL_SECONDS``;
-    its default is ``Config``'s)."""
-    return _setting(config, "SYNC_INTERVAL_SECONDS")
+    its default is ``Settings``')."""
+    return settings().duration("sync_interval_seconds")
 
 
-def push_resync_interval(config: Any = None) -> timedelta:
+def push_resync_interval() -> timedelta:
     """How often a connection whose calendars all have live push channels is still read
     (``PUSH_RESYNC_SECONDS``)."""
-    return _setting(config, "PUSH_RESYNC_SECONDS")
-
-
-def _setting(config: Any, name: str) -> timedelta:
-    config = config if config is not None else current_app.config
-    return configured_duration(config, name, timedelta(seconds=getattr(Config, name)))
+    return settings().duration("push_resync_seconds")
 
 
 def request_sync(connection_id: int, now: datetime, *, delay: float = 0.0) -> bool:

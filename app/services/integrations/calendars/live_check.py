@@ -38,7 +38,7 @@ from typing import Any, Literal
 from flask import Flask, current_app
 from sqlalchemy import select
 
-from app.config import Config, configured_number
+from app.config import settings
 from app.counters import LIVE_CHECK_SECONDS, LIVE_CHECKS
 from app.extensions import db
 from app.models import (
@@ -118,22 +118,14 @@ class _Question:
     remote_id: str | None
 
 
-def live_check_mode(config: Any = None) -> LiveCheckMode:
-    value = (config if config is not None else current_app.config).get("CALENDAR_LIVE_CHECK")
-    try:
-        return LiveCheckMode((value or Config.CALENDAR_LIVE_CHECK).strip().lower())
-    except ValueError:
-        raise ValueError(
-            f"CALENDAR_LIVE_CHECK must be best_effort, strict or off, not {value!r}"
-        ) from None
+def live_check_mode() -> LiveCheckMode:
+    """``CALENDAR_LIVE_CHECK``."""
+    return LiveCheckMode(settings().calendar_live_check)
 
 
-def live_check_timeout(config: Any = None) -> float:
-    """The one deadline of a live check (``CALENDAR_LIVE_CHECK_TIMEOUT_S``; its default is
-    ``Config``'s)."""
-    config = config if config is not None else current_app.config
-    name = "CALENDAR_LIVE_CHECK_TIMEOUT_S"
-    return configured_number(config, name, getattr(Config, name))
+def live_check_timeout() -> float:
+    """The one deadline of a live check (``CALENDAR_LIVE_CHECK_TIMEOUT_S``)."""
+    return settings().calendar_live_check_timeout_s
 
 
 @owns_transactions

@@ -19,24 +19,22 @@ import contextlib
 import json
 import time
 from dataclasses import asdict, dataclass
-from functools import partial
 from typing import Any, cast
 
 import httpx
 from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.httpx_client import OAuth2Client
 from authlib.oauth2.rfc6749.errors import OAuth2Error
-from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.config import Settings, settings
 from app.extensions import db
 from app.models import CalendarConnection, ConnectionKind
 from app.services.common.encryption import (
     SecretUnreadable,
     decrypt_secret,
     encrypt_secret,
-    secret_keys,
 )
 from app.services.common.tls import shared_tls_context
 from app.services.common.transactions import owns_transactions
@@ -50,18 +48,6 @@ from app.services.integrations.calendars.errors import (
 # Refresh this long before the access token would expire: a request started with it must not
 # outlive it.
 REFRESH_MARGIN_SECONDS = 300
-
-GOOGLE_DEFAULTS = {
-    "GOOGLE_AUTHORIZE_URL": "https://accounts.google.com/o/oauth2/v2/auth",
-    "GOOGLE_TOKEN_URL": "https://oauth2.googleapis.com/token",
-    "GOOGLE_REVOKE_URL": "https://oauth2.googleapis.com/revoke",
-    "GOOGLE_CALENDAR_API_URL": "https://www.googleapis.com/calendar/v3",
-}
-MICROSOFT_DEFAULTS = {
-    "MICROSOFT_LOGIN_URL": "https://login.microsoftonline.com",
-    "MICROSOFT_GRAPH_URL": "https://graph.microsoft.com/v1.0",
-    "MICROSOFT_TENANT": "common",
-}
 
 
 @dataclass(frozen=True)
@@ -98,25 +84,19 @@ class OAuthProvider:
         ]
 
 
-def _setting(config: Any, name: str) -> str:
-    """An endpoint setting, else the real provider's."""
-    return config.get(name) or {**GOOGLE_DEFAULTS, **MICROSOFT_DEFAULTS}[name]
-
-
-def oauth_provider(kind: str, config: Any = None) -> OAuthProvider:
-    """The OAuth client of ``kind`` (``google`` or ``microsoft``) from the configuration."""
-    config = config if config is not None else current_app.config
-    get = partial(_setting, config)
+def oauth_provider(kind: str, configured: Settings | None = None) -> OAuthProvider:
+    """The OAuth client of ``kind`` (``google`` or ``microsoft``) from the settings."""
+    config = configured or settings()
     if kind == ConnectionKind.GOOGLE:
         return OAuthProvider(
             kind=kind,
             label="Google",
-            client_id=config.get("GOOGLE_CLIENT_ID"),
-            client_secret=config.get("GOOGLE_CLIENT_SECRET"),
-            authorize_url=get("GOOGLE_AUTHORIZE_URL"),
-            token_url=get("GOOGLE_TOKEN_URL"),
-            revoke_url=get("GOOGLE_REVOKE_URL"),
-            api_url=get("GOOGLE_CALENDAR_API_URL").rstrip("/"),
+            client_id=config.google_client_id,
+            client_secret=config.google_client_secret,
+            authorize_url=config.google_authorize_url,
+            token_url=config.google_token_url,
+            revoke_url=config.google_revoke_url,
+            api_url=config.google_calendar_api_url.rstrip("/"),
             # Events of every calendar (read, and write the service's own), and the list of
             # calendars to choose from; nothing else of the account.
             scopes=(
@@ -126,16 +106,16 @@ def oauth_provider(kind: str, config: Any = None) -> OAuthProvider:
             extra_authorize_params=(("access_type", "offline"), ("prompt", "consent")),
         )
     if kind == ConnectionKind.MICROSOFT:
-        login = f"{get('MICROSOFT_LOGIN_URL').rstrip('/')}/{get('MICROSOFT_TENANT')}/oauth2/v2.0"
+        login = f"{config.microsoft_login_url.rstrip('/')}/{config.microsoft_tenant}/oauth2/v2.0"
         return OAuthProvider(
             kind=kind,
             label="Microsoft 365",
-            client_id=config.get("MICROSOFT_CLIENT_ID"),
-            client_secret=config.get("MICROSOFT_CLIENT_SECRET"),
+            client_id=config.microsoft_client_id,
+            client_secret=config.microsoft_client_secret,
             authorize_url=f"{login}/authorize",
             token_url=f"{login}/token",
             revoke_url=None,  # the identity platform revokes sessions, not one grant
-            api_url=get("MICROSOFT_GRAPH_URL").rstrip("/"),
+            api_url=config.microsoft_graph_url.rstrip("/"),
             scopes=("offline_access", "User.Read", "Calendars.ReadWrite"),
             extra_authorize_params=(("prompt", "select_account"),),
         )
@@ -263,11 +243,11 @@ def valid_access_token(connection_id: int, timeout: float, *, renew: bool = Fals
     ``renew`` (the provider refused it before its time): a job that must keep what the
     provider answered whatever becomes of its caller's transaction, since a rotated refresh
     token is the only one that works from then on."""
-    config = current_app.config
+    configured = settings()
     with Session(db.engine) as session:
         connection = session.get(CalendarConnection, connection_id)
         assert connection is not None  # the connection asking for its token
-        grant = _opened(connection, config)
+        grant = _opened(connection, configured)
         if grant.fresh(time.time()) and not renew:
             assert grant.access_token is not None  # fresh: it has one
             return grant.access_token
@@ -279,24 +259,24 @@ def valid_access_token(connection_id: int, timeout: float, *, renew: bool = Fals
             .where(CalendarConnection.id == connection_id)
             .with_for_update()
         ).one()
-        locked = _opened(connection, config)
+        locked = _opened(connection, configured)
         if renew and locked.access_token != grant.access_token and locked.fresh(time.time()):
             assert locked.access_token is not None  # fresh: it has one
             return locked.access_token  # renewed by someone else meanwhile
         grant = locked
         if renew or not grant.fresh(time.time()):
-            grant = refreshed(oauth_provider(connection.kind, config), grant, timeout)
-            connection.encrypted_secret = grant.sealed(config["SECRET_KEY"])
+            grant = refreshed(oauth_provider(connection.kind, configured), grant, timeout)
+            connection.encrypted_secret = grant.sealed(configured.secret_keys[0])
             session.commit()
         # Fresh, or just refreshed: a token endpoint answers with an access token (RFC 6749,
         # 5.1), which is not checked here.
         return cast(str, grant.access_token)
 
 
-def _opened(connection: CalendarConnection, config: Any) -> Grant:
+def _opened(connection: CalendarConnection, configured: Settings) -> Grant:
     assert connection.encrypted_secret is not None  # an OAuth connection keeps its grant
     try:
-        return Grant.opened(connection.encrypted_secret, secret_keys(config))
+        return Grant.opened(connection.encrypted_secret, configured.secret_keys)
     except SecretUnreadable:
         raise CredentialsUnreadable(
             "the stored grant cannot be decrypted with this SECRET_KEY; reconnect the calendar"

@@ -36,11 +36,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from flask import current_app
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from app.config import Config
+from app.config import Settings, settings
 from app.counters import PUSH_CHANNEL_CHANGES, PUSH_NOTIFICATIONS
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, PushChannel
@@ -70,20 +69,17 @@ NEAR_EXPIRY = timedelta(hours=6)
 Outcome = Literal["accepted", "acknowledged", "refused"]
 
 
-def push_enabled(config: Any = None) -> bool:
+def push_enabled(configured: Settings | None = None) -> bool:
     """Whether calendars get push channels (``CALENDAR_PUSH``: on, off, or auto: when
     ``PUBLIC_URL`` is https)."""
-    config = config if config is not None else current_app.config
-    mode = str(config.get("CALENDAR_PUSH") or Config.CALENDAR_PUSH).strip().lower()
-    if mode not in ("auto", "on", "off"):
-        raise ValueError(f"CALENDAR_PUSH must be auto, on or off, not {mode!r}")
-    if mode == "auto":
-        return str(config.get("PUBLIC_URL", "")).startswith("https://")
-    return mode == "on"
+    configured = configured or settings()
+    if configured.calendar_push == "auto":
+        return configured.base_url.startswith("https://")
+    return configured.calendar_push == "on"
 
 
 def _address(path: str) -> str:
-    return f"{current_app.config['PUBLIC_URL']}{path}"
+    return f"{settings().base_url}{path}"
 
 
 def _digest(secret: str) -> str:

@@ -26,10 +26,10 @@ from datetime import datetime, timedelta
 from email.message import EmailMessage
 from functools import partial
 
-from flask import current_app
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.config import settings as configured
 from app.extensions import db
 from app.models import (
     ACTIVE_STATUSES,
@@ -166,7 +166,7 @@ def _attendee(attendee) -> Recipient:
 
 
 def _letterhead(session: Session, sub_account_id: int, settings: CalendarSettings) -> Letterhead:
-    sender = current_app.config.get("MAIL_FROM") or DEFAULT_SENDER
+    sender = configured().mail_from
     sub_account = session.get(SubAccount, sub_account_id)
     assert sub_account is not None  # the booking's (a foreign key)
     name = sub_account.name
@@ -218,7 +218,7 @@ def _unsent_letters(
 
 def _send_all(letters: list[_Letter], now: datetime) -> list[str]:
     """Send (or keep) each letter and record it; returns what failed, as messages."""
-    settings = smtp_settings(current_app.config.get("SMTP_URL"))
+    settings = smtp_settings(configured().smtp_url)
     failures = []
     for letter in letters:
         try:

@@ -19,13 +19,12 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
 
-from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.config import settings as configured
 from app.extensions import db
 from app.models import MailMessage
-from app.services.integrations.notifications.booking_mail import DEFAULT_SENDER
 from app.services.integrations.notifications.mail_log import keep_regardless, logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
 from app.services.integrations.notifications.messages import (
@@ -70,8 +69,8 @@ def send_notice(
                 select(MailMessage.dedupe_key).where(MailMessage.dedupe_key.in_(keys.values()))
             )
         )
-    settings = smtp_settings(current_app.config.get("SMTP_URL"))
-    sender = current_app.config.get("MAIL_FROM") or DEFAULT_SENDER
+    settings = smtp_settings(configured().smtp_url)
+    sender = configured().mail_from
     failures = []
     for email, dedupe_key in keys.items():
         if dedupe_key in sent:

@@ -29,13 +29,12 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from flask import current_app
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
-from app.config import configured_duration
+from app.config import settings
 from app.extensions import db
 from app.models import (
     Booking,
@@ -46,7 +45,7 @@ from app.models import (
     WebhookSubscription,
 )
 from app.scheduling.timezones import format_utc
-from app.services.common.encryption import SecretUnreadable, decrypt_secret, secret_keys
+from app.services.common.encryption import SecretUnreadable, decrypt_secret
 from app.services.common.errors import NotFound
 from app.services.common.lookups import get_checked
 from app.services.common.transactions import owns_transactions
@@ -61,10 +60,6 @@ log = logging.getLogger(__name__)
 
 HANDLER_NAME = "webhooks"
 GIVE_UP_AFTER = timedelta(hours=24)
-RETRY_BASE = timedelta(seconds=30)
-LEASE = timedelta(minutes=5)
-DISABLE_AFTER = timedelta(hours=72)
-DEFAULT_TIMEOUT = timedelta(seconds=5)
 _EARLY = timedelta(seconds=5)  # clocks of worker machines differ a little
 
 
@@ -151,8 +146,7 @@ def send_delivery(delivery_id: int, now: datetime) -> SendOutcome:
     if isinstance(found, str):
         return SendOutcome(found)
     message = found
-    timeout = configured_duration(current_app.config, "WEBHOOK_TIMEOUT_SECONDS", DEFAULT_TIMEOUT)
-    answer = _attempt(message, now, timeout.total_seconds())
+    answer = _attempt(message, now, settings().webhook_timeout_seconds)
     return _record(message, answer, now)
 
 
@@ -174,7 +168,7 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         assert booking is not None  # the event's booking (a foreign key)
         shown = booking_data(booking)
     try:
-        secret = decrypt_secret(subscription.encrypted_secret, secret_keys(current_app.config))
+        secret = decrypt_secret(subscription.encrypted_secret, settings().secret_keys)
     except SecretUnreadable:
         secret = None
     payload = {
@@ -251,7 +245,7 @@ def _record(message: _Message, answer: Answer, now: datetime) -> SendOutcome:
     subscription.failing_since = subscription.failing_since or now
     wait = retry_delay(
         delivery.attempts,
-        configured_duration(current_app.config, "WEBHOOK_RETRY_BASE_SECONDS", RETRY_BASE),
+        settings().duration("webhook_retry_base_seconds"),
     )
     if now + wait > delivery.created_at + GIVE_UP_AFTER:
         delivery.status = WebhookDeliveryStatus.FAILED
@@ -259,9 +253,7 @@ def _record(message: _Message, answer: Answer, now: datetime) -> SendOutcome:
         delivery.next_attempt_at = None
     else:
         delivery.next_attempt_at = now + wait
-    disable_after = configured_duration(
-        current_app.config, "WEBHOOK_DISABLE_AFTER_HOURS", DISABLE_AFTER, "hours"
-    )
+    disable_after = settings().duration("webhook_disable_after_hours")
     if subscription.active and now - subscription.failing_since >= disable_after:
         _disable(
             subscription,
@@ -297,7 +289,7 @@ def due_deliveries(now: datetime, limit: int = 500) -> list[int]:
     """Pending deliveries whose attempt is overdue by more than the lease (a worker died, a
     message was lost). Claims them: their next attempt is set to now, so the next sweep leaves
     them alone for another lease."""
-    lease = configured_duration(current_app.config, "WEBHOOK_LEASE_SECONDS", LEASE)
+    lease = settings().duration("webhook_lease_seconds")
     ids = list(
         db.session.scalars(
             select(WebhookDelivery.id)

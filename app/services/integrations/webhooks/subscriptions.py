@@ -13,9 +13,9 @@ import binascii
 import secrets
 from typing import Any
 
-from flask import current_app
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
+from app.config import settings
 from app.extensions import db
 from app.models import SubAccount, WebhookSubscription
 from app.scheduling.timezones import format_utc
@@ -35,11 +35,11 @@ class SubscriptionNotFound(NotFound):
 
 
 def require_https() -> bool:
-    return current_app.config.get("APP_ENV") == "production"
+    return settings().app_env == "production"
 
 
 def allow_private() -> bool:
-    return bool(current_app.config.get("WEBHOOK_ALLOW_PRIVATE"))
+    return settings().webhook_allow_private
 
 
 def new_secret() -> str:
@@ -85,7 +85,7 @@ def create_subscription(sub_account: SubAccount, doc: dict) -> tuple[WebhookSubs
         name=doc["name"],
         url=doc["url"],
         events=sorted(set(doc["events"])),
-        encrypted_secret=encrypt_secret(secret, current_app.config["SECRET_KEY"]),
+        encrypted_secret=encrypt_secret(secret, settings().secret_keys[0]),
         active=True,
     )
     db.session.add(subscription)

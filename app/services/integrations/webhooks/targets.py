@@ -142,7 +142,7 @@ DEFAULT_POLICY = AddressPolicy()
 def app_policy() -> AddressPolicy:
     """The app's address policy (``ADDRESS_POLICY``), else the default."""
     if has_app_context():
-        return current_app.config.get("ADDRESS_POLICY") or DEFAULT_POLICY
+        return current_app.extensions.get("address_policy") or DEFAULT_POLICY
     return DEFAULT_POLICY
 
 

@@ -32,13 +32,15 @@ dev-venv: $(VENV)/.dev
 ## has the details): honcho's stop, SIGTERM to each process's whole group, kills the Celery
 ## worker's pool processes under it (ERROR lines, tasks cut short) and SIGKILLs the worker 5 s on;
 ## run_procfile.py sends one SIGTERM to each program alone, which stops its own children, and
-## waits up to 25 s. And make, itself interrupted by Ctrl-C, kills itself with SIGINT (status
-## 130) whatever the recipe returns, so run_procfile.py takes the terminal's foreground (as a
+## waits up to 25 s. PUBLIC_URL defaults to web's address for all three (honcho gives each
+## program its own PORT, so a link the worker writes would otherwise name the worker's). And
+## make, itself interrupted by Ctrl-C, kills itself with SIGINT (status 130) whatever the recipe returns, so run_procfile.py takes the terminal's foreground (as a
 ## shell does for a job) and Ctrl-C reaches it alone. `exec`: make's child is run_procfile.py.
 run: venv
 	$(BIN)/flask --app wsgi db upgrade
 	PORT=$(PORT) $(BIN)/flask --app wsgi demo
-	HOST=127.0.0.1 PATH="$(abspath $(BIN)):$$PATH" exec $(BIN)/python run_procfile.py --port $(PORT) web worker beat
+	HOST=127.0.0.1 PUBLIC_URL="$${PUBLIC_URL:-http://127.0.0.1:$(PORT)}" PATH="$(abspath $(BIN)):$$PATH" \
+	  exec $(BIN)/python run_procfile.py --port $(PORT) web worker beat
 
 ## make test: the whole suite, on SQLite and on PostgreSQL; then the tests about dates (DST,
 ## notice, horizon, working hours, reminders: marked about_dates, tests/conftest.py) again on

@@ -9,16 +9,16 @@ import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
+from app.cli.schemas import DELIVERY, SUBSCRIPTION
 from app.extensions import db
 from app.models import MailMessage, MailStatus
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc
 from app.services.common.errors import ServiceError
-from app.services.integrations.webhooks.deliveries import hand_over, resend, subscription_deliveries
+from app.services.integrations.webhooks.deliveries import delivery_log, hand_over, resend
 from app.services.integrations.webhooks.subscriptions import (
     EVENT_NAMES,
     add_subscription,
-    describe_subscription,
     enable_subscription,
     get_subscription,
     list_subscriptions,
@@ -41,7 +41,7 @@ def service_failure(error: ServiceError) -> click.ClickException:
 def webhooks_list(sub_account_id: int | None) -> None:
     """One JSON line per subscription (never its secret)."""
     for subscription in list_subscriptions(sub_account_id):
-        click.echo(json.dumps(describe_subscription(subscription)))
+        click.echo(json.dumps(SUBSCRIPTION.dump(subscription)))
 
 
 @webhooks_group.command("add")
@@ -67,7 +67,7 @@ def webhooks_add(
     except ServiceError as err:
         db.session.rollback()
         raise service_failure(err) from None
-    click.echo(json.dumps({**describe_subscription(subscription), "secret": plain}))
+    click.echo(json.dumps({**SUBSCRIPTION.dump(subscription), "secret": plain}))
 
 
 @webhooks_group.command("remove")
@@ -93,7 +93,7 @@ def webhooks_enable(subscription_id: int) -> None:
     except ServiceError as err:
         db.session.rollback()
         raise service_failure(err) from None
-    click.echo(json.dumps(describe_subscription(subscription)))
+    click.echo(json.dumps(SUBSCRIPTION.dump(subscription)))
 
 
 @webhooks_group.command("deliveries")
@@ -105,8 +105,8 @@ def webhooks_deliveries(subscription_id: int, limit: int) -> None:
         get_subscription(subscription_id)
     except ServiceError as err:
         raise service_failure(err) from None
-    for delivery in subscription_deliveries(subscription_id, limit):
-        click.echo(json.dumps(delivery))
+    for record in delivery_log(subscription_id, limit):
+        click.echo(json.dumps(DELIVERY.dump(record)))
 
 
 @webhooks_group.command("resend")

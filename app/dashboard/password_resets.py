@@ -1,23 +1,17 @@
 """Forgot password: asking for a one-time link by mail (``/forgot-password``) and choosing a new
 password through it (``/reset-password/<token>``, the link the mail carries).
 
-The answer to asking is the same for every email, and it is written before the email is even
-looked up: the link is made and mailed after the answer has gone (``after_the_answer``), so
-neither its words, its status nor its time says whether an account has that email. Asking is
-throttled as signing in is (``throttle``), every request counted alike, so a refusal says
-nothing about the account either.
+The answer to asking is the same for every email, and so is the work behind it: the request
+looks nothing up, and hands the email to the worker (``password_resets.ask_for_link``), which
+makes the link and mails it as it sends every other mail, so neither the answer's words, its
+status nor its time says whether an account has that email. Asking is throttled as signing in
+is (``throttle``), every request counted alike, so a refusal says nothing about the account
+either.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
-from typing import Any
-
 from flask import (
-    Flask,
-    after_this_request,
-    current_app,
     flash,
     make_response,
     redirect,
@@ -34,18 +28,15 @@ from app.dashboard.auth import auth, start_session
 from app.dashboard.forms import password_field, show_errors
 from app.dashboard.throttle import count_reset_request, reset_request_allowed
 from app.extensions import db
-from app.links import public_link
 from app.models.limits import EMAIL_MAX
 from app.models.types import utcnow
 from app.services.accounts.password_resets import (
     ResetLinkUnusable,
-    mail_reset_link,
+    ask_for_link,
     open_reset,
     reset_password,
 )
 from app.services.common.errors import InvalidRequest
-
-log = logging.getLogger(__name__)
 
 TOO_MANY = "Too many requests for a link. Wait a few minutes, then try again."
 
@@ -72,35 +63,9 @@ def forgot_password() -> str | tuple[str, int]:
             page = render_template("dashboard/forgot_password.html", form=form, error=TOO_MANY)
             return page, 429
         count_reset_request(address, email)
-        after_the_answer(_mail_link, email)
+        ask_for_link(email)
         return render_template("dashboard/forgot_password_sent.html", email=email)
     return render_template("dashboard/forgot_password.html", form=form)
-
-
-def _mail_link(email: str) -> None:
-    mail_reset_link(
-        email, now=utcnow(), link=lambda token: public_link("auth.reset_password", token=token)
-    )
-
-
-def after_the_answer(job: Callable[..., None], *args: Any) -> None:
-    """Run ``job(*args)`` once this request's answer has been sent (when the server closes the
-    response), in an app context of its own."""
-    app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-    @after_this_request
-    def later(response: Response) -> Response:
-        response.call_on_close(lambda: _run(app, job, args))
-        return response
-
-
-def _run(app: Flask, job: Callable[..., None], args: tuple[Any, ...]) -> None:
-    with app.app_context():
-        try:
-            job(*args)
-        except Exception:  # the answer is gone: the log is the only one left to tell
-            db.session.rollback()
-            log.exception("%s failed after the answer", job.__name__)
 
 
 @auth.route("/reset-password/<token>", methods=["GET", "POST"], endpoint="reset_password")

@@ -6,7 +6,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
@@ -35,8 +45,6 @@ class BookingStatus(StrEnum):
 # Bookings in these states hold their time; the others free it.
 ACTIVE_STATUSES = (BookingStatus.PENDING, BookingStatus.CONFIRMED)
 
-_STATUS_LIST = ", ".join(f"'{s}'" for s in BookingStatus)
-
 
 class Booking(Model):
     """A booking of an event type.
@@ -48,7 +56,6 @@ class Booking(Model):
 
     __tablename__ = "bookings"
     __table_args__ = (
-        CheckConstraint(f"status IN ({_STATUS_LIST})", name="status"),
         CheckConstraint("start_at < end_at", name="interval"),
         CheckConstraint(
             "occupied_start <= start_at AND occupied_end >= end_at", name="occupied_interval"
@@ -68,7 +75,20 @@ class Booking(Model):
     event_type_id: Mapped[int] = mapped_column(
         ForeignKey("event_types.id", ondelete="RESTRICT"), index=True
     )
-    status: Mapped[str] = mapped_column(String(16), default=BookingStatus.PENDING)
+    # Stored as the members' values ("pending"), in a VARCHAR(16) whose CHECK the Enum makes
+    # (ck_bookings_status, migration 0019); loaded as BookingStatus members.
+    status: Mapped[BookingStatus] = mapped_column(
+        Enum(
+            BookingStatus,
+            name="status",
+            native_enum=False,
+            create_constraint=True,
+            validate_strings=True,
+            length=16,
+            values_callable=lambda members: [member.value for member in members],
+        ),
+        default=BookingStatus.PENDING,
+    )
     # The iCalendar SEQUENCE of the booking's event: raised by each change a calendar shows,
     # so calendars and mail clients take the newest revision (RFC 5545 3.8.7.4).
     sequence: Mapped[int] = mapped_column(Integer, default=0)

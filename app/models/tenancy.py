@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, String, Table
+from sqlalchemy import Boolean, CheckConstraint, Column, Enum, ForeignKey, Integer, String, Table
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model, db
@@ -53,9 +53,6 @@ class User(Model):
     importing the web layer's library."""
 
     __tablename__ = "users"
-    __table_args__ = (
-        CheckConstraint(f"role IN ('{Role.AGENCY_OWNER}', '{Role.AGENCY_USER}')", name="role"),
-    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     agency_id: Mapped[int] = mapped_column(
@@ -63,7 +60,20 @@ class User(Model):
     )
     email: Mapped[str] = mapped_column(String(EMAIL_MAX), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
-    role: Mapped[str] = mapped_column(String(20), default=Role.AGENCY_USER)
+    # Stored as the members' values, in a VARCHAR(20) whose CHECK the Enum makes (ck_users_role,
+    # migration 0019); loaded as Role members.
+    role: Mapped[Role] = mapped_column(
+        Enum(
+            Role,
+            name="role",
+            native_enum=False,
+            create_constraint=True,
+            validate_strings=True,
+            length=20,
+            values_callable=lambda members: [member.value for member in members],
+        ),
+        default=Role.AGENCY_USER,
+    )
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

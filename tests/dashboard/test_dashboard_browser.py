@@ -86,6 +86,26 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     assert page.url.startswith(base + "/login")
 
 
+@pytest.fixture
+def site_with_worker(tmp_path):
+    """A live server on a fresh SQLite database with the demo workspace, and a worker: the
+    password-reset mail is made and sent (here: kept) by the worker, as all mail is, with the
+    server's address as its ``PUBLIC_URL`` (the links it writes lead there)."""
+    settings = {
+        "OUTBOX_DISPATCH": "1",
+        "REDIS_URL": MACHINE_REDIS,
+        "CELERY_QUEUE": f"browser-{uuid.uuid4().hex}",
+    }
+    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key", **settings}
+    demo = migrate_and_run_demo(env)
+    with (
+        gunicorn(url, workers=1, threads=4, env=settings) as base,
+        celery_worker(url, tmp_path / "worker.log", PUBLIC_URL=base, **settings),
+    ):
+        yield base, demo
+
+
 def kept_reset_link(database_url: str, email: str) -> str:
     """The link in the latest password-reset mail to ``email`` that the server kept (no SMTP
     server), read as an operator would: ``flask outbox``, then ``flask outbox --show ID``."""
@@ -107,10 +127,12 @@ def kept_reset_link(database_url: str, email: str) -> str:
     return re.search(r"http://\S+/reset-password/\S+", outbox("--show", str(found[0]["id"])))[0]
 
 
-def test_a_forgotten_password_is_reset_through_the_mailed_link(browser, site, tmp_path, audit):
-    """From the sign-in page's link to a new password, the link read from the kept mail; the
-    link then works no more, and the old password no longer signs in."""
-    base, demo = site
+def test_a_forgotten_password_is_reset_through_the_mailed_link(
+    browser, site_with_worker, tmp_path, audit
+):
+    """From the sign-in page's link to a new password, the link read from the mail the worker
+    kept; the link then works no more, and the old password no longer signs in."""
+    base, demo = site_with_worker
     page = browser.new_page(viewport=WIDTHS["laptop"])
     page.goto(base + "/login")
     page.get_by_role("link", name="Forgot your password?").click()

@@ -1,29 +1,39 @@
 """Forgot password: ``/forgot-password`` mails a one-time link to
 ``{PUBLIC_URL}/reset-password/<token>``, valid one hour and used once; using it sets a new
 password and ends the user's other sessions. The answer is the same whether the email belongs
-to an account or not, throttled or not, and asking is throttled as signing in is. With no SMTP
-server (the embedded default) the mail is kept, for ``flask outbox``."""
+to an account or not, throttled or not, and so is the request's work: it hands the email to the
+worker, which makes and mails the link. Asking is throttled as signing in is. With no SMTP
+server (the embedded default) the mail is kept, for ``flask outbox``.
+
+The worker's task runs in-process here, in a context of its own as in a worker
+(``run_the_worker``); tests/worker/test_worker_password_reset.py runs it in a real worker."""
 
 from __future__ import annotations
 
 import os
 import re
 import socket
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 import time_machine
+from sqlalchemy import event
 
 from app.extensions import db
 from app.logs import masked
 from app.models import MailMessage, MailStatus, PasswordReset, User
-from app.services.accounts.password_resets import MAX_LINKS_PER_ACCOUNT
+from app.services.accounts.password_resets import MAIL_TASK, MAX_LINKS_PER_ACCOUNT
 from app.services.common.tokens import token_digest
+from app.services.integrations.registry import app_registry
 from tests.dashboard_users import PASSWORD, agency_user, csrf_token, owner_email, sign_in
 from tests.mail_servers import smtp_server
 from tests.servers import gunicorn, migrate_and_run_demo
+from worker.tasks.accounts import mail_link
 
 NEW_PASSWORD = "a-fresh-long-pass"
 LINK = re.compile(r"(https?://[^/\s]+)(/\S*?reset-password/[A-Za-z0-9_-]+)")
@@ -39,13 +49,54 @@ def client_at(app, address: str):
     return client
 
 
+HANDED_OVER = "test_handed_over"
+
+
+def handed_over(app) -> list[tuple[str, list]]:
+    """The tasks ``app`` hands to the worker, in order: recorded instead of published (the
+    tests' apps have no worker)."""
+    if HANDED_OVER not in app.extensions:
+        tasks = app.extensions[HANDED_OVER] = []
+        app_registry(app).set_task_dispatcher(lambda task, args, _: tasks.append((task, args)))
+    return app.extensions[HANDED_OVER]
+
+
+def run_the_worker(app) -> None:
+    """Run each task handed over so far as the worker does: the task's body, in an app context
+    (and so a database session) of its own."""
+    tasks = handed_over(app)
+    while tasks:
+        task, args = tasks.pop(0)
+        assert task == MAIL_TASK
+        with app.app_context():
+            mail_link.run(*args)
+
+
 def ask_for_link(client, email: str) -> tuple[int, str]:
-    """Post the forgot-password form; the answer's status and page. The response is closed,
-    as a server closes it once sent: the link is mailed then."""
+    """Post the forgot-password form; the answer's status and page. Then the worker runs what
+    the request handed it: the link is mailed then."""
+    handed_over(client.application)
     token = csrf_token(client, "/forgot-password")
     data = {"email": email, "csrf_token": token}
     with client.post("/forgot-password", data=data) as response:
-        return response.status_code, response.get_data(as_text=True)
+        answer = response.status_code, response.get_data(as_text=True)
+    run_the_worker(client.application)
+    return answer
+
+
+@contextmanager
+def statements_run() -> Iterator[list[str]]:
+    """The SQL statements run on the database meanwhile, with their parameters."""
+    statements: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        statements.append(f"{statement} {parameters!r}")
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
 
 
 def reset_mail(email: str) -> list[MailMessage]:
@@ -144,16 +195,39 @@ def test_the_answer_is_the_same_for_a_known_and_an_unknown_email(app, tenant):
     assert known_page.replace(owner, "EMAIL") == unknown_page.replace(unknown, "EMAIL")
 
 
-def test_the_answer_is_sent_before_the_account_is_looked_up(client, tenant):
-    """The link is made and mailed once the answer is closed, so the answer's time cannot
-    depend on whether the email has an account."""
-    owner = owner_email(tenant)
+def test_the_request_hands_the_email_to_the_worker_which_makes_and_mails_the_link(
+    app, client, tenant
+):
+    """Answered, the request has made no link and sent no mail: the worker does both."""
+    owner, tasks = owner_email(tenant), handed_over(app)
     token = csrf_token(client, "/forgot-password")
-    response = client.post("/forgot-password", data={"email": owner, "csrf_token": token})
-    assert response.status_code == 200
+    with client.post("/forgot-password", data={"email": f" {owner.upper()}", "csrf_token": token}):
+        pass
+    assert tasks == [(MAIL_TASK, [owner])]  # the email, never a token
     assert reset_mail(owner) == []
-    response.close()
+    assert db.session.query(PasswordReset).count() == 0
+    run_the_worker(app)
     assert len(reset_mail(owner)) == 1
+
+
+def test_a_known_and_an_unknown_email_make_the_request_do_the_same_work(app, tenant):
+    """Whether an account has the email or not, the request runs the same statements on the
+    database (none: it looks nothing up, writes nothing) and hands the worker the same one task
+    carrying the email as asked: nothing of its work, and so of its time, depends on the
+    account."""
+    owner, unknown = owner_email(tenant), "nobody@agency.test"
+    work = {}
+    for email, address in ((owner, "127.0.0.2"), (unknown, "127.0.0.3")):
+        asker = client_at(app, address)
+        token = csrf_token(asker, "/forgot-password")
+        handed_over(app).clear()
+        with statements_run() as statements:
+            data = {"email": email, "csrf_token": token}
+            with asker.post("/forgot-password", data=data) as answer:
+                assert answer.status_code == 200
+        work[email] = (statements, list(handed_over(app)))
+    assert work[owner] == ([], [(MAIL_TASK, [owner])])
+    assert work[unknown] == ([], [(MAIL_TASK, [unknown])])
 
 
 def test_only_a_digest_of_the_token_is_stored(client, tenant):
@@ -212,11 +286,12 @@ def test_a_mail_server_that_refuses_still_gets_the_same_answer(make_app, tenants
     assert "Check your mail" in page
 
 
-def test_a_form_without_its_csrf_token_is_refused(client, tenant):
+def test_a_form_without_its_csrf_token_is_refused(app, client, tenant):
+    tasks = handed_over(app)
     response = client.post("/forgot-password", data={"email": owner_email(tenant)})
     response.close()
     assert response.status_code == 400
-    assert reset_mail(owner_email(tenant)) == []
+    assert tasks == []
 
 
 # Using the link
@@ -397,7 +472,8 @@ def test_over_the_account_ceiling_addresses_that_asked_are_refused(low_account_c
 @pytest.mark.slow
 def test_over_real_http_the_answer_does_not_wait_for_a_hung_mail_server(postgres_database):
     """gunicorn's gevent workers on PostgreSQL, the SMTP server a socket that never answers:
-    the known email is answered at once, as an unknown one is; the mail waits after."""
+    the known email is answered at once, as an unknown one is; the web process never waits on
+    the mail server (the mail is the worker's)."""
     database_url = postgres_database()
     demo = migrate_and_run_demo({**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "s"})
     with socket.socket() as hung:
@@ -424,3 +500,29 @@ def test_one_account_is_mailed_at_most_three_links_an_hour_whatever_the_addresse
     for n in range(6):  # each from an address of its own: the throttle's per-address counts
         assert ask_for_link(client_at(app, f"198.51.100.{n + 1}"), owner)[0] == 200
     assert len(reset_mail(owner)) == MAX_LINKS_PER_ACCOUNT == 3
+
+
+def test_the_ceiling_holds_for_requests_the_worker_handles_at_once(app, tenant):
+    """Eight of one account's requests run by the worker at the same moment (its processes,
+    here threads): each holds the account while it counts, so only three links are made."""
+    owner = owner_email(tenant)
+    db.session.remove()  # the test's session holds nothing the jobs wait for
+    start = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def job() -> None:
+        with app.app_context():
+            start.wait()
+            try:
+                mail_link.run(owner)
+            except BaseException as failure:
+                failures.append(failure)
+
+    jobs = [threading.Thread(target=job) for _ in range(8)]
+    for each in jobs:
+        each.start()
+    for each in jobs:
+        each.join()
+    assert failures == []
+    assert db.session.query(PasswordReset).count() == MAX_LINKS_PER_ACCOUNT
+    assert len(reset_mail(owner)) == MAX_LINKS_PER_ACCOUNT

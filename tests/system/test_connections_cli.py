@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -134,3 +134,41 @@ def test_add_subscribes_to_a_feed_without_credentials(app, tenant):
     assert (added["kind"], added["url"], added["writeBack"]) == ("ics", url, False)
     refused = run(app, "add", sub_account, "--name", "Other", "--kind", "ics", "--url", "ftp://x")
     assert refused.exit_code != 0 and "url" in refused.output
+
+
+def test_list_prints_each_field_in_its_order_and_instants_in_utc(app, tenant):
+    """The line, byte for byte: the keys in their order, an instant as ``…Z`` or null."""
+    sub_account = str(tenant.sub_account_id)
+    url = "https://calendar.example.test/rota.ics"
+    run(app, "add", sub_account, "--name", "Rota", "--kind", "ics", "--url", url)
+    connection = db.session.scalars(select(CalendarConnection)).one()
+    connection.last_attempt_at = datetime(2031, 3, 4, 12, 0, 5, 250000, tzinfo=UTC)
+    connection.last_error = "refused"
+    connection.needs_action = "reconnect"
+    db.session.commit()
+    expected = {
+        "id": connection.id,
+        "subAccountId": tenant.sub_account_id,
+        "name": "Rota",
+        "kind": "ics",
+        "url": url,
+        "username": None,
+        "calendar": None,
+        "writeBack": False,
+        "active": True,
+        "lastAttemptAt": "2031-03-04T12:00:05Z",
+        "lastSuccessAt": None,
+        "lastError": "refused",
+        "lastErrorAt": None,
+        "busyCount": connection.busy_count,
+        "skippedEvents": connection.skipped_count,
+        "skippedReason": None,
+        "consecutiveFailures": connection.consecutive_failures,
+        "lastWriteAt": None,
+        "lastWriteError": None,
+        "lastWriteErrorAt": None,
+        "writingExistingBookings": False,
+        "needsAction": "reconnect",
+        "actionMailedAt": None,
+    }
+    assert run(app, "list").output == json.dumps(expected) + "\n"

@@ -13,6 +13,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from flask_migrate import downgrade, stamp, upgrade
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from app import MIGRATIONS_DIR, create_app
 from app.extensions import db
@@ -243,6 +244,74 @@ def test_0014_has_connections_that_write_back_write_their_earlier_bookings(fresh
         "needs_action",
         "action_mailed_at",
     }
+
+
+def checks_and_triggers(url: str) -> dict[str, list]:
+    """The CHECK constraints of ``bookings`` and ``users``, and the triggers on ``bookings``."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            tables = inspect(connection)
+            shape: dict[str, list] = {
+                table: sorted(
+                    (c["name"], c["sqltext"]) for c in tables.get_check_constraints(table)
+                )
+                for table in ("bookings", "users")
+            }
+            if engine.dialect.name == "sqlite":
+                triggers = text(
+                    "SELECT name, sql FROM sqlite_master"
+                    " WHERE type = 'trigger' AND tbl_name = 'bookings'"
+                )
+            else:
+                triggers = text(
+                    "SELECT tgname, tgenabled FROM pg_trigger"
+                    " WHERE tgrelid = 'bookings'::regclass AND NOT tgisinternal"
+                )
+            shape["triggers"] = sorted(tuple(row) for row in connection.execute(triggers))
+            return shape
+    finally:
+        engine.dispose()
+
+
+def test_0019_swaps_the_status_and_role_checks_for_the_enums_identical_ones(fresh_database_url):
+    """The hand-written CHECKs of bookings.status and users.role give way to the Enums' (and come
+    back in the downgrade): the same names and SQL, the rows kept, an unknown role still
+    refused; on SQLite, where the rebuilt bookings table loses its triggers, they are back."""
+    url = fresh_database_url
+    run(url, upgrade, None, "0018")
+    created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO agencies (id, name, created_at) VALUES (1, 'A', :at)"),
+            {"at": created},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO users (agency_id, email, password_hash, role, active, created_at)"
+                " VALUES (1, 'owner@example.test', 'x', 'agency_owner', true, :at)"
+            ),
+            {"at": created},
+        )
+    engine.dispose()
+    before = checks_and_triggers(url)
+    assert [name for name, _ in before["users"]] == ["ck_users_role"]
+    assert "ck_bookings_status" in {name for name, _ in before["bookings"]}
+    assert before["triggers"]
+
+    for command, revision in ((upgrade, "0019"), (downgrade, "0018"), (upgrade, "0019")):
+        run(url, command, None, revision)
+        assert recorded_revisions(url) == [revision]
+        assert checks_and_triggers(url) == before
+        engine = create_engine(url)
+        try:
+            with engine.connect() as connection:
+                assert connection.scalars(text("SELECT role FROM users")).all() == ["agency_owner"]
+                with pytest.raises(IntegrityError):
+                    connection.execute(text("UPDATE users SET role = 'admin'"))
+        finally:
+            engine.dispose()
 
 
 def test_a_release_waiting_behind_a_long_transaction_gives_up_and_succeeds_when_run_again(

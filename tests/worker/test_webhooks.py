@@ -15,6 +15,7 @@ from standardwebhooks import Webhook
 from app.extensions import db
 from app.models import OutboxEvent, WebhookAttempt, WebhookDelivery, WebhookSubscription
 from app.models.types import utcnow
+from app.scheduling.timezones import format_utc
 from app.services.integrations import outbox
 from app.services.integrations.webhooks import deliveries
 from app.services.integrations.webhooks.deliveries import (
@@ -381,3 +382,62 @@ def test_the_cli_adds_lists_and_removes_subscriptions(app, tenants):
     assert deliveries.exit_code == 0 and deliveries.output == ""
     removed = runner.invoke(args=["webhooks", "remove", str(created["id"])])
     assert json.loads(removed.output) == {"removed": created["id"]}
+
+
+@pytest.mark.date_sensitive
+def test_the_cli_prints_subscriptions_and_deliveries_field_by_field_in_order(app, tenants):
+    """``webhooks add``, ``list`` and ``deliveries``, line for line: the keys in their order,
+    an instant as ``…Z`` or null, the secret only when it is made."""
+    runner = app.test_cli_runner()
+    tenant = tenants.create()
+    sub_account_id = tenant.sub_account_id
+    url = "http://127.0.0.1:9/hook"  # nothing listens: the attempt fails
+    arguments = ["--name", "crm", "--url", url, "--event", "*"]
+    added = runner.invoke(args=["webhooks", "add", str(sub_account_id), *arguments]).output
+    subscription = db.session.scalars(select(WebhookSubscription)).one()
+    shown = {
+        "id": subscription.id,
+        "subAccountId": sub_account_id,
+        "name": "crm",
+        "url": url,
+        "events": ["*"],
+        "active": True,
+        "failingSince": None,
+        "disabledAt": None,
+        "disabledReason": None,
+        "createdAt": format_utc(subscription.created_at),
+    }
+    assert added == json.dumps({**shown, "secret": json.loads(added)["secret"]}) + "\n"
+    assert runner.invoke(args=["webhooks", "list"]).output == json.dumps(shown) + "\n"
+
+    book(app.test_client(), tenant)
+    (delivery_id,) = handle_events()
+    attempt(delivery_id, utcnow())
+    sent, tried = delivery(delivery_id), db.session.scalars(select(WebhookAttempt)).one()
+    logged = {
+        "id": delivery_id,
+        "subscriptionId": subscription.id,
+        "webhookId": f"evt_{sent.event_id}",
+        "status": str(sent.status),
+        "attempts": 1,
+        "nextAttemptAt": utc_or_null(sent.next_attempt_at),
+        "lastStatusCode": None,
+        "lastError": sent.last_error,
+        "createdAt": format_utc(sent.created_at),
+        "finishedAt": utc_or_null(sent.finished_at),
+        "attemptLog": [
+            {
+                "at": format_utc(tried.attempted_at),
+                "statusCode": None,
+                "durationMs": tried.duration_ms,
+                "response": None,
+                "error": tried.error,
+            }
+        ],
+    }
+    printed = runner.invoke(args=["webhooks", "deliveries", str(subscription.id)]).output
+    assert printed == json.dumps(logged) + "\n"
+
+
+def utc_or_null(instant):
+    return None if instant is None else format_utc(instant)

@@ -1,11 +1,14 @@
 """Forgotten passwords: a one-time link by mail, and choosing a new password through it.
 
 Asking names an email and learns nothing about it: whether an active user has it or not, the
-asker is told the same (the dashboard answers before this runs at all). The link is valid for
-``RESET_VALID_FOR`` and works once; only a SHA-256 digest of its token is stored
-(``password_resets``). Using it sets the new password under the same policy as changing one,
-voids the user's other links, and ends every session the user had: whoever was signed in with
-the old password is signed out.
+asker is told the same, and the request does the same work. It looks nothing up and writes
+nothing: it hands the email to the worker (``ask_for_link``, one ``MAIL_TASK``), and the
+worker, as for every other mail, looks the account up, applies the per-account ceiling, makes
+the link and mails it (``mail_reset_link``). The link is valid for ``RESET_VALID_FOR`` and
+works once; only a SHA-256 digest of its token is stored (``password_resets``), and the task
+carries the email, never a token. Using the link sets the new password under the same policy
+as changing one, voids the user's other links, and ends every session the user had: whoever
+was signed in with the old password is signed out.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from app.services.integrations.notifications.password_reset_mail import (
     ResetLink,
     send_reset_link,
 )
+from app.services.integrations.registry import app_registry
 
 RESET_VALID_FOR = timedelta(hours=1)
 RESET_VALID_FOR_WORDS = "one hour"
@@ -34,6 +38,9 @@ RESET_VALID_FOR_WORDS = "one hour"
 # ``RESET_VALID_FOR``: the throttle counts requests (per address, per account, in Redis or a
 # process's memory); this bounds the mail itself, from the links stored, whatever asked.
 MAX_LINKS_PER_ACCOUNT = 3
+# The worker's task that mails a link (``worker.tasks.accounts``): its one argument is the
+# email as asked for, trimmed and lower-cased.
+MAIL_TASK = "accounts.mail_reset_link"
 
 
 class ResetLinkUnusable(InvalidRequest):
@@ -44,17 +51,31 @@ LINK_USED = "This link was used already: each link works once."
 LINK_EXPIRED = f"This link has expired: a link works for {RESET_VALID_FOR_WORDS}."
 
 
+def ask_for_link(email: str) -> None:
+    """Hand a request for a link to the worker: one ``MAIL_TASK`` with the email, whatever it
+    is. Nothing is read or written here, so the request's work, and its time, is the same
+    whether an account has the email or not. No transaction holds it: should the broker be
+    away, the request is lost (logged), as a message the mail server refuses is, and the person
+    asks again."""
+    for dispatcher in list(app_registry().task_dispatchers):
+        dispatcher(MAIL_TASK, [email.strip().lower()], 0.0)
+
+
 @owns_transactions
 def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) -> None:
     """Mail the active user whose email is ``email`` a link (``link(token)``, absolute) to
     choose a new password; nothing when no active user has it, or when it was mailed
-    ``MAX_LINKS_PER_ACCOUNT`` links in the last ``RESET_VALID_FOR``.
+    ``MAX_LINKS_PER_ACCOUNT`` links in the last ``RESET_VALID_FOR``. The worker's job
+    (``MAIL_TASK``).
 
-    A job that must not hold a transaction open while it waits on the mail server: the link's
-    row is committed first, then the message is sent and kept in the mail log."""
+    The account is held while its links are counted and the new one stored, so requests
+    handled at once (several worker processes) cannot each find room under the ceiling. A job
+    that must not hold a transaction open while it waits on the mail server: the link's row is
+    committed first, then the message is sent and kept in the mail log."""
     user = db.session.scalar(select(User).where(User.email == email.strip().lower()))
     if user is None or not user.active:
         return
+    _hold(user)
     recent = db.session.scalar(
         select(func.count())
         .select_from(PasswordReset)
@@ -79,6 +100,22 @@ def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) ->
     )
     send_reset_link(message, now=now)
     db.session.commit()
+
+
+def _hold(user: User) -> None:
+    """Hold ``user``'s row until the transaction ends: a second job for the same account waits
+    here, then counts the link this one stores. PostgreSQL: a row lock. SQLite: a write before
+    the count takes the database's one write lock (as ``app.services.common.locking`` does),
+    which a concurrent job waits for."""
+    if db.session.get_bind().dialect.name == "postgresql":
+        db.session.execute(select(User.id).where(User.id == user.id).with_for_update())
+    else:
+        db.session.execute(
+            update(User)
+            .where(User.id == user.id)
+            .values(active=User.active)
+            .execution_options(synchronize_session=False)
+        )
 
 
 def open_reset(token: str, *, now: datetime) -> PasswordReset:

@@ -37,7 +37,6 @@ from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind, SubAccount
 from app.models.calendar_connection import OAUTH_KINDS
 from app.models.types import utcnow
-from app.scheduling.timezones import format_utc
 from app.services.common.encryption import SecretUnreadable, encrypt_secret
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
@@ -219,39 +218,6 @@ def create_connection(
     # Read at once, whoever made it: the worker has it as soon as this commits.
     request_sync(connection.id, utcnow())
     return connection
-
-
-def _stamp(value: Any) -> str | None:
-    return None if value is None else format_utc(value)
-
-
-def describe(connection: CalendarConnection) -> dict[str, Any]:
-    """What an operator may see of a connection: everything but the password."""
-    return {
-        "id": connection.id,
-        "subAccountId": connection.sub_account_id,
-        "name": connection.name,
-        "kind": connection.kind,
-        "url": connection.url,
-        "username": connection.username,
-        "calendar": connection.calendar,
-        "writeBack": connection.write_back,
-        "active": connection.active,
-        "lastAttemptAt": _stamp(connection.last_attempt_at),
-        "lastSuccessAt": _stamp(connection.last_success_at),
-        "lastError": connection.last_error,
-        "lastErrorAt": _stamp(connection.last_error_at),
-        "busyCount": connection.busy_count,
-        "skippedEvents": connection.skipped_count,
-        "skippedReason": connection.skipped_reason,
-        "consecutiveFailures": connection.consecutive_failures,
-        "lastWriteAt": _stamp(connection.last_write_at),
-        "lastWriteError": connection.last_write_error,
-        "lastWriteErrorAt": _stamp(connection.last_write_error_at),
-        "writingExistingBookings": connection.write_existing_pending,
-        "needsAction": connection.needs_action,
-        "actionMailedAt": _stamp(connection.action_mailed_at),
-    }
 
 
 def list_connections(sub_account_id: int | None = None) -> list[CalendarConnection]:

@@ -60,7 +60,6 @@ HANDLER_NAME = "notifications"
 NOTIFIED_KINDS = frozenset(
     {"booking.created", "booking.rescheduled", "booking.confirmed", "booking.cancelled"}
 )
-DEFAULT_SENDER = "Calendar Booking <bookings@localhost>"
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,8 @@ from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime
 
-from flask import current_app
-
+from app.config import settings as configured
 from app.extensions import db
-from app.services.integrations.notifications.booking_mail import DEFAULT_SENDER
 from app.services.integrations.notifications.mail_log import logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
 from app.services.integrations.notifications.messages import MAIL_TEMPLATES, message_id
@@ -45,10 +43,9 @@ class ResetLink:
 def send_reset_link(reset: ResetLink, *, now: datetime) -> bool:
     """Send (or keep) the message and add it to the mail log in the caller's transaction;
     whether it left. A mail server's failure is logged, not raised: the person asks again."""
-    sender = current_app.config.get("MAIL_FROM") or DEFAULT_SENDER
-    message = compose_reset_link(reset, sender=sender, now=now)
+    message = compose_reset_link(reset, sender=configured().mail_from, now=now)
     try:
-        status = send_mail(message, smtp_settings(current_app.config.get("SMTP_URL")))
+        status = send_mail(message, smtp_settings(configured().smtp_url))
     except MailNotSent as err:
         log.warning("password-reset mail not sent: %s", err)
         return False

@@ -325,31 +325,6 @@ def resend(delivery_id: int, now: datetime) -> WebhookDelivery:
     return delivery
 
 
-def describe_delivery(delivery: WebhookDelivery, attempts: list[WebhookAttempt]) -> dict:
-    return {
-        "id": delivery.id,
-        "subscriptionId": delivery.subscription_id,
-        "webhookId": f"evt_{delivery.event_id}",
-        "status": delivery.status,
-        "attempts": delivery.attempts,
-        "nextAttemptAt": _stamp(delivery.next_attempt_at),
-        "lastStatusCode": delivery.last_status_code,
-        "lastError": delivery.last_error,
-        "createdAt": _stamp(delivery.created_at),
-        "finishedAt": _stamp(delivery.finished_at),
-        "attemptLog": [
-            {
-                "at": _stamp(a.attempted_at),
-                "statusCode": a.status_code,
-                "durationMs": a.duration_ms,
-                "response": a.response_excerpt,
-                "error": a.error,
-            }
-            for a in attempts
-        ],
-    }
-
-
 @dataclass(frozen=True)
 class DeliveryRecord:
     """A delivery with the event it carries and each of its attempts, oldest first."""
@@ -379,10 +354,6 @@ def delivery_log(subscription_id: int, limit: int = 50) -> list[DeliveryRecord]:
     return [DeliveryRecord(d, kind, attempts[d.id]) for d, kind in rows]
 
 
-def subscription_deliveries(subscription_id: int, limit: int = 50) -> list[dict]:
-    return [describe_delivery(r.delivery, r.attempts) for r in delivery_log(subscription_id, limit)]
-
-
 def get_subscription_delivery(subscription_id: int, delivery_id: int) -> WebhookDelivery:
     """The delivery, if it belongs to the subscription (which the caller has scoped)."""
     return get_checked(
@@ -391,7 +362,3 @@ def get_subscription_delivery(subscription_id: int, delivery_id: int) -> Webhook
         lambda d: d.subscription_id == subscription_id,
         DeliveryNotFound,
     )
-
-
-def _stamp(value: datetime | None) -> str | None:
-    return None if value is None else format_utc(value)

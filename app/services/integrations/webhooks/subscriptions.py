@@ -18,7 +18,6 @@ from marshmallow import Schema, ValidationError, fields, validate, validates
 from app.config import settings
 from app.extensions import db
 from app.models import SubAccount, WebhookSubscription
-from app.scheduling.timezones import format_utc
 from app.services.common.encryption import encrypt_secret
 from app.services.common.errors import NotFound
 from app.services.common.lookups import get_checked, load_named, rows_in_order
@@ -136,23 +135,3 @@ def enable_subscription(subscription_id: int) -> WebhookSubscription:
     subscription.failing_since = None
     db.session.flush()
     return subscription
-
-
-def describe_subscription(subscription: WebhookSubscription) -> dict[str, Any]:
-    """What an operator may see: everything but the secret."""
-    return {
-        "id": subscription.id,
-        "subAccountId": subscription.sub_account_id,
-        "name": subscription.name,
-        "url": subscription.url,
-        "events": subscription.events,
-        "active": subscription.active,
-        "failingSince": _stamp(subscription.failing_since),
-        "disabledAt": _stamp(subscription.disabled_at),
-        "disabledReason": subscription.disabled_reason,
-        "createdAt": _stamp(subscription.created_at),
-    }
-
-
-def _stamp(value: Any) -> str | None:
-    return None if value is None else format_utc(value)

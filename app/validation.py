@@ -1,10 +1,8 @@
-"""Shared marshmallow fields, a loaded document's fields under a service input's names
-(``python_names``), and turning nested error dictionaries into messages that name the field.
-Used by the API schemas and by provisioning alike; no Flask here."""
+"""Shared marshmallow fields, and turning nested error dictionaries into messages that name the
+field. Used by the API schemas and by provisioning alike; no Flask here."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -22,15 +20,6 @@ from app.scheduling.timezones import (
     read_instant,
     zone,
 )
-
-_CAPITAL = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-def python_names(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A loaded request document under its fields' Python names (``firstName`` →
-    ``first_name``): the keyword arguments of the service's input it becomes, which gives
-    what was not sent its default. A schema's fields are the input's, camelCased."""
-    return {_CAPITAL.sub("_", name).lower(): value for name, value in data.items()}
 
 
 def flatten_errors(messages: Any, path: str = "") -> dict[str, list[str]]:

@@ -687,7 +687,7 @@ class Sequential:
 
     def busy_rows(self) -> None:
         """The one statement availability reads the window's busy time with
-        (``app.services.availability.open_time.load_busy``: a range-overlap query per table,
+        (``app.services.scheduling_inputs.load_busy``: a range-overlap query per table,
         bookings, blocked times and holds, as one ``UNION ALL``; no holds here)."""
         window = (self.setup.sub_account_id, *self.setup.window.window)
         rows = self.pg.execute(

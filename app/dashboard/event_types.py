@@ -16,12 +16,12 @@ from app.models import EventType, SubAccount
 from app.services.accounts.users import open_sub_account
 from app.services.availability.event_types import (
     create_event_type,
-    get_event_type,
     list_event_types,
     set_event_type_offered,
     update_event_type,
 )
 from app.services.availability.profiles import list_profiles
+from app.services.scheduling_inputs import get_event_type
 
 
 @dashboard.route("/s/<int:sub_account_id>/event-types")
@@ -59,7 +59,7 @@ def new_event_type(sub_account_id: int) -> Page:
 @dashboard.route("/s/<int:sub_account_id>/event-types/<int:event_type_id>", methods=["GET", "POST"])
 def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
-    event_type = get_event_type(sub_account, event_type_id)
+    event_type = get_event_type(sub_account, event_type_id, offered_only=False)
     form = EventTypeForm(obj=event_type)
     if request.method == "GET":
         return _form_page(sub_account, form, event_type)
@@ -82,7 +82,7 @@ def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
 def change_event_type_offer(sub_account_id: int, event_type_id: int, change: str) -> Response:
     """Deactivate (no longer offered; its bookings live on) or reactivate an event type."""
     sub_account = open_sub_account(current_user, sub_account_id)
-    event_type = get_event_type(sub_account, event_type_id)
+    event_type = get_event_type(sub_account, event_type_id, offered_only=False)
     offered = change == "reactivate"
     done = (
         f"{event_type.name} is offered again."

@@ -98,7 +98,7 @@ def move(sub_account_id: int, booking_id: int) -> Response:
             sub_account,
             booking.event_type_id,
             booking.id,
-            BookingChanges(sent=frozenset({"startTime"}), start_time=start),
+            BookingChanges(sent=frozenset({"start_time"}), start_time=start),
             now=utcnow(),
         )
         db.session.commit()

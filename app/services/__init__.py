@@ -15,6 +15,8 @@ right; a test fails for a commit anywhere else).
 - ``integrations``: telling and hearing from the outside: domain events and the outbox,
   connected calendars (sync, write-back), booking mail, webhooks, iCalendar.
 - ``health``: the checks behind ``/readyz`` and ``/statusz``.
+- ``scheduling_inputs``: what bookings and availability both read (the event type with its
+  hours, busy time, slot rules), one module both call.
 
 Packages call ``common`` and the areas below them: bookings use availability and emit
 integrations' events; accounts provision what the other areas own. Nothing here imports the

@@ -141,6 +141,39 @@ def test_a_naive_end_skipped_by_spring_forward_is_400_naming_it(client, open_ten
 
 
 @pytest.mark.date_sensitive
+def test_a_move_to_a_naive_start_skipped_by_spring_forward_is_400_naming_it(client, open_tenant):
+    booked = create(client, open_tenant)
+    assert booked.status_code == 201, booked.json
+    day = next_spring_forward(NEW_YORK)
+    event_type = next(iter(open_tenant.event_types.values()))
+    response = client.put(
+        f"/v1/api/calendar/event-types/{event_type}/bookings/{booked.json['id']}",
+        json={"startTime": f"{day}T02:30:00", "timezone": NEW_YORK},
+        headers=open_tenant.headers(),
+    )
+    assert response.status_code == 400
+    message = (
+        f"{day}T02:30:00 does not exist in America/New_York (a daylight-saving change skips it)"
+    )
+    assert response.json["message"] == f"startTime: {message}"
+    assert response.json["errors"] == {"startTime": [message]}
+
+
+@pytest.mark.date_sensitive
+def test_a_hold_with_a_naive_end_skipped_by_spring_forward_is_400_naming_it(client, open_tenant):
+    day = next_spring_forward(NEW_YORK)
+    event_type = next(iter(open_tenant.event_types.values()))
+    response = client.post(
+        f"/v1/api/calendar/event-types/{event_type}/holds",
+        json={"startTime": f"{day}T01:00:00", "endTime": f"{day}T02:15:00", "timezone": NEW_YORK},
+        headers=open_tenant.headers(),
+    )
+    assert response.status_code == 400
+    assert response.json["message"].startswith("endTime: ")
+    assert list(response.json["errors"]) == ["endTime"]
+
+
+@pytest.mark.date_sensitive
 def test_naive_times_around_the_gap_book_their_real_length(client, open_tenant):
     day = next_spring_forward(NEW_YORK)
     response = create(

@@ -10,13 +10,10 @@ import pytest
 from app.extensions import db
 from app.models import AvailabilityProfile, EventType, SubAccount
 from app.services.availability.blocked_times import add_blocked_time
-from app.services.availability.event_types import (
-    create_event_type,
-    get_event_type,
-    update_event_type,
-)
+from app.services.availability.event_types import create_event_type, update_event_type
 from app.services.availability.profiles import ProfileNotFound, create_profile, get_profile
 from app.services.common.errors import EventTypeNotFound, InvalidRequest
+from app.services.scheduling_inputs import get_event_type
 from tests.factories import next_monday, ny
 
 MONDAY = next_monday()
@@ -72,7 +69,7 @@ def test_another_sub_accounts_rows_are_not_found(tenants, tenant):
     theirs = tenants.create()
     mine = sub_account_of(tenant)
     with pytest.raises(EventTypeNotFound):
-        get_event_type(mine, theirs.event_types["Cleaning"])
+        get_event_type(mine, theirs.event_types["Cleaning"], offered_only=False)
     their_profile = theirs.raw["agencies"][0]["subAccounts"][0]["availabilityProfiles"]["Office"]
     with pytest.raises(ProfileNotFound):
         get_profile(mine, their_profile)

@@ -23,8 +23,8 @@ from app.extensions import db
 from app.models import SubAccount
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput
-from app.services.availability.open_time import load_busy
 from app.services.bookings.queries import BookingListQuery, list_bookings
+from app.services.scheduling_inputs import load_busy
 from tests.factories import Tenant, make_blocked_time, make_booking, utc
 
 # A window far from today (and from the inserted history), whatever today is.

@@ -11,9 +11,9 @@ from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import Booking, SlotHold
-from app.services.availability.open_time import BusyTime
 from app.services.bookings import holds as holds_service
 from app.services.bookings import time_claims
+from app.services.scheduling_inputs import BusyTime
 from tests.factories import make_booking, next_monday, ny, z
 from tests.servers import gunicorn, post_all
 

@@ -10,8 +10,8 @@ from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import Booking
-from app.services.availability.open_time import BusyTime
 from app.services.bookings import time_claims
+from app.services.scheduling_inputs import BusyTime
 from tests.factories import make_booking, next_monday, ny, z
 
 MONDAY = next_monday()

@@ -17,6 +17,7 @@ from flask.views import MethodView
 from app.api import examples
 from app.api.auth import current_sub_account
 from app.api.availability.schemas import AvailabilityArgsSchema, AvailabilityDaySchema
+from app.api.field_names import ContractNames
 from app.api.smorest import Blueprint
 from app.models import Permission
 from app.models.types import utcnow
@@ -34,6 +35,9 @@ blp = Blueprint(
 )
 
 BUSY_TIME_AS_OF = "Busy-Time-As-Of"
+
+# Refusals naming a parameter, in the contract's names (``app.api.field_names``).
+QUERY_NAMES = ContractNames(AvailabilityArgsSchema())
 
 # An answer may be kept by the client and must be asked again before each use (revalidated
 # with If-None-Match), never by a shared cache: it is one key's calendar.
@@ -116,12 +120,13 @@ class AvailabilityViews(MethodView):
         Answers carry a weak `ETag`; ask again with `If-None-Match` and an unchanged answer is
         a `304` with no body.
         """
-        answer = availability_at(
-            current_sub_account(),
-            query,
-            utcnow().timestamp(),
-            current_app.extensions.get("availability_store"),
-        )
+        with QUERY_NAMES.told_in_refusals():
+            answer = availability_at(
+                current_sub_account(),
+                query,
+                utcnow().timestamp(),
+                current_app.extensions.get("availability_store"),
+            )
         headers = {"ETag": f'W/"{answer.tag}"', "Cache-Control": CACHE_CONTROL}
         if answer.connected:  # a read of its own, only for a calendar with connections
             as_of = busy_time_as_of(current_sub_account().id, utcnow()).as_of

@@ -7,29 +7,30 @@ from typing import Any
 from marshmallow import Schema, fields, post_load, validate
 
 from app.api import examples
+from app.api.field_names import CamelCaseSchema
 from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES
 from app.models.types import MAX_ID
 from app.representations import SlotSchema
 from app.services.availability.open_time import AvailabilityQuery
-from app.validation import DURATION_MINUTES, InstantField, TimezoneField, python_names
+from app.validation import DURATION_MINUTES, InstantField, TimezoneField
 
 
-class AvailabilityArgsSchema(Schema):
-    startDate = InstantField(
+class AvailabilityArgsSchema(CamelCaseSchema):
+    start_date = InstantField(
         required=True,
         metadata={
             "description": "Start of the window: an instant, or a date (its start)",
             "example": examples.DAY.isoformat(),
         },
     )
-    endDate = InstantField(
+    end_date = InstantField(
         required=True,
         metadata={
             "description": "End of the window: an instant, or a date (its end)",
             "example": examples.DAY.isoformat(),
         },
     )
-    eventTypeId = fields.Integer(
+    event_type_id = fields.Integer(
         validate=validate.Range(min=1, max=MAX_ID),
         metadata={"example": examples.DEMO_EVENT_TYPE_ID},
     )
@@ -45,7 +46,7 @@ class AvailabilityArgsSchema(Schema):
 
     @post_load
     def to_query(self, data: dict[str, Any], **kwargs: Any) -> AvailabilityQuery:
-        return AvailabilityQuery(**python_names(data))
+        return AvailabilityQuery(**data)
 
 
 # A day's slots at most: a 25-hour day (DST) of 5-minute slots every 5 minutes.

@@ -10,6 +10,7 @@ from app.api import examples
 from app.api.auth import current_sub_account
 from app.api.bookings.schemas import BookingListArgsSchema, BookingListSchema, BookingSchema
 from app.api.bookings.write_schemas import CancelBookingSchema
+from app.api.field_names import ContractNames
 from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Booking, Permission
@@ -22,6 +23,9 @@ from app.services.bookings.queries import (
     show_booking,
 )
 from app.services.bookings.writes import cancel_booking
+
+# Refusals naming a parameter, in the contract's names (``app.api.field_names``).
+LIST_NAMES = ContractNames(BookingListArgsSchema())
 
 blp = Blueprint(
     "bookings", __name__, url_prefix="/calendar/bookings", description="Bookings of the calendar"
@@ -45,7 +49,8 @@ class BookingViews(MethodView):
         Ordered by start time, then id. `startDate` and `endDate` accept an ISO 8601 instant
         or a date; a naive value is read in the sub account's timezone.
         """
-        bookings, total = list_bookings(current_sub_account(), query)
+        with LIST_NAMES.told_in_refusals():
+            bookings, total = list_bookings(current_sub_account(), query)
         return {"bookings": bookings, "total": total, "limit": query.limit, "offset": query.offset}
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
+from app.api.field_names import CamelCaseSchema
 from app.models.limits import EMAIL_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from app.models.types import MAX_ID
 from app.representations import STATUSES, BookingSchema
@@ -28,15 +29,15 @@ class BookingListSchema(Schema):
     offset = fields.Integer(required=True, validate=validate.Range(min=0, max=MAX_OFFSET))
 
 
-class BookingListArgsSchema(Schema):
-    startDate = InstantField(
+class BookingListArgsSchema(CamelCaseSchema):
+    start_date = InstantField(
         metadata={"description": "Bookings starting at or after this instant (a date: its start)"}
     )
-    endDate = InstantField(
+    end_date = InstantField(
         metadata={"description": "Bookings ending at or before this instant (a date: its end)"}
     )
     status = fields.String(validate=validate.OneOf(STATUSES))
-    eventTypeId = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
+    event_type_id = fields.Integer(validate=validate.Range(min=1, max=MAX_ID))
     email = Text(validate=validate.Length(min=1, max=EMAIL_MAX))
     limit = fields.Integer(
         load_default=LIST_LIMIT_DEFAULT, validate=validate.Range(min=1, max=LIST_LIMIT_MAX)
@@ -45,12 +46,4 @@ class BookingListArgsSchema(Schema):
 
     @post_load
     def to_query(self, data: dict[str, Any], **kwargs: Any) -> BookingListQuery:
-        return BookingListQuery(
-            start_date=data.get("startDate"),
-            end_date=data.get("endDate"),
-            status=data.get("status"),
-            event_type_id=data.get("eventTypeId"),
-            email=data.get("email"),
-            limit=data["limit"],
-            offset=data["offset"],
-        )
+        return BookingListQuery(**data)

@@ -1,5 +1,7 @@
-"""Request bodies of the booking writes. The answers they give (the full booking, the update's
-reduced form, the cancellation) are shapes of ``app.representations``."""
+"""Request bodies of the booking writes, loaded into the services' inputs (their fields under
+the inputs' names, the contract's camelCase as ``data_key``: ``app.api.field_names``). The
+answers they give (the full booking, the update's reduced form, the cancellation) are shapes of
+``app.representations``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
+from app.api.field_names import CamelCaseSchema
 from app.models.limits import DESCRIPTION_MAX, EMAIL_MAX, NAME_MAX, PHONE_MAX, REASON_MAX
 from app.services.bookings.writes import AttendeeInput, BookingChanges, NewBooking
 from app.validation import (
@@ -20,7 +23,6 @@ from app.validation import (
     InstantField,
     Text,
     TimezoneField,
-    python_names,
     unstorable,
 )
 
@@ -54,11 +56,11 @@ class Metadata(fields.Dict):
         return result
 
 
-class AttendeeInputSchema(Schema):
+class AttendeeInputSchema(CamelCaseSchema):
     email = fields.Email(required=True, validate=validate.Length(max=EMAIL_MAX))
     name = Text(validate=validate.Length(min=1, max=NAME_MAX))
-    firstName = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
-    lastName = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
+    first_name = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
+    last_name = Text(allow_none=True, validate=validate.Length(max=NAME_MAX))
     phone = Text(allow_none=True, validate=validate.Length(max=PHONE_MAX))
     timezone = TimezoneField(allow_none=True)
 
@@ -70,7 +72,7 @@ class AttendeeInputSchema(Schema):
 
     @post_load
     def to_input(self, data: dict[str, Any], **kwargs: Any) -> AttendeeInput:
-        return AttendeeInput(**python_names(data))
+        return AttendeeInput(**data)
 
 
 def _distinct_emails(attendees: list[AttendeeInput]) -> None:
@@ -90,11 +92,11 @@ ATTENDEES_DESCRIPTION = (
 )
 
 
-class _BookingFields(Schema):
-    startTime = InstantField(
+class _BookingFields(CamelCaseSchema):
+    start_time = InstantField(
         metadata={"description": "ISO 8601; naive values are read in `timezone`"}
     )
-    endTime = InstantField(
+    end_time = InstantField(
         metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
     )
     attendees = fields.List(
@@ -106,7 +108,7 @@ class _BookingFields(Schema):
     title = Text(validate=validate.Length(min=1, max=NAME_MAX))
     description = Text(allow_none=True, validate=validate.Length(max=DESCRIPTION_MAX))
     metadata = Metadata()
-    holdToken = Text(
+    hold_token = Text(
         validate=validate.Length(min=1, max=NAME_MAX),
         metadata={
             "description": "The token of a slot hold (POST …/holds): the held time is not busy "
@@ -117,28 +119,28 @@ class _BookingFields(Schema):
 
 
 class CreateBookingSchema(_BookingFields):
-    startTime = InstantField(required=True)
-    endTime = InstantField(required=True)
+    start_time = InstantField(required=True)
+    end_time = InstantField(required=True)
     attendees = fields.List(
         fields.Nested(AttendeeInputSchema),
         required=True,
         validate=ATTENDEES_VALIDATORS,
         metadata={"description": ATTENDEES_DESCRIPTION},
     )
-    idempotencyKey = Text(
+    idempotency_key = Text(
         validate=validate.Length(min=1, max=NAME_MAX),
         metadata={"description": "Retry key: the same key and body return the same booking"},
     )
 
     @post_load(pass_original=True)
     def to_new_booking(self, data: dict[str, Any], original: Any, **kwargs: Any) -> NewBooking:
-        return NewBooking(**python_names(data), body=original)
+        return NewBooking(**data, body=original)
 
 
 class UpdateBookingSchema(_BookingFields):
     @post_load
     def to_changes(self, data: dict[str, Any], **kwargs: Any) -> BookingChanges:
-        return BookingChanges(sent=frozenset(data), **python_names(data))
+        return BookingChanges(sent=frozenset(data), **data)
 
 
 class CancelBookingSchema(Schema):

@@ -9,6 +9,7 @@ from flask.views import MethodView
 from app.api import examples
 from app.api.auth import current_api_key, current_sub_account
 from app.api.bookings.write_schemas import CreateBookingSchema, UpdateBookingSchema
+from app.api.field_names import ContractNames
 from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Booking, Permission
@@ -37,6 +38,10 @@ BOOKING_LINKS = {
         "description": "Cancel it",
     },
 }
+
+# Refusals naming a field of the body, in the contract's names (``app.api.field_names``).
+CREATE_NAMES = ContractNames(CreateBookingSchema())
+UPDATE_NAMES = ContractNames(UpdateBookingSchema())
 
 blp = Blueprint(
     "event_type_bookings",
@@ -74,13 +79,14 @@ class EventTypeBookingViews(MethodView):
         The booking starts `pending`. Reusing an idempotencyKey with the same body returns the
         original booking (header `Idempotent-Replayed: true`); with another body it is a 400.
         """
-        booking, replayed = create_booking(
-            current_sub_account(),
-            event_type_id,
-            new,
-            now=utcnow(),
-            api_key_id=current_api_key().id,
-        )
+        with CREATE_NAMES.told_in_refusals():
+            booking, replayed = create_booking(
+                current_sub_account(),
+                event_type_id,
+                new,
+                now=utcnow(),
+                api_key_id=current_api_key().id,
+            )
         db.session.commit()
         return booking, ({"Idempotent-Replayed": "true"} if replayed else {})
 
@@ -110,8 +116,9 @@ class EventTypeBookingByIdViews(MethodView):
         Only the fields sent change. A sent `attendees` list replaces the attendees (those
         whose email stays keep their id). Answers with the reduced booking form.
         """
-        booking = update_booking(
-            current_sub_account(), event_type_id, booking_id, changes, now=utcnow()
-        )
+        with UPDATE_NAMES.told_in_refusals():
+            booking = update_booking(
+                current_sub_account(), event_type_id, booking_id, changes, now=utcnow()
+            )
         db.session.commit()
         return booking

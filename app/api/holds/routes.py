@@ -6,12 +6,16 @@ from flask.views import MethodView
 
 from app.api import examples
 from app.api.auth import current_api_key, current_sub_account
+from app.api.field_names import ContractNames
 from app.api.holds.schemas import CreateHoldSchema, HoldSchema, ReleasedHoldSchema
 from app.api.smorest import Blueprint
 from app.extensions import db
 from app.models import Permission
 from app.models.types import utcnow
 from app.services.bookings.holds import NewHold, PlacedHold, ReleasedHold, place_hold, release_hold
+
+# Refusals naming a field of the body, in the contract's names (``app.api.field_names``).
+HOLD_NAMES = ContractNames(CreateHoldSchema())
 
 blp = Blueprint(
     "holds",
@@ -41,13 +45,14 @@ class HoldViews(MethodView):
         to take the held time (that consumes the hold). A time that cannot be held is
         refused as a create would be, with `suggestedSlots`.
         """
-        placed = place_hold(
-            current_sub_account(),
-            event_type_id,
-            new,
-            now=utcnow(),
-            api_key_id=current_api_key().id,
-        )
+        with HOLD_NAMES.told_in_refusals():
+            placed = place_hold(
+                current_sub_account(),
+                event_type_id,
+                new,
+                now=utcnow(),
+                api_key_id=current_api_key().id,
+            )
         db.session.commit()
         return placed
 

@@ -6,23 +6,24 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
+from app.api.field_names import CamelCaseSchema
 from app.models.limits import NAME_MAX
 from app.representations import ID_RANGE, UTCTimestamp
 from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
-from app.validation import InstantField, TimezoneField, python_names
+from app.validation import InstantField, TimezoneField
 
 
-class CreateHoldSchema(Schema):
-    startTime = InstantField(
+class CreateHoldSchema(CamelCaseSchema):
+    start_time = InstantField(
         required=True, metadata={"description": "ISO 8601; naive values are read in `timezone`"}
     )
-    endTime = InstantField(
+    end_time = InstantField(
         required=True, metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
     )
     timezone = TimezoneField(
         metadata={"description": "IANA timezone for naive times (default: the calendar's)"}
     )
-    ttlSeconds = fields.Integer(
+    ttl_seconds = fields.Integer(
         validate=validate.Range(min=1, max=MAX_TTL_SECONDS),
         metadata={
             "description": f"How long the hold lasts, in seconds (default {DEFAULT_TTL_SECONDS}, "
@@ -32,7 +33,7 @@ class CreateHoldSchema(Schema):
 
     @post_load
     def to_new_hold(self, data: dict[str, Any], **kwargs: Any) -> NewHold:
-        return NewHold(**python_names(data))
+        return NewHold(**data)
 
 
 class HoldSchema(Schema):

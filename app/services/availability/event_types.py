@@ -3,7 +3,7 @@ reactivated by people in the dashboard, under the rules of ``EventTypeDoc`` (whi
 reads its event types with too).
 
 Deactivating keeps the row: bookings made with it live on, but it is no longer offered
-(availability and new bookings answer 404, see ``availability.find_event_type``).
+(availability and new bookings answer 404: ``scheduling_inputs.get_event_type``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from app.models.limits import (
     NOTICE_MAX_MINUTES,
 )
 from app.services.availability.profiles import ProfileNotFound, get_profile
-from app.services.common.errors import EventTypeNotFound, InvalidRequest
-from app.services.common.lookups import find_owned, load_document, load_named, refuse_taken_name
+from app.services.common.errors import InvalidRequest
+from app.services.common.lookups import load_document, load_named, refuse_taken_name
+from app.services.scheduling_inputs import get_event_type
 from app.validation import DURATION_MINUTES, Text
 
 
@@ -70,11 +71,6 @@ def list_event_types(sub_account: SubAccount) -> list[EventType]:
     )
 
 
-def get_event_type(sub_account: SubAccount, event_type_id: int) -> EventType:
-    """The sub account's event type, offered or not; anyone else's is not found."""
-    return find_owned(EventType, sub_account, event_type_id, EventTypeNotFound)
-
-
 def create_event_type(sub_account: SubAccount, document: dict[str, Any]) -> EventType:
     """A new, offered event type from ``EventTypeFields``; its name not yet taken."""
     _, doc = load_named(sub_account.id, EventTypeFields(), document, EventType)
@@ -90,7 +86,7 @@ def update_event_type(
 ) -> EventType:
     """Every field replaced by ``document``'s. Bookings already made keep their time and the
     buffers they were made with (``Booking.occupied_*``)."""
-    event_type = get_event_type(sub_account, event_type_id)
+    event_type = get_event_type(sub_account, event_type_id, offered_only=False)
     doc = load_document(EventTypeFields(), document)
     refuse_taken_name(EventType, sub_account, doc["name"], except_id=event_type.id)
     _apply(sub_account, event_type, doc)
@@ -100,7 +96,7 @@ def update_event_type(
 
 def set_event_type_offered(sub_account: SubAccount, event_type_id: int, offered: bool) -> EventType:
     """Deactivate (``offered=False``) or reactivate the event type."""
-    event_type = get_event_type(sub_account, event_type_id)
+    event_type = get_event_type(sub_account, event_type_id, offered_only=False)
     event_type.active = offered
     db.session.flush()
     return event_type

@@ -39,7 +39,10 @@ from app.scheduling.slots import (
 from app.scheduling.suggestions import SUGGESTION_COUNT, nearest_slots
 from app.scheduling.timezones import InstantInput, local_to_utc, zone
 from app.scheduling.working_hours import WeeklySchedule, working_intervals, working_ranges
-from app.services.availability.open_time import (
+from app.services.common.errors import ErrorCode, InvalidRequest, TimeUnavailable
+from app.services.common.instants import resolve_instant
+from app.services.integrations.calendars.live_check import ask_connected_calendars
+from app.services.scheduling_inputs import (
     MAX_WINDOW,
     BusyTime,
     load_busy,
@@ -47,9 +50,6 @@ from app.services.availability.open_time import (
     profile_for,
     slot_rules,
 )
-from app.services.common.errors import ErrorCode, InvalidRequest, TimeUnavailable
-from app.services.common.instants import resolve_instant
-from app.services.integrations.calendars.live_check import ask_connected_calendars
 
 CONFLICT_BOOKING = "Time slot conflicts with an existing booking"
 CONFLICT_HELD = "Time slot is held for another booking"
@@ -124,7 +124,7 @@ def local_day(instant: datetime, tz_name: str) -> Interval:
 def requested_slot(start: InstantInput, end: InstantInput, timezone: str) -> Interval:
     """The interval a write asks for; naive times are read in ``timezone``."""
     tz = zone(timezone)
-    return Interval(resolve_instant("startTime", start, tz), resolve_instant("endTime", end, tz))
+    return Interval(resolve_instant("start_time", start, tz), resolve_instant("end_time", end, tz))
 
 
 @dataclass(frozen=True)

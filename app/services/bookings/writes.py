@@ -32,7 +32,6 @@ from app.models import (
 from app.models.limits import NAME_MAX
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput, zone
-from app.services.availability.open_time import find_event_type, load_event_type
 from app.services.bookings.holds import find_hold_to_consume
 from app.services.bookings.queries import get_booking
 from app.services.bookings.time_claims import (
@@ -48,12 +47,17 @@ from app.services.common.instants import resolve_instant
 from app.services.common.locking import lock_calendar
 from app.services.common.upserts import upsert_into
 from app.services.integrations.events import BookingEvent, BookingEventKind, emit
+from app.services.scheduling_inputs import get_event_type
 
 ALREADY_CANCELLED = "Booking is already cancelled"
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 
-IDEMPOTENCY_MISMATCH = "idempotencyKey has already been used with a different request"
+IDEMPOTENCY_MISMATCH = "idempotency_key has already been used with a different request"
+
+# What a new time changes, as a booking event names it (``BookingEvent.changed``, stored in the
+# outbox): the events' own vocabulary, that of their booking snapshot (``event_schema``).
+EVENT_TIME_FIELDS = ("startTime", "endTime")
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ class NewBooking:
 
 @dataclass(frozen=True)
 class BookingChanges:
-    """An update: only the fields in ``sent`` change."""
+    """An update: only the fields named in ``sent`` (``start_time``, ``title``, …) change."""
 
     sent: frozenset[str]
     start_time: InstantInput | None = None
@@ -113,7 +117,8 @@ def _as_json(value: Any) -> str:
 
 
 def request_fingerprint(event_type_id: int, body: Mapping[str, Any]) -> str:
-    """SHA-256 of the event type id and the body as canonical JSON."""
+    """SHA-256 of the event type id and the body (as received: the API's names) as canonical
+    JSON. Stored with the booking, so its wording, ``eventTypeId`` included, never changes."""
     return hashlib.sha256(
         _as_json({"eventTypeId": event_type_id, "body": body}).encode()
     ).hexdigest()
@@ -224,12 +229,15 @@ def create_booking(
     are asked about the time then too (``TimeClaim.ask_connected_calendars``); the lock guards
     the idempotency check, busy time and the inserts. Refusals keep their order: a remembered
     idempotency key first, then the event type, then the time."""
-    event_type = load_event_type(sub_account, event_type_id)
+    try:
+        event_type: EventType | None = get_event_type(sub_account, event_type_id, offered_only=True)
+    except EventTypeNotFound:
+        event_type = None  # refused after the idempotency check: a replay still answers
     timezone = new.timezone or sub_account.settings.timezone
     plan: TimeClaim | None = None
     refusal: InvalidRequest | None = None
     hold_id: int | None = None
-    if event_type is not None and event_type.active:
+    if event_type is not None:
         try:
             slot = requested_slot(new.start_time, new.end_time, timezone)
             plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
@@ -248,7 +256,7 @@ def create_booking(
         if earlier is not None:
             IDEMPOTENT_REPLAYS.inc()
             return earlier, True
-    if event_type is None or not event_type.active:
+    if event_type is None:
         raise EventTypeNotFound()
     if plan is None:
         raise refusal or InvalidRequest()
@@ -294,7 +302,7 @@ def update_booking(
 ) -> Booking:
     """Change the sent fields of a pending or confirmed booking; a new time must pass the
     time rule (the booking's own current time does not count as busy)."""
-    event_type = find_event_type(sub_account, event_type_id, offered_only=False)
+    event_type = get_event_type(sub_account, event_type_id, offered_only=False)
     _ask_about_new_time(sub_account, event_type, booking_id, changes, now)
     lock_calendar(sub_account.id)
     booking = get_booking(sub_account, booking_id)
@@ -325,7 +333,7 @@ def update_booking(
         )
         booking.start_at, booking.end_at = start, end
         booking.occupied_start, booking.occupied_end = occupied
-        changed += ["startTime", "endTime"]
+        changed += EVENT_TIME_FIELDS
     for name, attr in (("title", "title"), ("description", "description")):
         value = getattr(changes, name)
         if name in changes.sent and value != getattr(booking, attr):
@@ -359,7 +367,7 @@ def _ask_about_new_time(
 ) -> None:
     """Before the lock: ask the connected calendars about the time a reschedule moves to, as
     read now (the lock's checks decide; a change meanwhile only means a question wasted)."""
-    if not {"startTime", "endTime", "timezone"} & changes.sent:
+    if not {"start_time", "end_time", "timezone"} & changes.sent:
         return
     if not is_storable_id(booking_id):
         return
@@ -393,14 +401,14 @@ def _new_time(booking: Any, changes: BookingChanges) -> tuple[datetime, datetime
     tz_name = changes.timezone if "timezone" in changes.sent else booking.timezone
     tz = zone(tz_name)
     start, end = booking.start_at, booking.end_at
-    if "startTime" in changes.sent:
+    if "start_time" in changes.sent:
         assert changes.start_time is not None  # sent, so a time: the schema takes no null
-        start = resolve_instant("startTime", changes.start_time, tz)
-        if "endTime" not in changes.sent:
+        start = resolve_instant("start_time", changes.start_time, tz)
+        if "end_time" not in changes.sent:
             end = start + (booking.end_at - booking.start_at)  # keep the length
-    if "endTime" in changes.sent:
+    if "end_time" in changes.sent:
         assert changes.end_time is not None  # sent, so a time: the schema takes no null
-        end = resolve_instant("endTime", changes.end_time, tz)
+        end = resolve_instant("end_time", changes.end_time, tz)
     return start, end
 
 

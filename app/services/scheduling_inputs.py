@@ -1,0 +1,310 @@
+"""What a sub account's calendar is read as before the scheduling rules (``app.scheduling``)
+are asked anything: its event type (``get_event_type``), the availability profile that gives
+the working hours (``profile_for``, ``load_schedule``), its busy time (``load_busy``) and the
+slot rules of the event type or the calendar's settings (``slot_rules``).
+
+Both the open time availability answers with (``availability.open_time``) and the time every
+booking or hold write claims (``bookings.time_claims``, ``bookings.writes``,
+``bookings.holds``) read them here, so both apply one rule to the same inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from functools import partial
+from itertools import chain
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    Integer,
+    SQLColumnExpression,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    literal_column,
+    null,
+    select,
+    type_coerce,
+    union_all,
+)
+from sqlalchemy.orm import joinedload
+from sqlalchemy.sql.elements import ColumnClause
+
+from app.extensions import db
+from app.models import (
+    ACTIVE_STATUSES,
+    AvailabilityProfile,
+    BlockedTime,
+    BlockedTimeSource,
+    Booking,
+    DateOverride,
+    EventType,
+    SlotHold,
+    SubAccount,
+)
+from app.models.types import UTCDateTime, utcnow
+from app.scheduling.intervals import Interval, merge
+from app.scheduling.slots import SlotRules
+from app.scheduling.timezones import zone
+from app.scheduling.working_hours import WeeklySchedule
+from app.services.common.errors import EventTypeNotFound
+from app.services.common.ids import is_storable_id
+
+# The longest window availability answers for, and so the farthest a write's suggestions look.
+MAX_WINDOW = timedelta(days=93)
+
+
+@dataclass(frozen=True)
+class BusyTime:
+    """Merged busy intervals of one sub account, by kind (so a conflict can say which)."""
+
+    bookings: list[Interval]
+    blocked: list[Interval]
+    external: list[Interval]
+    held: list[Interval] = field(default_factory=list)
+    # Expired holds whose rows are still stored in the span: a write over them deletes them.
+    expired_holds: bool = False
+    # Every hold stored in the span, live or expired, with its expiry (availability kept for a
+    # calendar version applies them at each question: ``app.scheduling.offered``).
+    hold_rows: list[tuple[Interval, datetime]] = field(default_factory=list)
+
+    def all(self) -> list[Interval]:
+        return merge(chain(self.bookings, self.blocked, self.external, self.held))
+
+
+def get_event_type(sub_account: SubAccount, event_type_id: int, *, offered_only: bool) -> EventType:
+    """The sub account's event type ``event_type_id``, with its availability profile and the
+    profile's weekly hours, in one statement; anyone else's, or an id no row can have, is
+    ``EventTypeNotFound``.
+
+    ``offered_only``: a deactivated event type is not found either. It is no longer offered
+    (availability, new bookings and holds answer 404), but the bookings made with it live on:
+    their updates, and the dashboard's editing of event types, pass False."""
+    if not is_storable_id(event_type_id):
+        raise EventTypeNotFound()
+    event_type = (
+        db.session.execute(
+            select(EventType)
+            .where(EventType.id == event_type_id, EventType.sub_account_id == sub_account.id)
+            .options(
+                joinedload(EventType.availability_profile).joinedload(
+                    AvailabilityProfile.weekly_hours
+                )
+            )
+        )
+        .unique()
+        .scalar_one_or_none()
+    )
+    if event_type is None or (offered_only and not event_type.active):
+        raise EventTypeNotFound()
+    return event_type
+
+
+def profile_for(
+    sub_account: SubAccount, event_type: EventType | None
+) -> AvailabilityProfile | None:
+    """The event type's profile, else the sub account's default (else its first) profile."""
+    if event_type is not None and event_type.availability_profile is not None:
+        return event_type.availability_profile
+    return db.session.scalars(
+        select(AvailabilityProfile)
+        .where(AvailabilityProfile.sub_account_id == sub_account.id)
+        .order_by(AvailabilityProfile.is_default.desc(), AvailabilityProfile.id)
+        .limit(1)
+    ).first()
+
+
+def load_schedule(
+    profile: AvailabilityProfile | None, fallback_timezone: str, span: Interval
+) -> WeeklySchedule:
+    """The profile's weekly hours and the overrides of the dates ``span`` touches."""
+    if profile is None:
+        return WeeklySchedule(timezone=fallback_timezone)
+    tz = zone(profile.timezone)
+    first = span.start.astimezone(tz).date() - timedelta(days=1)
+    last = span.end.astimezone(tz).date() + timedelta(days=1)
+    weekly: dict[int, list[tuple[int, int]]] = {}
+    for hours in profile.weekly_hours:
+        weekly.setdefault(hours.weekday, []).append((hours.start_minute, hours.end_minute))
+    overrides: dict[date, list[tuple[int, int]]] = {}
+    rows = db.session.execute(
+        select(DateOverride.date, DateOverride.start_minute, DateOverride.end_minute).where(
+            DateOverride.profile_id == profile.id, DateOverride.date.between(first, last)
+        )
+    )
+    for day, start_minute, end_minute in rows:
+        ranges = overrides.setdefault(day, [])
+        if start_minute is not None:
+            assert end_minute is not None  # a CHECK constraint: both minutes or neither
+            ranges.append((start_minute, end_minute))
+    return WeeklySchedule(timezone=profile.timezone, weekly=weekly, overrides=overrides)
+
+
+# What a busy row is, in ``load_busy``'s one statement.
+_HOLD, _BOOKING, _BLOCKED, _EXTERNAL = 0, 1, 2, 3
+
+
+def load_busy(
+    sub_account_id: int,
+    span: Interval,
+    *,
+    now: datetime | None = None,
+    exclude_booking_id: int | None = None,
+    exclude_hold_id: int | None = None,
+) -> BusyTime:
+    """Busy time overlapping ``span``: bookings, blocked time and holds, read in one statement
+    (a ``UNION ALL`` of one range query per table: one round trip, and, in a write, one less
+    thing done while the calendar's lock is held). A hold counts until its expiry (``now``,
+    default the current time, decides), whether or not its row is gone yet.
+
+    On PostgreSQL all are range overlaps (``&&``) on GiST indexes, which find the intervals
+    near the window whatever the length of the calendar's history: for bookings the index of
+    the partial exclusion constraint ``ex_bookings_no_overlap`` (0002; so the status predicate
+    repeats the constraint's, as literals, which the planner can match even in the generic plan
+    of a prepared statement), for blocked times ``ix_blocked_times_sub_account_range`` (0003),
+    for holds the index of ``ex_slot_holds_no_overlap`` (0010). SQLite has B-trees only; theirs
+    are led by the interval's end (0003), so the index bounds ``end > span.start`` and reads
+    only what ends after the window starts (the near past and the future, which the booking
+    horizon keeps short), never the whole history.
+    """
+    now = now or utcnow()
+    if db.session.get_bind().dialect.name == "postgresql":
+        active = Booking.status.in_(
+            bindparam(
+                "active_statuses",
+                [str(s) for s in ACTIVE_STATUSES],
+                expanding=True,
+                literal_execute=True,
+            )
+        )
+        overlaps = _range_overlaps
+        # Our sessions speak UTC, so psycopg already hands back instants tagged with Python's
+        # UTC: read as plain timestamps, the ~3,000 values skip UTCDateTime's processor.
+        instant: Callable[[Any], Any] = partial(type_coerce, type_=DateTime(timezone=True))
+    else:
+        active = Booking.status.in_(ACTIVE_STATUSES)
+        overlaps = _bounds_overlap
+        instant = _as_is
+    # Holds first: the statement's column types are the first query's, and only holds have
+    # an expiry (the others' NULL takes its type).
+    holds = select(
+        _kind(_HOLD),
+        instant(SlotHold.occupied_start),
+        instant(SlotHold.occupied_end),
+        instant(SlotHold.expires_at),
+    ).where(
+        SlotHold.sub_account_id == sub_account_id,
+        overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
+    )
+    if exclude_hold_id is not None:
+        holds = holds.where(SlotHold.id != exclude_hold_id)
+    bookings = select(_kind(_BOOKING), Booking.occupied_start, Booking.occupied_end, null()).where(
+        Booking.sub_account_id == sub_account_id,
+        active,
+        overlaps(Booking.occupied_start, Booking.occupied_end, span),
+    )
+    if exclude_booking_id is not None:
+        bookings = bookings.where(Booking.id != exclude_booking_id)
+    blocked = select(
+        case(
+            (BlockedTime.source == BlockedTimeSource.EXTERNAL, _kind(_EXTERNAL)),
+            else_=_kind(_BLOCKED),
+        ),
+        BlockedTime.start_at,
+        BlockedTime.end_at,
+        null(),
+    ).where(
+        BlockedTime.sub_account_id == sub_account_id,
+        overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
+    )
+    by_kind: tuple[list[Interval], ...] = ([], [], [], [])
+    expired_holds = False
+    hold_rows: list[tuple[Interval, datetime]] = []
+    # Fetched at once (one fetchall, not a fetch per row: a busy month is ~1,500 rows).
+    rows = db.session.execute(union_all(holds, bookings, blocked)).all()
+    for kind, start, end, expires_at in rows:
+        if kind == _HOLD:
+            hold_rows.append((Interval(start, end), expires_at))
+            if expires_at <= now:
+                expired_holds = True
+                continue
+        by_kind[kind].append(Interval(start, end))
+    return BusyTime(
+        bookings=merge(by_kind[_BOOKING]),
+        blocked=merge(by_kind[_BLOCKED]),
+        external=merge(by_kind[_EXTERNAL]),
+        held=merge(by_kind[_HOLD]),
+        expired_holds=expired_holds,
+        hold_rows=hold_rows,
+    )
+
+
+def _as_is(column: Any) -> Any:
+    return column
+
+
+def _kind(kind: int) -> ColumnElement[int]:
+    """A row kind as a literal in the SQL (not a parameter: the statement stays one text)."""
+    return literal_column(str(kind), Integer)
+
+
+def _bounds_overlap(
+    start_column: SQLColumnExpression[datetime],
+    end_column: SQLColumnExpression[datetime],
+    span: Interval,
+) -> ColumnElement[bool]:
+    return and_(start_column < span.end, end_column > span.start)
+
+
+def _range_overlaps(
+    start_column: SQLColumnExpression[datetime],
+    end_column: SQLColumnExpression[datetime],
+    span: Interval,
+) -> ColumnElement[bool]:
+    """``tstzrange(start, end, '[)') && tstzrange(:start, :end, '[)')``: the column side exactly
+    as the GiST indexes spell it (the bounds literal, not a parameter, or no plan matches)."""
+    half_open: ColumnClause[str] = literal_column("'[)'")
+    return func.tstzrange(start_column, end_column, half_open).op("&&", is_comparison=True)(
+        func.tstzrange(
+            literal(span.start, UTCDateTime()), literal(span.end, UTCDateTime()), half_open
+        )
+    )
+
+
+def slot_rules(
+    sub_account: SubAccount,
+    event_type: EventType | None,
+    now: datetime,
+    duration_minutes: int | None = None,
+) -> SlotRules:
+    """Slot length, grid step, buffers, notice and horizon: the event type's, else the
+    calendar settings'."""
+    settings = sub_account.settings
+    if event_type is None:
+        minutes = duration_minutes or settings.default_duration
+        step, before, after = minutes, 0, 0
+        notice, horizon = settings.minimum_notice_minutes, settings.booking_horizon_days
+    else:
+        minutes = duration_minutes or event_type.duration
+        step = event_type.slot_interval or event_type.duration
+        before, after = event_type.buffer_before, event_type.buffer_after
+        notice = _first_set(event_type.minimum_notice_minutes, settings.minimum_notice_minutes)
+        horizon = _first_set(event_type.booking_horizon_days, settings.booking_horizon_days)
+    return SlotRules(
+        duration=timedelta(minutes=minutes),
+        step=timedelta(minutes=step),
+        buffer_before=timedelta(minutes=before),
+        buffer_after=timedelta(minutes=after),
+        earliest_start=now + timedelta(minutes=notice),
+        latest_start=now + timedelta(days=horizon),
+    )
+
+
+def _first_set(value: int | None, default: int) -> int:
+    return default if value is None else value

@@ -42,7 +42,8 @@ run: venv
 	HOST=127.0.0.1 PUBLIC_URL="$${PUBLIC_URL:-http://127.0.0.1:$(PORT)}" PATH="$(abspath $(BIN)):$$PATH" \
 	  exec $(BIN)/python run_procfile.py --port $(PORT) web worker beat
 
-## make test: the whole suite, on SQLite and on PostgreSQL; then the tests about dates (DST,
+## make test: the whole suite, on SQLite and on PostgreSQL (the modules whose subject is not how
+## data is stored, tests/conftest.py's ONE_DATABASE, on one of them); then the tests about dates (DST,
 ## notice, horizon, working hours, reminders: marked about_dates, tests/conftest.py) again on
 ## shifted clocks, each with one of the two databases (the real clock runs both): a summer day
 ## on PostgreSQL, New York's spring-forward day on SQLite, and its fall-back day (01:30 EST) on

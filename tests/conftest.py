@@ -86,10 +86,95 @@ ABOUT_DATES = frozenset(
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# The modules whose subject is not how data is stored or locked: HTTP input and output, the
+# dashboard's pages and forms, feeds' and providers' protocols, the CLI's output, rate limits,
+# the docs' examples. They run on the one database named, not on both: what they store goes
+# through services whose own tests (tests/services, the API's writes and reads, the worker's
+# jobs, the system tests' races and faults) run on SQLite and PostgreSQL. SQLite unless said.
+# The shifted clocks choose their database themselves and keep these on it.
+_DASHBOARD_PAGES = "pages and forms over services tested on both"
+ONE_DATABASE: dict[str, tuple[str, str]] = {
+    # The API's edges
+    "test_fuzz.py": ("postgresql", "fuzzed strings meet PostgreSQL's stricter text (NUL)"),
+    "test_hostile_input.py": ("sqlite", "input refused before any query"),
+    "test_input_edges.py": ("sqlite", "validation at the edge"),
+    "test_security_headers.py": ("sqlite", "response headers"),
+    "test_errors.py": ("sqlite", "the error envelope"),
+    "test_error_codes.py": ("sqlite", "the error codes"),
+    "test_request_ids_and_logs.py": ("sqlite", "request ids and log lines"),
+    "test_openapi.py": ("sqlite", "the OpenAPI document"),
+    "test_client_models.py": ("sqlite", "the client's models of answers"),
+    "test_smoke.py": ("sqlite", "the operations answer at all"),
+    "test_api_auth.py": ("sqlite", "the 401 and 403 answers"),
+    "test_rate_limit.py": ("sqlite", "counts kept in Redis or memory"),
+    # Reading other people's calendars
+    "test_private_addresses.py": ("sqlite", "address checks"),
+    "test_calendar_quirks.py": ("sqlite", "parsing calendars"),
+    "test_feed_quirks.py": ("sqlite", "parsing feeds"),
+    "test_caldav_hostile_servers.py": ("sqlite", "hostile servers' bytes and timing"),
+    "test_feed_sync.py": ("sqlite", "fetching feeds"),
+    "test_google_sync.py": ("sqlite", "Google's protocol"),
+    "test_microsoft_sync.py": ("sqlite", "Microsoft Graph's protocol"),
+    "test_connection_address_guard.py": ("sqlite", "address checks"),
+    "test_webhook_payload.py": ("sqlite", "a payload's shape"),
+    # Operators' and newcomers' views
+    "test_connections_cli.py": ("sqlite", "the CLI's output"),
+    "test_metrics.py": ("sqlite", "the metrics' exposition"),
+    "test_public_url.py": ("sqlite", "links built from PUBLIC_URL"),
+    "test_demo.py": ("sqlite", "the demo workspace"),
+    # The dashboard
+    **{
+        name: ("sqlite", _DASHBOARD_PAGES)
+        for name in (
+            "test_dashboard_access.py",
+            "test_dashboard_api_keys.py",
+            "test_dashboard_availability.py",
+            "test_dashboard_basics.py",
+            "test_dashboard_bookings.py",
+            "test_dashboard_calendar.py",
+            "test_dashboard_calendar_accounts.py",
+            "test_dashboard_connections.py",
+            "test_dashboard_contacts.py",
+            "test_dashboard_event_types.py",
+            "test_dashboard_notifications.py",
+            "test_dashboard_reschedule.py",
+            "test_dashboard_sessions.py",
+            "test_dashboard_settings.py",
+            "test_dashboard_team.py",
+            "test_sign_in_throttle.py",
+        )
+    },
+}
+
+
+def database_of(item: pytest.Item) -> str | None:
+    """The database a test runs on (its ``database_url`` parameter), if it has one."""
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("database_url") if callspec is not None else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in ABOUT_DATES and item.get_closest_marker("date_sensitive"):
             item.add_marker(pytest.mark.about_dates)
+    if config.getoption("--clock"):
+        return
+    kept, elsewhere = [], []
+    on_a_database, listed = set(), set()
+    for item in items:
+        database = database_of(item)
+        chosen = ONE_DATABASE.get(item.path.name)
+        if chosen:
+            listed.add(item.path.name)
+            on_a_database |= {item.path.name} if database else set()
+        (elsewhere if database and chosen and database != chosen[0] else kept).append(item)
+    if listed - on_a_database:
+        raise pytest.UsageError(
+            f"ONE_DATABASE lists modules whose tests take no database: {sorted(listed - on_a_database)}"
+        )
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = kept
 
 
 def read_clock(text: str) -> datetime:

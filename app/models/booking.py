@@ -10,7 +10,6 @@ from sqlalchemy import (
     JSON,
     Boolean,
     CheckConstraint,
-    Enum,
     ForeignKey,
     Index,
     Integer,
@@ -31,7 +30,7 @@ from app.models.limits import (
     TIMEZONE_MAX,
     UID_MAX,
 )
-from app.models.types import UTCDateTime, utcnow
+from app.models.types import UTCDateTime, stored_enum, utcnow
 
 
 class BookingStatus(StrEnum):
@@ -78,15 +77,7 @@ class Booking(Model):
     # Stored as the members' values ("pending"), in a VARCHAR(16) whose CHECK the Enum makes
     # (ck_bookings_status, migration 0019); loaded as BookingStatus members.
     status: Mapped[BookingStatus] = mapped_column(
-        Enum(
-            BookingStatus,
-            name="status",
-            native_enum=False,
-            create_constraint=True,
-            validate_strings=True,
-            length=16,
-            values_callable=lambda members: [member.value for member in members],
-        ),
+        stored_enum(BookingStatus, "status", 16),
         default=BookingStatus.PENDING,
     )
     # The iCalendar SEQUENCE of the booking's event: raised by each change a calendar shows,

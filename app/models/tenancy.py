@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Boolean, CheckConstraint, Column, Enum, ForeignKey, Integer, String, Table
+from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, String, Table
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model, db
@@ -19,7 +19,7 @@ from app.models.limits import (
     NAME_MAX,
     TIMEZONE_MAX,
 )
-from app.models.types import UTCDateTime, utcnow
+from app.models.types import UTCDateTime, stored_enum, utcnow
 
 
 class Role(StrEnum):
@@ -63,15 +63,7 @@ class User(Model):
     # Stored as the members' values, in a VARCHAR(20) whose CHECK the Enum makes (ck_users_role,
     # migration 0019); loaded as Role members.
     role: Mapped[Role] = mapped_column(
-        Enum(
-            Role,
-            name="role",
-            native_enum=False,
-            create_constraint=True,
-            validate_strings=True,
-            length=20,
-            values_callable=lambda members: [member.value for member in members],
-        ),
+        stored_enum(Role, "role", 20),
         default=Role.AGENCY_USER,
     )
     active: Mapped[bool] = mapped_column(Boolean, default=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import DateTime
+from sqlalchemy import DateTime, Enum
 from sqlalchemy.types import TypeDecorator
 
 # Id columns are PostgreSQL ``integer``: the largest id a row can have, and so the largest a
@@ -44,3 +45,18 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def stored_enum(members: type[StrEnum], name: str, length: int) -> Enum:
+    """A status column: the members' values (``"pending"``) stored in a VARCHAR(``length``)
+    whose CHECK the Enum makes (``ck_<table>_<name>``), on both databases alike (no native
+    PostgreSQL type to migrate when a member is added); loaded as members."""
+    return Enum(
+        members,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        validate_strings=True,
+        length=length,
+        values_callable=lambda enum: [member.value for member in enum],
+    )

@@ -39,6 +39,14 @@ def open_tenant(tenants):
     )
 
 
+def assert_refused_naming(response, field: str, naive: str) -> None:
+    """A 400 whose message and errors name ``field``: ``naive`` is skipped in New York."""
+    message = f"{naive} does not exist in America/New_York (a daylight-saving change skips it)"
+    assert response.status_code == 400
+    assert response.json["message"] == f"{field}: {message}"
+    assert response.json["errors"] == {field: [message]}
+
+
 def create(client, tenant, **fields):
     start = ny(next_monday(), 10)
     payload = {
@@ -118,12 +126,7 @@ def test_a_naive_start_skipped_by_spring_forward_is_400_naming_it(client, open_t
         endTime=f"{day}T03:30:00",
         timezone=NEW_YORK,
     )
-    assert response.status_code == 400
-    message = (
-        f"{day}T02:30:00 does not exist in America/New_York (a daylight-saving change skips it)"
-    )
-    assert response.json["message"] == f"startTime: {message}"
-    assert response.json["errors"] == {"startTime": [message]}
+    assert_refused_naming(response, "startTime", f"{day}T02:30:00")
 
 
 @pytest.mark.date_sensitive
@@ -151,12 +154,7 @@ def test_a_move_to_a_naive_start_skipped_by_spring_forward_is_400_naming_it(clie
         json={"startTime": f"{day}T02:30:00", "timezone": NEW_YORK},
         headers=open_tenant.headers(),
     )
-    assert response.status_code == 400
-    message = (
-        f"{day}T02:30:00 does not exist in America/New_York (a daylight-saving change skips it)"
-    )
-    assert response.json["message"] == f"startTime: {message}"
-    assert response.json["errors"] == {"startTime": [message]}
+    assert_refused_naming(response, "startTime", f"{day}T02:30:00")
 
 
 @pytest.mark.date_sensitive
@@ -168,9 +166,7 @@ def test_a_hold_with_a_naive_end_skipped_by_spring_forward_is_400_naming_it(clie
         json={"startTime": f"{day}T01:00:00", "endTime": f"{day}T02:15:00", "timezone": NEW_YORK},
         headers=open_tenant.headers(),
     )
-    assert response.status_code == 400
-    assert response.json["message"].startswith("endTime: ")
-    assert list(response.json["errors"]) == ["endTime"]
+    assert_refused_naming(response, "endTime", f"{day}T02:15:00")
 
 
 @pytest.mark.date_sensitive

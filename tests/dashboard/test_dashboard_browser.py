@@ -86,16 +86,21 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     assert page.url.startswith(base + "/login")
 
 
+def handed_to_a_worker() -> dict[str, str]:
+    """Settings under which the server hands work to a worker on a queue of this test's own."""
+    return {
+        "OUTBOX_DISPATCH": "1",
+        "REDIS_URL": MACHINE_REDIS,
+        "CELERY_QUEUE": f"browser-{uuid.uuid4().hex}",
+    }
+
+
 @pytest.fixture
 def site_with_worker(tmp_path):
     """A live server on a fresh SQLite database with the demo workspace, and a worker: the
     password-reset mail is made and sent (here: kept) by the worker, as all mail is, with the
     server's address as its ``PUBLIC_URL`` (the links it writes lead there)."""
-    settings = {
-        "OUTBOX_DISPATCH": "1",
-        "REDIS_URL": MACHINE_REDIS,
-        "CELERY_QUEUE": f"browser-{uuid.uuid4().hex}",
-    }
+    settings = handed_to_a_worker()
     url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key", **settings}
     demo = migrate_and_run_demo(env)
@@ -321,12 +326,7 @@ def provider_site(request, tmp_path):
     fake_class = FakeGoogle if kind == "google" else FakeMicrosoft
     with fake_class() as fake:
         calendar_id = fake.add_account("front-desk@clinic.test")
-        settings = {
-            **fake.app_settings(),
-            "OUTBOX_DISPATCH": "1",
-            "REDIS_URL": MACHINE_REDIS,
-            "CELERY_QUEUE": f"browser-{uuid.uuid4().hex}",
-        }
+        settings = {**fake.app_settings(), **handed_to_a_worker()}
         url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
         env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key", **settings}
         demo = migrate_and_run_demo(env)

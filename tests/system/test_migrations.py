@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from alembic.script import ScriptDirectory
 from flask_migrate import downgrade, stamp, upgrade
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from app import MIGRATIONS_DIR, create_app
@@ -165,6 +165,13 @@ def test_0004_keeps_calendar_connections_and_their_busy_time(fresh_database_url)
     assert old.last_synced_at is not None
 
 
+def insert_agency(connection: Connection, created: datetime) -> None:
+    """Agency 1, as a migration test's first row."""
+    connection.execute(
+        text("INSERT INTO agencies (id, name, created_at) VALUES (1, 'A', :at)"), {"at": created}
+    )
+
+
 def test_0014_has_connections_that_write_back_write_their_earlier_bookings(fresh_database_url):
     """Active write-back connections from before 0014 ask for the bookings made before they
     were connected; feeds, inactive ones and those not writing back do not; the downgrade drops
@@ -174,10 +181,7 @@ def test_0014_has_connections_that_write_back_write_their_earlier_bookings(fresh
     created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
     engine = create_engine(url)
     with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO agencies (id, name, created_at) VALUES (1, 'A', :at)"),
-            {"at": created},
-        )
+        insert_agency(connection, created)
         connection.execute(
             text(
                 "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
@@ -283,10 +287,7 @@ def test_0019_swaps_the_status_and_role_checks_for_the_enums_identical_ones(fres
     created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
     engine = create_engine(url)
     with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO agencies (id, name, created_at) VALUES (1, 'A', :at)"),
-            {"at": created},
-        )
+        insert_agency(connection, created)
         connection.execute(
             text(
                 "INSERT INTO users (agency_id, email, password_hash, role, active, created_at)"

@@ -63,13 +63,20 @@ class SignalTheProgram(ProcessManager):
 
 
 class CleanStopManager(Manager):
-    """honcho's Manager, stopping with ``SignalTheProgram``, and telling whether every process
-    ended with status 0. (It sets and reads two private attributes: honcho is pinned in
-    requirements.txt, and tests/system/test_make_run_stop.py fails should they change.)"""
+    """honcho's Manager, stopping with ``SignalTheProgram``, killing ``grace_seconds`` after
+    the first process ended, and telling whether every process ended with status 0.
 
-    def __init__(self, printer: Printer) -> None:
+    The one place leaning on honcho's internals, since honcho 2.0.0 has no public way to any of
+    the three: ``Manager`` takes only a printer, stops processes through its private
+    ``_procmgr``, waits the module's ``honcho.manager.KILL_WAIT`` (read by ``loop``, 5 s) and
+    keeps each process's status in its private ``_processes``. honcho is pinned in
+    requirements.txt; tests/unit/test_library_internals.py fails when the pinned honcho changes
+    them, and tests/system/test_make_run_stop.py when ``make run`` no longer stops cleanly."""
+
+    def __init__(self, printer: Printer, grace_seconds: float = GRACE_SECONDS) -> None:
         super().__init__(printer)
         self._procmgr = SignalTheProgram()
+        honcho.manager.KILL_WAIT = grace_seconds  # read by Manager.loop as it waits
 
     def all_ended_with_zero(self) -> bool:
         return all(p.get("returncode") == 0 for p in self._processes.values())
@@ -134,7 +141,6 @@ def main(argv: list[str] | None = None) -> int:
     dotenv = Path(".env")
     app_env = parse(dotenv.read_text()) if dotenv.is_file() else {}
 
-    honcho.manager.KILL_WAIT = GRACE_SECONDS  # read by Manager.loop as it waits
     manager = CleanStopManager(Printer(sys.stdout))
     chosen = {name: procfile[name] for name in args.processes}
     for process in expand_processes(chosen, env=app_env, port=args.port):

@@ -92,11 +92,13 @@ def reduced_form(
     doc: str,
     **replaced: fields.Field,
 ) -> type[Schema]:
-    """A schema showing the fields ``shown`` of ``full``, in that order, with ``full``'s own
-    declarations (marshmallow copies a declared field into each schema instance, so sharing
-    the declaration is safe). ``replaced`` gives a field its own declaration where the reduced
-    form has always said something else (the document's component is named after ``name``)."""
-    declared = {field: replaced.get(field, full._declared_fields[field]) for field in shown}
+    """A schema showing the fields ``shown`` of ``full``, in that order, with copies of
+    ``full``'s own declarations (marshmallow's public ``Schema.declared_fields``: each instance
+    holds its own copy of the class's declared fields). ``replaced`` gives a field its own
+    declaration where the reduced form has always said something else (the document's
+    component is named after ``name``)."""
+    declarations = full().declared_fields
+    declared = {field: replaced.get(field, declarations[field]) for field in shown}
     return type(name, (Schema,), {"__doc__": doc, "__module__": __name__, **declared})
 
 

@@ -93,9 +93,21 @@ def shut_down(sock: socket.socket) -> None:
 
 
 class _Watched:
-    """A connection whose new socket is shown to its exchange's deadline, if it has one."""
+    """A connection whose new socket is shown to its exchange's deadline, if it has one (given
+    by its pool: ``exchange_deadline=`` among the pool's ``**conn_kw``, which urllib3 hands to
+    every connection it makes).
 
-    exchange_deadline: ExchangeDeadline | None = None
+    Relies on a urllib3 internal, the one this module keeps: ``HTTPConnection._new_conn``
+    makes the TCP socket, which ``connect`` then wraps in TLS (urllib3 has no public hook
+    between the two, and the socket must be watched before the handshake, which a server can
+    drip as slowly as its headers). ``tests/unit/test_library_internals.py`` fails when the
+    pinned urllib3 changes it."""
+
+    def __init__(
+        self, *args: Any, exchange_deadline: ExchangeDeadline | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.exchange_deadline = exchange_deadline
 
     def _new_conn(self) -> socket.socket:
         sock = super()._new_conn()  # type: ignore[misc]
@@ -112,22 +124,11 @@ class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
     pass
 
 
-class _GivesDeadline:
-    """A pool that hands its exchange's deadline to each connection it makes."""
-
-    exchange_deadline: ExchangeDeadline | None = None
-
-    def _new_conn(self) -> Any:
-        connection = super()._new_conn()  # type: ignore[misc]
-        connection.exchange_deadline = self.exchange_deadline
-        return connection
-
-
-class _HTTPPool(_GivesDeadline, urllib3.HTTPConnectionPool):
+class _HTTPPool(urllib3.HTTPConnectionPool):
     ConnectionCls = _WatchedHTTPConnection
 
 
-class _HTTPSPool(_GivesDeadline, urllib3.HTTPSConnectionPool):
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
     ConnectionCls = _WatchedHTTPSConnection
 
 
@@ -148,10 +149,12 @@ def pinned_pool(
             ssl_context=shared_tls_context(),
             server_hostname=target.host,
             assert_hostname=target.host,
+            exchange_deadline=deadline,
         )
     else:
-        pool = _HTTPPool(target.address, target.port, timeout=limits, retries=False)
-    pool.exchange_deadline = deadline
+        pool = _HTTPPool(
+            target.address, target.port, timeout=limits, retries=False, exchange_deadline=deadline
+        )
     return pool
 
 

@@ -39,14 +39,15 @@ is blocked in (a socket read, a TLS handshake, a name lookup, parsing, caldav's 
 sleeps): closing the ``DAVClient`` from another thread does not interrupt a read in progress in
 niquests/urllib3-future (it closes idle connections only), and a read's timeout restarts with
 every byte. So that the abandoned thread ends too, instead of reading a drip for minutes, every
-connection the operation opens is recorded as urllib3-future makes it (a duplicate of its TCP
-socket, which a TLS wrapper does not detach) and shut down at the deadline: the read in progress
-ends at once, the library raises, nobody takes what it raises, and no connection is opened after
-that. The thread only talks to the server and returns plain values: it has no database session
-and no app context, so nothing it could write (a stray use of either raises). What a read needs
-from the database (the stored ETags, loaded only when asked for) the waiting thread loads for
-it, while it waits and never after. An abandoned write may still have reached the server; the
-write-back tries it again, which a PUT and a DELETE allow.
+connection the operation opens is recorded as it is made (a duplicate of its TCP socket, which a
+TLS wrapper does not detach; the operation's resolver, ``_CheckedResolver``, makes each socket,
+through urllib3-future's public resolver interface) and shut down at the deadline: the read in
+progress ends at once, the library raises, nobody takes what it raises, and no connection is
+opened after that. The thread only talks to the server and returns plain values: it has no
+database session and no app context, so nothing it could write (a stray use of either raises).
+What a read needs from the database (the stored ETags, loaded only when asked for) the waiting
+thread loads for it, while it waits and never after. An abandoned write may still have reached
+the server; the write-back tries it again, which a PUT and a DELETE allow.
 
 Where requests may go: every connection the client makes (the URL's, a redirect's, one made
 again later) resolves its name through the access's ``AddressGuard`` (``_CheckedResolver``) and
@@ -85,10 +86,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, unquote, urljoin, urlsplit
 from zoneinfo import ZoneInfo
 
+import niquests  # caldav's HTTP client (tests/unit/test_library_internals.py checks it is)
 from caldav.elements import dav
 from caldav.elements.base import BaseElement
 from caldav.lib import error as caldav_error
-from caldav.lib.http_sync import requests as http  # niquests (or requests), as caldav uses it
 from lxml import etree
 from urllib3_future.contrib.resolver.system import SystemResolver
 
@@ -315,35 +316,6 @@ def _patient(client: DAVClient) -> Iterator[None]:
         yield
     finally:
         client.timeout = timeout
-
-
-@functools.cache
-def _watched_pool(pool_class: type[Any]) -> type:
-    """``pool_class`` (urllib3-future's, as niquests uses it) whose connections are shown to
-    the operation's deadline as they are made."""
-    connection_class = pool_class.ConnectionCls
-
-    class WatchedConnection(connection_class):  # type: ignore[misc,valid-type]
-        def _new_conn(self) -> Any:
-            deadline = _DEADLINE.get()
-            sock = super()._new_conn()
-            if deadline is not None and isinstance(sock, socket.socket):
-                deadline.watch(sock)
-            return sock
-
-    return type(
-        f"Watched{pool_class.__name__}", (pool_class,), {"ConnectionCls": WatchedConnection}
-    )
-
-
-def _watch_connections(client: DAVClient) -> None:
-    for adapter in client.session.adapters.values():
-        manager = getattr(adapter, "poolmanager", None)
-        if manager is not None:
-            manager.pool_classes_by_scheme = {
-                scheme: _watched_pool(pool)
-                for scheme, pool in manager.pool_classes_by_scheme.items()
-            }
 
 
 _WEB_PAGE_TYPES = ("text/html", "application/xhtml+xml")
@@ -610,10 +582,10 @@ def _client(access: CalendarAccess) -> Iterator[DAVClient]:
         enable_rfc6764=False,  # the URL is given; no DNS discovery
     )
     # Every connection (the URL's, a redirect's, one made again later) resolves its name
-    # through the guard and connects to the addresses checked, and to no other.
+    # through the guard, connects to the addresses checked, and to no other, and is shown to
+    # the operation's deadline.
     client.session.close()
-    client.session = http.Session(resolver=_CheckedResolver(access.guard))
-    _watch_connections(client)
+    client.session = niquests.Session(resolver=_CheckedResolver(access.guard))
     client.session.hooks["response"].append(_refuse_web_pages(_server(access.url)))
     try:
         yield client
@@ -629,7 +601,12 @@ class _CheckedResolver(SystemResolver):
     """``niquests``' resolver for one operation: a name is resolved once, by the guard, and
     the connection is made to one of the addresses it checked. So a redirect to a private
     address, or a name whose DNS answer changed to one since the URL was saved, is refused
-    before anything is sent there (``_AddressRefused``, told apart in ``_translated_errors``)."""
+    before anything is sent there (``_AddressRefused``, told apart in ``_translated_errors``).
+    Every connection's socket is made here (urllib3-future's connections call their
+    resolver's ``create_connection``), so here each is shown to the operation's deadline, as
+    it is made and before its TLS handshake. urllib3-future's public resolver interface
+    (``BaseResolver``: ``getaddrinfo``, ``create_connection``, ``recycle``), given to
+    niquests' public ``Session(resolver=)``."""
 
     def __init__(self, guard: AddressGuard) -> None:
         super().__init__()
@@ -637,6 +614,17 @@ class _CheckedResolver(SystemResolver):
 
     def recycle(self) -> _CheckedResolver:
         return self
+
+    def create_connection(self, address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        sock = super().create_connection(address, *args, **kwargs)
+        deadline = _DEADLINE.get()
+        if deadline is not None:
+            try:
+                deadline.watch(sock)
+            except BaseException:
+                sock.close()
+                raise
+        return sock
 
     def getaddrinfo(
         self,
@@ -784,12 +772,12 @@ def _translated_errors(access: CalendarAccess) -> Iterator[None]:
         yield
     except CalendarSyncError:
         raise
-    except http.exceptions.RequestException as err:
+    except niquests.exceptions.RequestException as err:
         if _refused_address(err):
             raise _refusal(server, access) from None
-        if isinstance(err, http.exceptions.Timeout):
+        if isinstance(err, niquests.exceptions.Timeout):
             raise ServerTimeout(f"{server} did not answer within {access.timeout:g} s") from None
-        if isinstance(err, http.exceptions.ConnectionError):
+        if isinstance(err, niquests.exceptions.ConnectionError):
             raise ServerUnreachable(f"cannot connect to {server}: {_os_reason(err)}") from None
         raise ServerUnreachable(f"{server}: {type(err).__name__}") from None
     except caldav_error.AuthorizationError as err:

@@ -289,9 +289,10 @@ def load_settings(
     environment over the defaults, with what the embedded default keeps in the instance folder
     (the SQLite database, a generated ``SECRET_KEY``). Raises ``SettingsError`` naming every
     variable that cannot be used."""
-    given = {
-        name.lower(): value for name, value in (overrides or {}).items() if name in SETTING_NAMES
-    }
+    overrides = overrides or {}
+    given = {name.lower(): value for name, value in overrides.items() if name in SETTING_NAMES}
+    if "SQLALCHEMY_DATABASE_URI" in overrides:  # Flask-SQLAlchemy's name, as tests give it
+        given.setdefault("database_url", str(overrides["SQLALCHEMY_DATABASE_URI"]))
     try:
         settings = Settings(**given)
     except ValidationError as err:

@@ -184,3 +184,13 @@ def test_the_sign_in_limits_come_from_the_environment(clean_env, tmp_path):
 def test_an_empty_variable_counts_as_unset(clean_env, tmp_path):
     clean_env.setenv("RATE_LIMIT", "")
     assert load_settings(tmp_path).rate_limit == "60/minute"
+
+
+def test_a_database_given_by_flasks_name_gets_the_engine_options_of_its_kind(clean_env, tmp_path):
+    from app import create_app
+    from app.database import DeadlinePool
+
+    url = "postgresql+psycopg://app@127.0.0.1:9/calendar"  # never connected to here
+    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "x"})
+    assert app.extensions["settings"].database_url == url
+    assert app.config["SQLALCHEMY_ENGINE_OPTIONS"]["poolclass"] is DeadlinePool

@@ -57,7 +57,12 @@ class SignalTheProgram(ProcessManager):
     """Stops a process with SIGTERM to its pid alone (the program, thanks to ``exec``); kills
     it with SIGKILL to its whole process group, as honcho does."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked_to_stop: set[int] = set()
+
     def terminate(self, pid: int) -> None:
+        self.asked_to_stop.add(pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
 
@@ -78,8 +83,16 @@ class CleanStopManager(Manager):
         self._procmgr = SignalTheProgram()
         honcho.manager.KILL_WAIT = grace_seconds  # read by Manager.loop as it waits
 
-    def all_ended_with_zero(self) -> bool:
-        return all(p.get("returncode") == 0 for p in self._processes.values())
+    def all_stopped_cleanly(self) -> bool:
+        """Every process ended with status 0, or of the SIGTERM this manager sent it: a program
+        stopped a moment after it started (Ctrl-C at once) may not handle SIGTERM yet, and
+        then ends of it, as asked."""
+        asked = self._procmgr.asked_to_stop
+        return all(
+            p.get("returncode") == 0
+            or (p.get("returncode") == -signal.SIGTERM and p.get("pid") in asked)
+            for p in self._processes.values()
+        )
 
 
 def ignore_ctrl_z(*_: object) -> None:
@@ -150,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     with foreground_of_the_terminal():
         manager.loop()
     if manager.returncode in ASKED_TO_STOP:
-        return 0 if manager.all_ended_with_zero() else 1
+        return 0 if manager.all_stopped_cleanly() else 1
     return manager.returncode
 
 

@@ -336,7 +336,25 @@ def test_a_clean_stop_manager_stops_by_pid_waits_its_grace_and_tells_the_statuse
     assert manager.returncode == 0  # the first to end: quick
     assert stopped == [manager._processes["stubborn"]["pid"]]
     assert manager._processes["stubborn"]["returncode"] == -signal.SIGKILL
-    assert not manager.all_ended_with_zero()
+    assert not manager.all_stopped_cleanly()
+
+
+def test_a_program_ended_by_the_stop_it_was_sent_stopped_cleanly():
+    """Ctrl-C a moment after the start: a program that does not handle SIGTERM yet ends of
+    it, which is the stop asked for; a program that ends of a signal nobody sent is not."""
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    manager = run_procfile.CleanStopManager(Printer(io.StringIO()), grace_seconds=5)
+    manager.add_process("quick", "exec true")
+    manager.add_process("not_yet_listening", "exec sleep 60")
+    try:
+        manager.loop()
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    assert manager._processes["not_yet_listening"]["returncode"] == -signal.SIGTERM
+    assert manager.all_stopped_cleanly()
+    manager._procmgr.asked_to_stop.clear()
+    assert not manager.all_stopped_cleanly()
 
 
 # caldav: public APIs only, and one assumption checked

@@ -220,6 +220,7 @@ def test_a_created_booking_reaches_the_receiver_exactly_so(app, tenants):
             "type": "booking.created",
             "timestamp": INSTANT,
             "eventId": EVENT_ID,
+            "sequence": 0,
             "data": {"booking": booking_v1()},
         },
     )
@@ -250,6 +251,7 @@ def test_a_cancellation_reaches_the_receiver_exactly_so(app, tenants):
             "type": "booking.cancelled",
             "timestamp": INSTANT,
             "eventId": EVENT_ID,
+            "sequence": 1,
             "data": {"booking": booking_v1(status="cancelled", cancelledAt=INSTANT)},
         },
     )

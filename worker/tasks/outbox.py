@@ -11,6 +11,7 @@ from app.services.integrations.outbox import (
     handlers_due,
     mark_delivered_if_done,
     undelivered_events,
+    waiting_for_earlier,
 )
 
 
@@ -22,11 +23,23 @@ def deliver(event_id: int) -> None:
     mark_delivered_if_done(event_id, utcnow())
 
 
+# How soon a task whose event's turn has not come asks again: from this, doubling, at most
+# WAIT_CAP_S. An earlier event of the booking is under way (a mail sent, a POST answered): a
+# moment, or at most a handler's timeout, after which it is done or waits to retry (and this
+# one for the sweep). Short, so a booking's rapid changes follow each other closely.
+FIRST_WAIT_S = 0.1
+WAIT_CAP_S = 1.0
+
+
 @shared_task(name="outbox.handle")
-def handle(event_id: int, handler_name: str) -> None:
-    """One handler, one event; its outcome is recorded in this task's transaction."""
-    handle_event(event_id, handler_name, utcnow())
+def handle(event_id: int, handler_name: str, waited: int = 0) -> None:
+    """One handler, one event; its outcome is recorded in this task's transaction. When an
+    earlier event of the booking is still under way for the handler, asks again shortly."""
+    ran = handle_event(event_id, handler_name, utcnow())
     mark_delivered_if_done(event_id, utcnow())
+    if not ran and waiting_for_earlier(event_id, handler_name):
+        wait = min(FIRST_WAIT_S * 2**waited, WAIT_CAP_S)
+        handle.apply_async((event_id, handler_name, waited + 1), countdown=wait)
 
 
 @shared_task(name="outbox.sweep")

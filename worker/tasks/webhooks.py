@@ -7,7 +7,12 @@ from celery import shared_task
 
 from app.extensions import db
 from app.models.types import utcnow
-from app.services.integrations.webhooks.deliveries import due_deliveries, hand_over, send_delivery
+from app.services.integrations.webhooks.deliveries import (
+    due_deliveries,
+    hand_over,
+    next_delivery_in_line,
+    send_delivery,
+)
 
 
 @shared_task(name="webhooks.send")
@@ -17,6 +22,11 @@ def send(delivery_id: int) -> str:
     db.session.commit()
     if outcome.retry_at is not None:
         hand_over(delivery_id, outcome.retry_at)
+    # The booking's next delivery to this subscription, which waited for this one to end.
+    following = next_delivery_in_line(delivery_id)
+    db.session.commit()
+    if following is not None:
+        hand_over(following, utcnow())
     return outcome.status
 
 

@@ -8,6 +8,13 @@ sweep, a second worker) of a delivered event finds the record and does nothing. 
 the database must still be safe to repeat: a crash can come between them and the commit of the
 record, and two deliveries that overlap both run the handler (at least once, not exactly once).
 
+One booking's events reach each handler in the order they happened, however many workers run:
+a handler is given an event only once it is done with every earlier event of the same booking
+(delivered or given up). So the mail about a reschedule never leaves before the mail about the
+booking, nor is a webhook delivery made before the earlier one's. An event whose turn has not
+come is asked about again shortly while the earlier one is under way (``waiting_for_earlier``:
+its task asks again, backing off), and by the sweep while the earlier one waits to retry.
+
 A handler that fails (raises ``DeliveryFailed``, or anything unexpected) is offered the event
 again after 1, 2, 4 … minutes (at most an hour apart, with jitter) by the sweep, up to
 ``MAX_ATTEMPTS`` attempts; then its record says ``failed`` with the last error, and the event
@@ -152,8 +159,9 @@ def handle_event(
     if handler is None or event is None:
         return False
     record = db.session.get(OutboxDelivery, (event_id, handler_name))
-    if not _due(record, now):
-        return False
+    if not _due(record, now) or _earlier_unfinished(event, handler_name):
+        db.session.rollback()
+        return False  # done, waiting to retry, or not its turn yet
     attempt = 1 if record is None else record.attempts + 1
     delivery = Delivery(
         event_id=event.id,
@@ -182,6 +190,59 @@ def handle_event(
         retry_base if retry_base is not None else settings().duration("outbox_retry_base_seconds")
     )
     return _record(event_id, handler_name, attempt, error, now, base)
+
+
+def _earlier_unfinished(event: OutboxEvent, handler_name: str) -> bool:
+    """Whether the handler is not done yet with an earlier event of the event's booking."""
+    done = exists().where(
+        OutboxDelivery.event_id == OutboxEvent.id,
+        OutboxDelivery.handler == handler_name,
+        OutboxDelivery.status != DeliveryStatus.RETRYING,
+    )
+    return (
+        db.session.scalar(
+            select(OutboxEvent.id)
+            .where(
+                OutboxEvent.booking_id == event.booking_id,
+                OutboxEvent.id < event.id,
+                OutboxEvent.delivered_at.is_(None),
+                ~done,
+            )
+            .limit(1)
+        )
+        is not None
+    )
+
+
+def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
+    """Whether the event's turn with the handler comes soon: it has not had the event yet, and
+    no earlier event of the booking waits to retry with it (an earlier one under way, queued or
+    just done). An earlier event waiting to retry leaves this one to the sweep instead."""
+    event = db.session.get(OutboxEvent, event_id)
+    if (
+        event is None
+        or handler_name not in app_registry().handlers
+        or db.session.get(OutboxDelivery, (event_id, handler_name)) is not None
+    ):
+        return False
+    retrying = exists().where(
+        OutboxDelivery.event_id == OutboxEvent.id,
+        OutboxDelivery.handler == handler_name,
+        OutboxDelivery.status == DeliveryStatus.RETRYING,
+    )
+    return (
+        db.session.scalar(
+            select(OutboxEvent.id)
+            .where(
+                OutboxEvent.booking_id == event.booking_id,
+                OutboxEvent.id < event.id,
+                OutboxEvent.delivered_at.is_(None),
+                retrying,
+            )
+            .limit(1)
+        )
+        is None
+    )
 
 
 def _record(

@@ -6,10 +6,15 @@ none) and hands each to the worker. ``send_delivery`` makes one attempt: a JSON 
 per Standard Webhooks (``webhook-id`` = ``evt_<outbox event id>``, the same for every attempt
 and every resend, so receivers de-duplicate on it), recorded in ``webhook_attempts`` (status,
 time, the first bytes of the answer, or the error). The body is
-``{"type", "timestamp", "eventId", "data": {"booking"}}``, the booking as the event stored it in
-the events' own schema (``app.services.integrations.event_schema``), never re-rendered through
-the API's shape, so an API change cannot alter what receivers get.
+``{"type", "timestamp", "eventId", "sequence", "data": {"booking"}}``, the booking as the
+event stored it in the events' own schema (``app.services.integrations.event_schema``), never
+re-rendered through the API's shape, so an API change cannot alter what receivers get.
 
+- **In order**: one subscription gets one booking's deliveries in the order of its events: a
+  delivery waits while an earlier one of the same booking is pending (in flight, or retrying),
+  and one finishing hands over the next (``next_delivery_in_line``). ``sequence`` (the
+  booking's iCalendar SEQUENCE as the event left it: it rises with every change a calendar
+  shows) lets a receiver order them too, and drop one older than what it holds.
 - **Retries**: a failed attempt (no answer within the timeout, a refused connection, any status
   but 2xx; redirects are not followed) is tried again after 30 s, 1, 2, 4 … minutes (at most an
   hour apart, ±20 % jitter), until 24 hours after the event; then the delivery is ``failed``.
@@ -29,7 +34,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
@@ -138,6 +143,7 @@ class SendOutcome:
     retry_at: datetime | None = None  # the next attempt, to hand over once committed
 
 
+@owns_transactions
 def send_delivery(delivery_id: int, now: datetime) -> SendOutcome:
     """Make the delivery's next attempt, if it is pending, and record it (flushed; the caller
     commits, then hands ``retry_at`` over)."""
@@ -145,6 +151,10 @@ def send_delivery(delivery_id: int, now: datetime) -> SendOutcome:
         found = _message(session, delivery_id, now)
     if isinstance(found, str):
         return SendOutcome(found)
+    claimed = _claimed(delivery_id, now)
+    db.session.commit()
+    if not claimed:
+        return SendOutcome("taken")  # another worker's attempt of it is under way
     message = found
     answer = _attempt(message, now, settings().webhook_timeout_seconds)
     return _record(message, answer, now)
@@ -161,6 +171,8 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
     subscription = delivery.subscription
     event = session.get(OutboxEvent, delivery.event_id)
     assert event is not None  # the delivery's event (a foreign key)
+    if _earlier_pending(session, delivery.subscription_id, event) is not None:
+        return "waiting"  # for the booking's earlier delivery, whose end hands this one over
     if event.snapshot is not None:
         shown = snapshot_booking(event.snapshot)  # the booking as the event left it
     else:  # an event stored before snapshots were: the booking as it is now
@@ -171,10 +183,16 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         secret = decrypt_secret(subscription.encrypted_secret, settings().secret_keys)
     except SecretUnreadable:
         secret = None
+    sequence = (
+        event.snapshot["sequence"]
+        if event.snapshot is not None
+        else session.get(Booking, event.booking_id).sequence  # type: ignore[union-attr]
+    )
     payload = {
         "type": event.kind,
         "timestamp": format_utc(event.occurred_at),
         "eventId": f"evt_{event.id}",
+        "sequence": sequence,
         "data": {"booking": shown},
     }
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
@@ -186,6 +204,64 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         msg_id=f"evt_{event.id}",
         body=body,
         created_at=delivery.created_at,
+    )
+
+
+def _claimed(delivery_id: int, now: datetime) -> bool:
+    """Claim the delivery's due attempt (the caller commits): its next attempt moves a lease
+    on, so a second hand-over of it meanwhile (a predecessor's end and its own message, say)
+    finds it not due and sends nothing; a worker dying in the attempt leaves it to the sweep."""
+    lease = settings().duration("webhook_lease_seconds")
+    won = db.session.execute(
+        update(WebhookDelivery)
+        .where(
+            WebhookDelivery.id == delivery_id,
+            WebhookDelivery.status == WebhookDeliveryStatus.PENDING,
+            or_(
+                WebhookDelivery.next_attempt_at.is_(None),
+                WebhookDelivery.next_attempt_at <= now + _EARLY,
+            ),
+        )
+        .values(next_attempt_at=now + lease)
+        .execution_options(synchronize_session=False)
+    )
+    return won.rowcount == 1  # type: ignore[attr-defined]  # an UPDATE's CursorResult
+
+
+def _earlier_pending(session: Session, subscription_id: int, event: OutboxEvent) -> int | None:
+    """A pending delivery to the subscription of an earlier event of the event's booking."""
+    return session.scalar(
+        select(WebhookDelivery.id)
+        .join(OutboxEvent, OutboxEvent.id == WebhookDelivery.event_id)
+        .where(
+            WebhookDelivery.subscription_id == subscription_id,
+            WebhookDelivery.status == WebhookDeliveryStatus.PENDING,
+            OutboxEvent.booking_id == event.booking_id,
+            OutboxEvent.id < event.id,
+        )
+        .limit(1)
+    )
+
+
+def next_delivery_in_line(delivery_id: int) -> int | None:
+    """Once delivery ``delivery_id`` has ended (succeeded or failed): the subscription's pending
+    delivery of the booking's next event, which waited for it."""
+    delivery = db.session.get(WebhookDelivery, delivery_id)
+    if delivery is None or delivery.status == WebhookDeliveryStatus.PENDING:
+        return None
+    event = db.session.get(OutboxEvent, delivery.event_id)
+    assert event is not None  # the delivery's event (a foreign key)
+    return db.session.scalar(
+        select(WebhookDelivery.id)
+        .join(OutboxEvent, OutboxEvent.id == WebhookDelivery.event_id)
+        .where(
+            WebhookDelivery.subscription_id == delivery.subscription_id,
+            WebhookDelivery.status == WebhookDeliveryStatus.PENDING,
+            OutboxEvent.booking_id == event.booking_id,
+            OutboxEvent.id > event.id,
+        )
+        .order_by(OutboxEvent.id)
+        .limit(1)
     )
 
 

@@ -31,8 +31,9 @@ import logging
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import Exists, exists, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.config import settings
@@ -192,26 +193,32 @@ def handle_event(
     return _record(event_id, handler_name, attempt, error, now, base)
 
 
+def _earlier_event(event: OutboxEvent, handler_name: str, *, with_record: Any) -> bool:
+    """Whether an earlier undelivered event of the event's booking has a record for the
+    handler such as ``with_record`` (an ``EXISTS`` clause over it) says."""
+    found = db.session.scalar(
+        select(OutboxEvent.id)
+        .where(
+            OutboxEvent.booking_id == event.booking_id,
+            OutboxEvent.id < event.id,
+            OutboxEvent.delivered_at.is_(None),
+            with_record,
+        )
+        .limit(1)
+    )
+    return found is not None
+
+
+def _record_of(handler_name: str, *conditions: Any) -> Exists:
+    """``EXISTS`` a record of the handler for the outer event, meeting ``conditions``."""
+    of_the_event = OutboxDelivery.event_id == OutboxEvent.id
+    return exists().where(of_the_event, OutboxDelivery.handler == handler_name, *conditions)
+
+
 def _earlier_unfinished(event: OutboxEvent, handler_name: str) -> bool:
     """Whether the handler is not done yet with an earlier event of the event's booking."""
-    done = exists().where(
-        OutboxDelivery.event_id == OutboxEvent.id,
-        OutboxDelivery.handler == handler_name,
-        OutboxDelivery.status != DeliveryStatus.RETRYING,
-    )
-    return (
-        db.session.scalar(
-            select(OutboxEvent.id)
-            .where(
-                OutboxEvent.booking_id == event.booking_id,
-                OutboxEvent.id < event.id,
-                OutboxEvent.delivered_at.is_(None),
-                ~done,
-            )
-            .limit(1)
-        )
-        is not None
-    )
+    done = _record_of(handler_name, OutboxDelivery.status != DeliveryStatus.RETRYING)
+    return _earlier_event(event, handler_name, with_record=~done)
 
 
 def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
@@ -225,24 +232,8 @@ def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
         or db.session.get(OutboxDelivery, (event_id, handler_name)) is not None
     ):
         return False
-    retrying = exists().where(
-        OutboxDelivery.event_id == OutboxEvent.id,
-        OutboxDelivery.handler == handler_name,
-        OutboxDelivery.status == DeliveryStatus.RETRYING,
-    )
-    return (
-        db.session.scalar(
-            select(OutboxEvent.id)
-            .where(
-                OutboxEvent.booking_id == event.booking_id,
-                OutboxEvent.id < event.id,
-                OutboxEvent.delivered_at.is_(None),
-                retrying,
-            )
-            .limit(1)
-        )
-        is None
-    )
+    retrying = _record_of(handler_name, OutboxDelivery.status == DeliveryStatus.RETRYING)
+    return not _earlier_event(event, handler_name, with_record=retrying)
 
 
 def _record(

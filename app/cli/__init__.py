@@ -72,6 +72,8 @@ def demo_command() -> None:
                 f"    email: {access.email}",
                 f"    password (shown once): {access.password}",
                 f"  API key (shown once): {access.api_key}",
+                "  (Every start sets a new demo password and key: a password changed in the"
+                " dashboard is replaced, and earlier demo keys stop working.)",
                 f"  Event types: {json.dumps(access.event_type_ids)}",
                 "",
                 "Try:",

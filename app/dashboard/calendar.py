@@ -69,7 +69,9 @@ def calendar_feed(sub_account_id: int) -> Response | tuple[Response, int]:
         return jsonify({"message": err.message}), 400
     events: list[dict[str, Any]] = []
     for b in bookings:
-        title = f"{b.title} · {b.attendee}" if b.attendee and b.attendee != b.title else b.title
+        # With whom, unless the title names them already ("Cleaning with Carol").
+        named = b.attendee and b.attendee.casefold() in b.title.casefold()
+        title = f"{b.title} · {b.attendee}" if b.attendee and not named else b.title
         status = b.status.replace("_", " ").capitalize()
         when = _span(b.start, b.end, tz_name)
         events.append(

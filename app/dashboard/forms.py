@@ -24,6 +24,7 @@ from wtforms.widgets import CheckboxInput, ListWidget
 
 from app.models import BookingStatus
 from app.models.limits import EMAIL_MAX, PASSWORD_MAX, REASON_MAX
+from app.services.accounts.users import PASSWORD_RULE
 from app.services.common.errors import ServiceError
 
 # The largest page number a list's form takes: far past any real list, small enough that the
@@ -44,10 +45,15 @@ def page_count(total: int, page_size: int) -> int:
     return max(1, -(-total // page_size))
 
 
-def password_field(label: str) -> PasswordField:
+def password_field(label: str, *, new: bool = False) -> PasswordField:
     """A password as typed: required, and no longer than a password may be
-    (``PASSWORD_MAX``), so a huge post costs no hashing time."""
-    return PasswordField(label, validators=[DataRequired(), Length(max=PASSWORD_MAX)])
+    (``PASSWORD_MAX``), so a huge post costs no hashing time. A ``new`` one states the rule it
+    must meet beside it, before the first try."""
+    return PasswordField(
+        label,
+        validators=[DataRequired(), Length(max=PASSWORD_MAX)],
+        description=PASSWORD_RULE if new else "",
+    )
 
 
 class SignInForm(FlaskForm):
@@ -62,7 +68,7 @@ class SignOutForm(FlaskForm):
 
 class PasswordForm(FlaskForm):
     current_password = password_field("Current password")
-    new_password = password_field("New password")
+    new_password = password_field("New password", new=True)
 
 
 class BookingFilterForm(FlaskForm):

@@ -47,7 +47,7 @@ class ForgotPasswordForm(FlaskForm):
 
 
 class ResetPasswordForm(FlaskForm):
-    password = password_field("New password")
+    password = password_field("New password", new=True)
 
 
 @auth.route("/forgot-password", methods=["GET", "POST"])

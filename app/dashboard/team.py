@@ -58,7 +58,7 @@ class GrantsForm(FlaskForm):
 
 
 class AcceptForm(FlaskForm):
-    password = password_field("Choose a password")
+    password = password_field("Choose a password", new=True)
 
 
 def _sub_account_choices(form_field: MultiCheckboxField) -> None:

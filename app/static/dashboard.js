@@ -3,6 +3,14 @@
 // button; without scripts the menu stays open and the page still works.
 document.documentElement.classList.add("js");
 
+// A destructive button (class "danger") asks before its form is sent: its data-confirm is the
+// question. Without scripts the form is sent as it is.
+document.addEventListener("submit", function (event) {
+  "use strict";
+  var question = event.submitter && event.submitter.getAttribute("data-confirm");
+  if (question && !window.confirm(question)) event.preventDefault();
+});
+
 document.addEventListener("DOMContentLoaded", function () {
   "use strict";
   var toggle = document.querySelector(".menu-toggle");

@@ -168,6 +168,13 @@ def test_a_password_change_needs_the_current_one(client, tenant, owner):
     assert sign_in(client, owner, "a-long-new-pass").status_code == 302
 
 
+def test_a_new_password_field_states_its_rule_before_the_first_try(client, tenant, owner):
+    sign_in(client, owner)
+    form = client.get("/dashboard/password").get_data(as_text=True)
+    assert 'aria-describedby="new_password-hint"' in form
+    assert '<p class="field-hint" id="new_password-hint">At least 10 characters.</p>' in form
+
+
 # Roles and other agencies
 
 

@@ -128,3 +128,24 @@ def test_the_list_filters_by_event_type(client, tenant):
     for odd in ("nonsense", "99999999999999999999", "-1"):
         page = client.get(f"{url}?event_type={odd}")
         assert page.status_code == 200 and "0 bookings." in page.get_data(as_text=True)
+
+
+def test_a_bookings_metadata_shows_its_values_not_json(client, tenant):
+    booking = make_booking(tenant, ny(MONDAY, 10))
+    booking.meta = {"crmId": "X1", "visits": 3, "vip": True}
+    db.session.commit()
+    sign_in(client, owner_email(tenant))
+    page = client.get(page_of(tenant, booking.id)).get_data(as_text=True)
+    assert "<dt>crmId</dt><dd>X1</dd>" in page
+    assert "<dt>visits</dt><dd>3</dd>" in page and "<dt>vip</dt><dd>true</dd>" in page
+
+
+def test_cancelling_looks_destructive_and_asks_first(client, tenant):
+    booking = make_booking(tenant, ny(MONDAY, 10))
+    sign_in(client, owner_email(tenant))
+    page = client.get(page_of(tenant, booking.id)).get_data(as_text=True)
+    assert (
+        '<button type="submit" class="danger"'
+        ' data-confirm="Cancel this booking? The attendees are told.">Cancel booking</button>'
+    ) in page
+    assert '<button type="submit">Confirm</button>' in page  # not the cancel's colour

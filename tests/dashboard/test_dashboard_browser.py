@@ -69,8 +69,15 @@ def test_the_owner_signs_in_sees_an_agents_booking_confirms_and_cancels_it(brows
     assert page.get_by_role("status").inner_text() == "Booking confirmed."
     audit(page, "booking")
     page.get_by_label("Reason (optional)").fill("Patient called")
+    # A destructive button asks first: dismissed, the form is not sent (else the page would be
+    # the cancelled booking's, without the button clicked next); accepted, it is.
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.get_by_role("button", name="Cancel booking").click()
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.get_by_role("button", name="Cancel booking").click()
     assert page.get_by_role("status").inner_text() == "Booking cancelled."
+    assert asked == ["Cancel this booking? The attendees are told."] * 2
     expect(page.get_by_text("Cancelled because: Patient called")).to_be_visible()
     history = page.locator("ol").inner_text()
     assert "created" in history and "confirmed" in history and "cancelled" in history
@@ -276,6 +283,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
     audit(page, "reschedule")
     page.get_by_role("link", name="Back to the booking").click()
     page.get_by_label("Reason (optional)").fill("Robin is ill")
+    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Cancel booking").click()
     assert page.get_by_role("status").first.inner_text() == "Booking cancelled."
     audit(page, "booking-cancelled")

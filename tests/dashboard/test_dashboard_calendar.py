@@ -64,6 +64,17 @@ def test_a_booking_is_titled_first_and_timed_second_classed_by_status_and_linked
     assert entry["url"] == f"/dashboard/s/{tenant.sub_account_id}/bookings/{booking.id}"
 
 
+def test_a_title_that_names_the_attendee_does_not_repeat_them(client, tenant):
+    make_booking(
+        tenant,
+        ny(datetime(2027, 5, 3).date(), 9),
+        title="Cleaning with Robin",
+        emails=("robin@example.test",),
+    )
+    (entry,) = feed(client, tenant, "2027-05-03", "2027-05-04").get_json()
+    assert entry["title"] == "Cleaning with Robin"
+
+
 def test_an_entry_over_midnight_names_its_days(client, tenant):
     make_booking(tenant, ny(datetime(2027, 5, 3).date(), 23, 30), minutes=60)
     (entry,) = feed(client, tenant, "2027-05-03", "2027-05-05").get_json()

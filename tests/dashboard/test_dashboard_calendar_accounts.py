@@ -200,6 +200,12 @@ def test_a_provider_the_operator_has_not_set_up_says_what_to_set(make_app):
         page = client.get(connections_page(tenant)).get_data(as_text=True)
         assert "GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET" in page
         assert "MICROSOFT_CLIENT_ID and MICROSOFT_CLIENT_SECRET" in page
+        # The button looks disabled (dashboard.css) and says why right beside it.
+        disabled = 'disabled aria-describedby="connect-google-unavailable">Connect Google</button>'
+        assert (
+            f'{disabled}\n    <p class="muted" id="connect-google-unavailable">Not available:'
+            in page
+        )
         pressed = start_consent(client, tenant, "google")
         told = client.get(pressed.headers["Location"]).get_data(as_text=True)
         assert "cannot be connected on this server yet" in told

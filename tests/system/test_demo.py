@@ -40,6 +40,12 @@ def test_demo_prints_a_working_dashboard_sign_in(app, client):
     assert sign_in(client, DEMO_EMAIL, password).headers["Location"] == "/dashboard/"
 
 
+def test_demo_says_plainly_that_each_start_replaces_the_password_and_key(app, client):
+    output, _ = run_demo(app)
+    assert "Every start sets a new demo password and key" in output
+    assert "a password changed in the dashboard is replaced" in output
+
+
 def test_demo_twice_reuses_the_workspace_with_a_new_key_and_revokes_the_old(app, client):
     _, first_key = run_demo(app)
     _, second_key = run_demo(app)

@@ -23,6 +23,8 @@ from app.services.common.lookups import get_checked
 from app.services.common.tokens import new_token, token_digest
 
 MIN_PASSWORD_LENGTH = 10
+# The rule a new password must meet, as the forms state it before the first try.
+PASSWORD_RULE = f"At least {MIN_PASSWORD_LENGTH} characters."
 
 # Compared against when the email is unknown, so a wrong email costs as long as a wrong
 # password and the time does not tell which accounts exist.

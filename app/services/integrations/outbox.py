@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Exists, exists, func, select
+from sqlalchemy import ColumnElement, Exists, exists, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.config import settings
@@ -193,7 +193,7 @@ def handle_event(
     return _record(event_id, handler_name, attempt, error, now, base)
 
 
-def _earlier_event(event: OutboxEvent, handler_name: str, *, with_record: Any) -> bool:
+def _earlier_event(event: OutboxEvent, *, with_record: ColumnElement[bool]) -> bool:
     """Whether an earlier undelivered event of the event's booking has a record for the
     handler such as ``with_record`` (an ``EXISTS`` clause over it) says."""
     found = db.session.scalar(
@@ -218,7 +218,7 @@ def _record_of(handler_name: str, *conditions: Any) -> Exists:
 def _earlier_unfinished(event: OutboxEvent, handler_name: str) -> bool:
     """Whether the handler is not done yet with an earlier event of the event's booking."""
     done = _record_of(handler_name, OutboxDelivery.status != DeliveryStatus.RETRYING)
-    return _earlier_event(event, handler_name, with_record=~done)
+    return _earlier_event(event, with_record=~done)
 
 
 def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
@@ -233,7 +233,7 @@ def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
     ):
         return False
     retrying = _record_of(handler_name, OutboxDelivery.status == DeliveryStatus.RETRYING)
-    return not _earlier_event(event, handler_name, with_record=retrying)
+    return not _earlier_event(event, with_record=retrying)
 
 
 def _record(

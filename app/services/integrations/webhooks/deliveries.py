@@ -175,19 +175,15 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         return "waiting"  # for the booking's earlier delivery, whose end hands this one over
     if event.snapshot is not None:
         shown = snapshot_booking(event.snapshot)  # the booking as the event left it
+        sequence = event.snapshot["sequence"]
     else:  # an event stored before snapshots were: the booking as it is now
         booking = session.get(Booking, event.booking_id)
         assert booking is not None  # the event's booking (a foreign key)
-        shown = booking_data(booking)
+        shown, sequence = booking_data(booking), booking.sequence
     try:
         secret = decrypt_secret(subscription.encrypted_secret, settings().secret_keys)
     except SecretUnreadable:
         secret = None
-    sequence = (
-        event.snapshot["sequence"]
-        if event.snapshot is not None
-        else session.get(Booking, event.booking_id).sequence  # type: ignore[union-attr]
-    )
     payload = {
         "type": event.kind,
         "timestamp": format_utc(event.occurred_at),

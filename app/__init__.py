@@ -29,6 +29,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app import models  # noqa: F401 - every model registered before Alembic looks
     from app.api import register_api
     from app.api.rate_limit import register_rate_limits
+    from app.attendee import register_attendee_pages
     from app.celery_app import celery_init_app
     from app.cli import register_commands
     from app.config import SETTING_NAMES, Config, flask_config, load_settings
@@ -88,6 +89,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["availability_store"] = availability_store(settings)
     limiter = register_rate_limits(app)
     register_push(app, limiter)
+    register_attendee_pages(app, limiter)
     register_commands(app)
     register_dashboard(app)
     register_health(app, MIGRATIONS_DIR)

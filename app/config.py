@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         "5/10 minutes", description="resets"
     )
     forgot_password_limit_per_account: RateLimit = Field("10/hour", description="resets")
+    attendee_page_limit_per_link: RateLimit = Field(
+        "30/minute", description="attendee's page, per manage link"
+    )
+    attendee_page_limit_per_address: RateLimit = Field(
+        "60/minute", description="attendee's page, per address"
+    )
 
     @field_validator(
         "rate_limit",
@@ -201,6 +207,8 @@ class Settings(BaseSettings):
         "forgot_password_limit_per_address",
         "forgot_password_limit_per_address_account",
         "forgot_password_limit_per_account",
+        "attendee_page_limit_per_link",
+        "attendee_page_limit_per_address",
     )
     @classmethod
     def _a_rate_limit(cls, value: str) -> str:

@@ -28,6 +28,7 @@ from app.models.limits import (
 )
 from app.models.types import MAX_ID
 from app.scheduling.timezones import format_utc
+from app.services.common.manage_links import LINK_LIFETIME_AFTER_END, manage_url
 from app.validation import MAX_ATTENDEES, METADATA_OPENAPI, TimezoneField
 
 STATUSES = [s.value for s in BookingStatus]
@@ -64,6 +65,18 @@ class AttendeeSchema(Schema):
     isOrganizer = fields.Boolean(attribute="is_organizer")
     createdAt = UTCTimestamp(attribute="created_at")
     updatedAt = UTCTimestamp(attribute="updated_at")
+    manageUrl = fields.Function(
+        manage_url,
+        dump_only=True,
+        metadata={
+            "description": "The attendee's own link to see, cancel or reschedule the booking "
+            f"(no account needed; it works until {LINK_LIFETIME_AFTER_END.days} days after the "
+            "booking ends and is replaced when the business issues a new one). Hand it to the "
+            "attendee.",
+            "type": "string",
+            "format": "uri",
+        },
+    )
 
 
 class BookingSchema(Schema):

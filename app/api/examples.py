@@ -80,6 +80,7 @@ ATTENDEE = {
     "isOrganizer": False,
     "createdAt": CREATED_AT,
     "updatedAt": CREATED_AT,
+    "manageUrl": "https://calendar.example.com/manage/WzEsMF0.q7Vn0dX2c1mY3b8kFhT5LzR9wPe",
 }
 BOOKING = {
     "id": 1,

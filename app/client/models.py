@@ -98,6 +98,8 @@ class Attendee(FromJson):
     is_organizer: bool | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # The attendee's own link to see, cancel or move the booking: hand it to them.
+    manage_url: str | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from app.services.bookings.queries import BookingListQuery, get_booking, list_bo
 from app.services.bookings.writes import cancel_booking
 from app.services.common.errors import InvalidRequest
 from app.services.common.ids import is_storable_id
+from app.services.common.manage_links import manage_url, reissue_manage_link
+from app.services.integrations.events import Actor, BookingEventKind
 
 PAGE_SIZE = 25
 
@@ -84,6 +86,10 @@ def booking(sub_account_id: int, booking_id: int) -> str:
         sub_account=sub_account,
         booking=found,
         history=history,
+        cancelled_by_attendee=any(
+            e.kind == BookingEventKind.CANCELLED and e.actor == Actor.ATTENDEE for e in history
+        ),
+        manage_links={a.id: manage_url(a) for a in found.attendees},
         action_form=ActionForm(),
         cancel_form=CancelForm(),
         # Which actions to offer: the service's own rules, asked beforehand.
@@ -111,6 +117,20 @@ def cancel(sub_account_id: int, booking_id: int) -> Response:
 def outcome(sub_account_id: int, booking_id: int, outcome: str) -> Response:
     message = "Marked completed." if outcome == "completed" else "Marked no-show."
     return _act(sub_account_id, booking_id, ActionForm(), message, _outcome(outcome))
+
+
+@dashboard.route(
+    "/s/<int:sub_account_id>/bookings/<int:booking_id>/attendees/<int:attendee_id>/new-link",
+    methods=["POST"],
+)
+def new_manage_link(sub_account_id: int, booking_id: int, attendee_id: int) -> Response:
+    """Replace one attendee's manage link (one that leaked, say): the earlier stops working."""
+
+    def run(sub_account, booking_id):
+        reissue_manage_link(sub_account, booking_id, attendee_id)
+
+    done = "A new link was made; the earlier one no longer works. Send the new one on."
+    return _act(sub_account_id, booking_id, ActionForm(), done, run)
 
 
 def _confirm(sub_account, booking_id):

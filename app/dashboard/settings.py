@@ -33,6 +33,8 @@ FIELDS = {
     "notificationEmail": "notification_email",
     "reminderMinutesBefore": "reminder_minutes",
     "autoCompleteBookings": "auto_complete",
+    "attendeeChangeNoticeHours": "attendee_notice_hours",
+    "attendeeMaxReschedules": "attendee_max_moves",
 }
 
 
@@ -49,6 +51,13 @@ class SettingsForm(FlaskForm):
         "Reminder, minutes before the booking (empty: no reminder)", validators=[Optional()]
     )
     auto_complete = BooleanField("Mark past bookings completed automatically")
+    attendee_notice_hours = IntegerField(
+        "Attendees may cancel or move until this many hours before the start (empty: 0)",
+        validators=[Optional()],
+    )
+    attendee_max_moves = IntegerField(
+        "Times an attendee may move a booking (empty: no limit)", validators=[Optional()]
+    )
 
     def document(self) -> dict:
         """The service's document; blank optional text is "none"."""
@@ -57,6 +66,8 @@ class SettingsForm(FlaskForm):
             document[name] = (document[name] or "").strip()
         for name in ("defaultLocation", "notificationEmail"):
             document[name] = (document[name] or "").strip() or None
+        if document["attendeeChangeNoticeHours"] is None:
+            document["attendeeChangeNoticeHours"] = 0
         return document
 
 

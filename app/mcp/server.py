@@ -386,8 +386,8 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
 
     @server.tool(
         annotations=READ_ONLY,
-        description="One booking by id, with its status, times, attendees and metadata. "
-        "Needs canGetBookings.",
+        description="One booking by id, with its status, times, attendees (each with "
+        "manageUrl, their own link to cancel or move it) and metadata. Needs canGetBookings.",
     )
     def get_booking(ctx: Context, id: BookingId) -> dict[str, Any]:
         return call(ctx, "get_booking", lambda client: client.get_booking(id))
@@ -403,7 +403,9 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
         annotations=MAKES_SOMETHING_NEW,
         description="Book an appointment: startTime and endTime should be one slot that "
         "check_availability returned for the same eventTypeId; at least one attendee with an "
-        "email. Returns the booking (status pending, its id and uid). Safe to retry: pass the "
+        "email. Returns the booking (status pending, its id and uid); each attendee carries "
+        "manageUrl, their own link to cancel or move it: give it to that person. Safe to "
+        "retry: pass the "
         "same idempotencyKey (any unique string, e.g. a UUID) on every attempt of the same "
         "booking and at most one booking is made; without one, the tool makes one for this "
         "call and retries lost answers with it. If you held the slot with hold_slot, pass its "

@@ -98,6 +98,9 @@ class Booking(Model):
     cancellation_reason: Mapped[str | None] = mapped_column(String(REASON_MAX))
     idempotency_key: Mapped[str | None] = mapped_column(String(NAME_MAX))
     request_fingerprint: Mapped[str | None] = mapped_column(String(DIGEST_LENGTH))
+    # How many times an attendee moved the booking from their manage link: the sub account's
+    # ``attendeeMaxReschedules`` caps it (the business's own moves do not count).
+    attendee_moves: Mapped[int] = mapped_column(Integer, default=0)
     api_key_id: Mapped[int | None] = mapped_column(
         ForeignKey("api_keys.id", ondelete="SET NULL"), index=True
     )
@@ -127,6 +130,9 @@ class Attendee(Model):
     phone: Mapped[str | None] = mapped_column(String(PHONE_MAX))
     timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     is_organizer: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Signed into the attendee's manage link (``app.services.common.manage_links``): raising
+    # it re-issues the link, and every earlier one stops working.
+    manage_link_version: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

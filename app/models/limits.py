@@ -55,3 +55,5 @@ NOTICE_MAX_MINUTES = 365 * 24 * 60
 HORIZON_MAX_DAYS = 3650
 # A reminder mail, at most a week ahead.
 REMINDER_MAX_MINUTES = 7 * 24 * 60
+# The most moves a sub account may allow its attendees per booking (a number, not "unlimited").
+ATTENDEE_MOVES_MAX = 100

@@ -29,6 +29,9 @@ class OutboxEvent(Model):
     )
     booking_id: Mapped[int] = mapped_column(ForeignKey("bookings.id", ondelete="CASCADE"))
     changed: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # Who made the change: "attendee" (from their manage link) or "business" (the API, the
+    # dashboard, the service itself). NULL in rows written before it was recorded: "business".
+    actor: Mapped[str | None] = mapped_column(String(16))
     # The booking as the event left it (``app.services.integrations.events.booking_snapshot``):
     # messages about the event tell of that state, however late they go out.
     snapshot: Mapped[dict | None] = mapped_column(JSON)

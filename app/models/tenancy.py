@@ -147,6 +147,10 @@ class CalendarSettings(Model):
     notification_email: Mapped[str | None] = mapped_column(String(EMAIL_MAX))
     reminder_minutes_before: Mapped[int | None] = mapped_column(Integer)
     auto_complete_bookings: Mapped[bool] = mapped_column(Boolean, default=False)
+    # How late an attendee may still cancel or move from their manage link (hours before the
+    # start; 0: until it starts), and how many times they may move it (None: no limit).
+    attendee_change_notice_hours: Mapped[int] = mapped_column(Integer, default=0)
+    attendee_max_reschedules: Mapped[int | None] = mapped_column(Integer)
 
     sub_account: Mapped[SubAccount] = relationship(back_populates="settings")
 

@@ -69,7 +69,8 @@ def test_get_booking_has_exactly_the_spec_fields(client, tenant):
     assert body["confirmedAt"] is None and body["cancelledAt"] is None
     assert body["completedAt"] is None
     (attendee,) = body["attendees"]
-    assert set(attendee) == ATTENDEE_FIELDS
+    # The spec's fields, and the addition DESIGN.md names: the attendee's own link.
+    assert set(attendee) == ATTENDEE_FIELDS | {"manageUrl"}
     assert attendee["email"] == "pat@example.test"
     assert attendee["createdAt"].endswith("Z")
 

@@ -45,6 +45,7 @@ SCALARS: dict[tuple[str, str | None], type] = {
     ("boolean", None): bool,
     ("string", None): str,
     ("string", "email"): str,
+    ("string", "uri"): str,
     ("string", "date-time"): datetime,
     ("string", "date"): date,
     ("object", None): dict,

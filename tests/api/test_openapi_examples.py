@@ -25,6 +25,7 @@ VOLATILE = {
     "releasedAt",
     "expiresAt",
     "holdToken",
+    "manageUrl",  # signed with the deployment's key, under its PUBLIC_URL
 }
 
 

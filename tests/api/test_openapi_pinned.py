@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-PINNED_SHA256 = "ea3932bce51e2329e44d5834e36ab19e9bcad04e25072c2405722b24e8e31c1d"
+PINNED_SHA256 = "7f93aeb87a79df642d337950f4738d346aa931098f8895f40ca804c08e41f418"
 
 
 def without_examples(node: Any) -> Any:

@@ -24,6 +24,8 @@ VALID = {
     "notification_email": "front-desk@example.test",
     "reminder_minutes": "60",
     "auto_complete": "y",
+    "attendee_notice_hours": "24",
+    "attendee_max_moves": "2",
 }
 
 
@@ -58,6 +60,7 @@ def test_saved_settings_are_stored_and_shown(client, tenant, page):
     assert (settings.default_duration, settings.minimum_notice_minutes) == (45, 120)
     assert (settings.booking_horizon_days, settings.reminder_minutes_before) == (90, 60)
     assert settings.default_location == "Room 4" and settings.auto_complete_bookings is True
+    assert (settings.attendee_change_notice_hours, settings.attendee_max_reschedules) == (24, 2)
     assert settings.notification_email == "front-desk@example.test"
     assert db.session.get(SubAccount, tenant.sub_account_id).name == "Renamed clinic"
     text = client.get(page).get_data(as_text=True)

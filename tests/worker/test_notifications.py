@@ -5,6 +5,7 @@ run in-process here (``handle_event``); tests/worker/test_worker_messages.py run
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import icalendar
@@ -20,6 +21,7 @@ from app.services.integrations.notifications.booking_mail import (
     notify_delivery,
     send_due_reminders,
 )
+from tests.dashboard_users import csrf_token
 from tests.factories import next_monday, ny, z
 from tests.mail_servers import ics_of, smtp_server
 
@@ -126,6 +128,41 @@ def test_a_new_booking_is_announced_to_each_attendee_and_the_owner(app, tenants,
     assert str(event["UID"]) == booking["uid"] and event["SEQUENCE"] == 0
     assert event["DTSTART"].dt == ny(MONDAY, 10)
     assert str(event["ORGANIZER"]) == f"mailto:{OWNER}"
+
+
+def test_each_attendees_mail_carries_their_own_manage_link_that_opens_the_booking(
+    app, tenants, inbox
+):
+    tenant = clinic(tenants)
+    client = app.test_client()
+    booking = create(client, tenant, ny(MONDAY, 10))
+    deliver_all()
+    for attendee in booking["attendees"]:
+        (mail,) = inbox.to(attendee["email"])
+        link = attendee["manageUrl"]
+        assert f"Reschedule or cancel: {link}" in mail.get_body(("plain",)).get_content()
+        assert f'href="{link}"' in mail.get_body(("html",)).get_content()
+        _, event = invitation(mail)
+        assert str(event["URL"]) == link and link in str(event["DESCRIPTION"])
+        page = client.get(urlsplit(link).path)
+        assert page.status_code == 200 and "Cleaning" in page.get_data(as_text=True)
+    (owner,) = inbox.to(OWNER)
+    assert "/manage/" not in owner.get_body(("plain",)).get_content()  # no attendee's link
+
+
+def test_a_cancel_by_the_attendee_is_told_as_theirs(app, tenants, inbox):
+    tenant = clinic(tenants)
+    client = app.test_client()
+    booking = create(client, tenant, ny(MONDAY, 10))
+    path = urlsplit(booking["attendees"][0]["manageUrl"]).path
+    token = csrf_token(client, path)
+    assert client.post(f"{path}/cancel", data={"csrf_token": token}).status_code == 302
+    deliver_all()
+    (_, cancelled) = inbox.to(OWNER)
+    assert "The attendee cancelled a booking." in cancelled.get_body(("plain",)).get_content()
+    (_, told) = inbox.to("pat@example.test")
+    text = told.get_body(("plain",)).get_content()
+    assert "You cancelled your booking." in text and "/manage/" not in text
 
 
 def test_a_reschedule_sends_a_request_with_a_higher_sequence(app, tenants, inbox):

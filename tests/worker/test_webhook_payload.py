@@ -1,7 +1,7 @@
 """The event contract, pinned: what a webhook receiver gets for a booking, key for key, type for
 type, format for format, and how stored events of every version are read.
 
-The payload's ``data.booking`` is the events' own schema (``event_schema``, version 1), not the
+The payload's ``data.booking`` is the events' own schema (``event_schema``, version 2), not the
 API's Booking: if one of these tests fails because the API's shape changed, the event schema
 must not follow it; a change to the payload is a new event schema version
 (docs/operations.md, "The event schema")."""
@@ -67,6 +67,8 @@ ATTENDEE_FIELDS_V1 = (
     "createdAt",
     "updatedAt",
 )
+# Version 2: the booking's fields as in version 1; each attendee adds their manage link.
+ATTENDEE_FIELDS_V2 = (*ATTENDEE_FIELDS_V1, "manageUrl")
 
 
 class _PositiveInt:
@@ -80,6 +82,7 @@ ID = _PositiveInt()
 INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")  # UTC, seconds, trailing Z
 UID = re.compile(r"[A-Za-z0-9_-]{22}")  # 16 random bytes, URL-safe base64
 EVENT_ID = re.compile(r"evt_[1-9][0-9]*")
+MANAGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/manage/[A-Za-z0-9_.-]+")
 
 
 def matches(value: Any, expected: Any, path: str = "$") -> None:
@@ -159,8 +162,8 @@ CREATE = {
 }
 
 
-def booking_v1(**changes: Any) -> dict[str, Any]:
-    """Version 1 of the booking ``CREATE`` makes, as a receiver gets it."""
+def booking_v2(**changes: Any) -> dict[str, Any]:
+    """Version 2 of the booking ``CREATE`` makes, as a receiver gets it."""
     return {
         "id": ID,
         "uid": UID,
@@ -184,6 +187,7 @@ def booking_v1(**changes: Any) -> dict[str, Any]:
                 "isOrganizer": False,
                 "createdAt": INSTANT,
                 "updatedAt": INSTANT,
+                "manageUrl": MANAGE_URL,
             },
             {
                 "id": ID,
@@ -196,6 +200,7 @@ def booking_v1(**changes: Any) -> dict[str, Any]:
                 "isOrganizer": False,
                 "createdAt": INSTANT,
                 "updatedAt": INSTANT,
+                "manageUrl": MANAGE_URL,
             },
         ],
         "confirmedAt": None,
@@ -221,13 +226,14 @@ def test_a_created_booking_reaches_the_receiver_exactly_so(app, tenants):
             "timestamp": INSTANT,
             "eventId": EVENT_ID,
             "sequence": 0,
-            "data": {"booking": booking_v1()},
+            "actor": "business",
+            "data": {"booking": booking_v2()},
         },
     )
     booking = payload["data"]["booking"]
     assert (booking["id"], booking["uid"]) == (created.json["id"], created.json["uid"])
     assert list(booking) == list(BOOKING_FIELDS_V1)
-    assert all(list(a) == list(ATTENDEE_FIELDS_V1) for a in booking["attendees"])
+    assert all(list(a) == list(ATTENDEE_FIELDS_V2) for a in booking["attendees"])
 
 
 def test_a_cancellation_reaches_the_receiver_exactly_so(app, tenants):
@@ -252,7 +258,8 @@ def test_a_cancellation_reaches_the_receiver_exactly_so(app, tenants):
             "timestamp": INSTANT,
             "eventId": EVENT_ID,
             "sequence": 1,
-            "data": {"booking": booking_v1(status="cancelled", cancelledAt=INSTANT)},
+            "actor": "business",
+            "data": {"booking": booking_v2(status="cancelled", cancelledAt=INSTANT)},
         },
     )
 
@@ -263,7 +270,7 @@ def test_a_new_event_stores_its_schema_version(app, tenants):
     client = app.test_client()
     client.delete(f"/v1/api/calendar/bookings/{booking.id}", headers=tenant.headers())
     (row,) = db.session.scalars(select(OutboxEvent)).all()
-    assert EVENT_SCHEMA_VERSION == 1
+    assert EVENT_SCHEMA_VERSION == 2
     assert list(row.snapshot) == [
         "schemaVersion",
         "booking",
@@ -272,7 +279,7 @@ def test_a_new_event_stores_its_schema_version(app, tenants):
         "createdAt",
         "updatedAt",
     ]
-    assert row.snapshot["schemaVersion"] == 1
+    assert row.snapshot["schemaVersion"] == 2
     assert list(row.snapshot["booking"]) == list(BOOKING_FIELDS_V1)
 
 
@@ -349,7 +356,7 @@ def test_an_event_stored_by_the_old_code_is_read_as_version_1():
 
 
 def test_a_snapshot_of_an_unknown_version_is_refused_not_guessed_at():
-    newer = {**OLD_SNAPSHOT, "schemaVersion": 2}
+    newer = {**OLD_SNAPSHOT, "schemaVersion": 3}
     with pytest.raises(UnknownEventSchema):
         snapshot_booking(newer)
     with pytest.raises(UnknownEventSchema):

@@ -169,6 +169,8 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
         notification_email=settings["notificationEmail"],
         reminder_minutes_before=settings["reminderMinutesBefore"],
         auto_complete_bookings=settings["autoCompleteBookings"],
+        attendee_change_notice_hours=settings["attendeeChangeNoticeHours"],
+        attendee_max_reschedules=settings["attendeeMaxReschedules"],
     )
     db.session.add(sub_account)
     db.session.flush()

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import AvailabilityProfile, SubAccount
 from app.models.limits import (
+    ATTENDEE_MOVES_MAX,
     EMAIL_MAX,
     HORIZON_MAX_DAYS,
     LOCATION_MAX,
@@ -38,6 +39,8 @@ _COLUMNS = {
     "notificationEmail": "notification_email",
     "reminderMinutesBefore": "reminder_minutes_before",
     "autoCompleteBookings": "auto_complete_bookings",
+    "attendeeChangeNoticeHours": "attendee_change_notice_hours",
+    "attendeeMaxReschedules": "attendee_max_reschedules",
 }
 
 
@@ -60,6 +63,19 @@ class SettingsDoc(Schema):
         load_default=None, allow_none=True, validate=validate.Range(min=1, max=REMINDER_MAX_MINUTES)
     )
     autoCompleteBookings = fields.Boolean(load_default=False)
+    # How late an attendee may cancel or move from their manage link, and how often they may
+    # move it (``app.services.bookings.attendee_changes``).
+    attendeeChangeNoticeHours = fields.Integer(
+        load_default=0,
+        validate=validate.Range(min=0, max=NOTICE_MAX_MINUTES // 60),
+        strict=True,
+    )
+    attendeeMaxReschedules = fields.Integer(
+        load_default=None,
+        allow_none=True,
+        validate=validate.Range(min=0, max=ATTENDEE_MOVES_MAX),
+        strict=True,
+    )
 
 
 class SubAccountNameDoc(Schema):

@@ -88,6 +88,7 @@ class ShownAttendee:
     is_organizer: bool
     created_at: datetime
     updated_at: datetime
+    manage_link_version: int
 
 
 @dataclass(slots=True)
@@ -136,6 +137,7 @@ _SHOWN_ATTENDEE = (
     Attendee.is_organizer,
     Attendee.created_at,
     Attendee.updated_at,
+    Attendee.manage_link_version,
 )
 
 

@@ -46,7 +46,7 @@ from app.services.common.ids import is_storable_id
 from app.services.common.instants import resolve_instant
 from app.services.common.locking import lock_calendar
 from app.services.common.upserts import upsert_into
-from app.services.integrations.events import BookingEvent, BookingEventKind, emit
+from app.services.integrations.events import Actor, BookingEvent, BookingEventKind, emit
 from app.services.scheduling_inputs import get_event_type
 
 ALREADY_CANCELLED = "Booking is already cancelled"
@@ -299,6 +299,7 @@ def update_booking(
     changes: BookingChanges,
     *,
     now: datetime,
+    actor: Actor = Actor.BUSINESS,
 ) -> Booking:
     """Change the sent fields of a pending or confirmed booking; a new time must pass the
     time rule (the booking's own current time does not count as busy)."""
@@ -354,7 +355,10 @@ def update_booking(
             booking.sequence += 1
         db.session.flush()
         kind = BookingEventKind.RESCHEDULED if rescheduled else BookingEventKind.UPDATED
-        emit(db.session, BookingEvent(kind, booking.id, sub_account.id, now, tuple(changed)))
+        emit(
+            db.session,
+            BookingEvent(kind, booking.id, sub_account.id, now, tuple(changed), actor=actor),
+        )
     return booking
 
 
@@ -437,7 +441,12 @@ def _replace_attendees(booking: Booking, attendees: Sequence[AttendeeInput], now
 
 
 def cancel_booking(
-    sub_account: SubAccount, booking_id: int, reason: str | None, *, now: datetime
+    sub_account: SubAccount,
+    booking_id: int,
+    reason: str | None,
+    *,
+    now: datetime,
+    actor: Actor = Actor.BUSINESS,
 ) -> Booking:
     """Cancel a pending or confirmed booking; its time is free from the commit on."""
     lock_calendar(sub_account.id)
@@ -454,5 +463,8 @@ def cancel_booking(
     booking.updated_at = now
     booking.sequence += 1
     db.session.flush()
-    emit(db.session, BookingEvent(BookingEventKind.CANCELLED, booking.id, sub_account.id, now))
+    emit(
+        db.session,
+        BookingEvent(BookingEventKind.CANCELLED, booking.id, sub_account.id, now, actor=actor),
+    )
     return booking

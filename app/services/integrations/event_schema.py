@@ -4,13 +4,15 @@
 It is defined here, field by field, and not borrowed from the API's ``BookingSchema``
 (``app.representations``): stored events and webhook receivers must not change shape when the
 API does. Version 1 has exactly the fields the API's Booking had when events got their own
-schema, so nothing a receiver sees changed then. The rule: a published version never changes;
-a change (a field added, removed, renamed or re-typed) is a new version, written by new events
-and read beside the old ones. Documented in docs/operations.md ("The event schema").
+schema, so nothing a receiver sees changed then. Version 2 adds each attendee's ``manageUrl``
+(their own link to see, cancel or move the booking, ``app.services.common.manage_links``).
+The rule: a published version never changes; a change (a field added, removed, renamed or
+re-typed) is a new version, written by new events and read beside the old ones. Documented in
+docs/operations.md ("The event schema").
 
 **The stored snapshot** (``outbox_events.snapshot``, JSON)::
 
-    {"schemaVersion": 1, "booking": {...version 1...}, "sequence": 3,
+    {"schemaVersion": 2, "booking": {...version 2...}, "sequence": 3,
      "cancellationReason": null, "createdAt": "…Z", "updatedAt": "…Z"}
 
 ``sequence``, ``cancellationReason``, ``createdAt`` and ``updatedAt`` are for the messages
@@ -30,10 +32,11 @@ from typing import Any
 
 from app.models import Attendee, Booking
 from app.scheduling.timezones import format_utc
+from app.services.common.manage_links import manage_url
 
-EVENT_SCHEMA_VERSION = 1
+EVENT_SCHEMA_VERSION = 2
 VERSION_KEY = "schemaVersion"
-READABLE_VERSIONS = frozenset({1})
+READABLE_VERSIONS = frozenset({1, 2})
 
 
 class UnknownEventSchema(ValueError):
@@ -41,7 +44,7 @@ class UnknownEventSchema(ValueError):
 
 
 def booking_data(booking: Booking) -> dict[str, Any]:
-    """``booking`` in the event schema's current version (1): every field always present,
+    """``booking`` in the event schema's current version (2): every field always present,
     absent values as ``null``, instants as UTC ``YYYY-MM-DDTHH:MM:SSZ``."""
     return {
         "id": _optional(int, booking.id),
@@ -75,6 +78,7 @@ def _attendee(attendee: Attendee) -> dict[str, Any]:
         "isOrganizer": _optional(bool, attendee.is_organizer),
         "createdAt": _instant(attendee.created_at),
         "updatedAt": _instant(attendee.updated_at),
+        "manageUrl": manage_url(attendee),
     }
 
 

@@ -42,6 +42,15 @@ class BookingEventKind(StrEnum):
     NO_SHOW = "booking.no_show"
 
 
+class Actor(StrEnum):
+    """Who made a change: an attendee from their manage link, or the business (its API keys,
+    its dashboard, the service on its behalf). Webhooks carry it as ``actor``; mails and the
+    dashboard's history say "by the attendee"."""
+
+    ATTENDEE = "attendee"
+    BUSINESS = "business"
+
+
 @dataclass(frozen=True)
 class BookingEvent:
     kind: BookingEventKind
@@ -50,6 +59,7 @@ class BookingEvent:
     occurred_at: datetime
     changed: tuple[str, ...] = field(default=())
     event_id: int | None = None  # the outbox row's id, once committed
+    actor: Actor = Actor.BUSINESS
 
 
 def subscribe(subscriber: Subscriber) -> Subscriber:
@@ -71,6 +81,7 @@ def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) ->
         sub_account_id=booking_event.sub_account_id,
         booking_id=booking_event.booking_id,
         changed=list(booking_event.changed),
+        actor=str(booking_event.actor),
         snapshot=booking_snapshot(booking) if booking is not None else None,
         occurred_at=booking_event.occurred_at,
     )

@@ -21,6 +21,7 @@ from app.models import Booking, BookingStatus
 from app.scheduling.timezones import zone
 
 PRODID = "-//Calendar Booking API//Bookings//EN"
+MANAGE_LINE = "Reschedule or cancel"
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,11 @@ _STATUS = {
 
 
 def booking_vevent(
-    booking: Booking, *, now: datetime, organizer: Organizer | None = None
+    booking: Booking,
+    *,
+    now: datetime,
+    organizer: Organizer | None = None,
+    manage_url: str | None = None,
 ) -> icalendar.Event:
     """The booking's VEVENT. Without an ``organizer`` it is the copy kept in a calendar
     collection (CalDAV write-back), whose attendees carry ``SCHEDULE-AGENT=CLIENT`` so a
@@ -58,8 +63,13 @@ def booking_vevent(
     event.add("dtstart", _written_time(booking.start_at, tz))
     event.add("dtend", _written_time(booking.end_at, tz))
     event.add("summary", booking.title)
-    if booking.description:
-        event.add("description", booking.description)
+    description = booking.description or ""
+    if manage_url:
+        event.add("url", manage_url)
+        line = f"{MANAGE_LINE}: {manage_url}"
+        description = f"{description}\n\n{line}" if description else line
+    if description:
+        event.add("description", description)
     if booking.location:
         event.add("location", booking.location)
     event.add("status", _STATUS[BookingStatus(booking.status)])
@@ -95,6 +105,7 @@ def booking_calendar(
     now: datetime,
     method: str | None = None,
     organizer: Organizer | None = None,
+    manage_url: str | None = None,
 ) -> bytes:
     """A VCALENDAR holding the booking's VEVENT and the VTIMEZONE it needs (for the years the
     booking spans, not tzdata's whole history). ``method``: an iTIP message's (``REQUEST`` to
@@ -105,7 +116,9 @@ def booking_calendar(
     calendar.add("version", "2.0")
     if method is not None:
         calendar.add("method", method)
-    calendar.add_component(booking_vevent(booking, now=now, organizer=organizer))
+    calendar.add_component(
+        booking_vevent(booking, now=now, organizer=organizer, manage_url=manage_url)
+    )
     calendar.add_missing_timezones(
         first_date=booking.start_at.date() - timedelta(days=366),
         last_date=booking.end_at.date() + timedelta(days=366),

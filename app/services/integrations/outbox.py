@@ -41,6 +41,7 @@ from app.counters import DELIVERIES
 from app.extensions import db
 from app.models import DeliveryStatus, OutboxDelivery, OutboxEvent
 from app.services.common.transactions import owns_transactions
+from app.services.integrations.events import Actor
 from app.services.integrations.registry import Handler, app_registry
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ class Delivery:
     # The booking as the event left it, in the events' schema (``event_schema``; read it with
     # its functions, which know the versions).
     snapshot: dict | None = None
+    # Who made the change (``events.Actor``'s values); events older than the column: business.
+    actor: str = Actor.BUSINESS
 
 
 class DeliveryFailed(Exception):
@@ -173,6 +176,7 @@ def handle_event(
         occurred_at=event.occurred_at,
         attempt=attempt,
         snapshot=event.snapshot,
+        actor=event.actor or Actor.BUSINESS,
     )
     db.session.commit()  # end the reads: no transaction waits on the handler's server
 

@@ -40,7 +40,9 @@ from app.models import (
     SubAccount,
 )
 from app.scheduling.timezones import format_utc
+from app.services.common.manage_links import manage_url
 from app.services.integrations.event_schema import booking_from_snapshot
+from app.services.integrations.events import Actor
 from app.services.integrations.ical import Organizer
 from app.services.integrations.notifications.mail_log import keep_regardless, logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
@@ -91,7 +93,7 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
         assert settings is not None  # every sub account has its settings
         if not settings.notify_on_booking:
             return
-        recipients = [_attendee(a) for a in booking.attendees]
+        recipients = _attendees(booking, current)
         if settings.notification_email:
             recipients.append(
                 Recipient(settings.notification_email, None, booking.timezone, is_owner=True)
@@ -105,6 +107,7 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
             now,
             key=lambda email: f"event:{delivery.event_id}:{email}",
             event_id=delivery.event_id,
+            by_attendee=delivery.actor == Actor.ATTENDEE,
         )
     failures = _send_all(letters, now)
     if failures:
@@ -144,7 +147,7 @@ def send_due_reminders(now: datetime) -> int:
                 session,
                 booking,
                 REMINDER,
-                [_attendee(a) for a in booking.attendees],
+                _attendees(booking, booking),
                 _letterhead(session, booking.sub_account_id, settings),
                 now,
                 key=partial(_reminder_key, booking, start),
@@ -160,8 +163,15 @@ def _reminder_key(booking: Booking, start: str, email: str) -> str:
     return f"reminder:{booking.id}:{start}:{email}"
 
 
-def _attendee(attendee) -> Recipient:
-    return Recipient(attendee.email, attendee.name, attendee.timezone)
+def _attendees(shown: Booking, current: Booking) -> list[Recipient]:
+    """The attendees of ``shown`` (the booking as the event left it), each with their manage
+    link as it is now (``current``: the stored booking), so a late message carries a link that
+    still works; an attendee no longer on the booking gets none."""
+    links = {a.email: manage_url(a) for a in current.attendees}
+    return [
+        Recipient(a.email, a.name, a.timezone, manage_url=links.get(a.email))
+        for a in shown.attendees
+    ]
 
 
 def _letterhead(session: Session, sub_account_id: int, settings: CalendarSettings) -> Letterhead:
@@ -185,6 +195,7 @@ def _unsent_letters(
     *,
     key: Callable[[str], str],
     event_id: int | None,
+    by_attendee: bool = False,
 ) -> list[_Letter]:
     """The messages about ``booking`` for those of ``recipients`` whose message (its key made by
     ``key`` from their address) is not recorded as sent."""
@@ -205,7 +216,15 @@ def _unsent_letters(
             keys[r.email],
             kind,
             r.email,
-            compose(booking, kind, r, letterhead, now=now, dedupe_key=keys[r.email]),
+            compose(
+                booking,
+                kind,
+                r,
+                letterhead,
+                now=now,
+                dedupe_key=keys[r.email],
+                by_attendee=by_attendee,
+            ),
             booking.sub_account_id,
             booking.id,
             event_id,

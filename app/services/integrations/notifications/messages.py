@@ -37,6 +37,11 @@ _LABELS = {
     "booking.cancelled": "Cancelled",
     REMINDER: "Reminder",
 }
+# When the attendee made the change themselves (from their manage link).
+_ATTENDEE_HEADLINES = {  # (to an attendee, to the calendar's owner)
+    "booking.rescheduled": ("You moved your booking.", "The attendee moved a booking."),
+    "booking.cancelled": ("You cancelled your booking.", "The attendee cancelled a booking."),
+}
 _HEADLINES = {  # (to an attendee, to the calendar's owner)
     "booking.created": ("Your booking is made.", "A new booking was made."),
     "booking.rescheduled": ("Your booking has moved.", "A booking was moved."),
@@ -52,6 +57,9 @@ class Recipient:
     name: str | None
     timezone: str  # the attendee's, else the booking's
     is_owner: bool = False  # the sub account's notification address
+    # The attendee's own link to see, cancel or move the booking (none for the owner, or once
+    # the booking is cancelled).
+    manage_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,14 +87,18 @@ def compose(
     *,
     now: datetime,
     dedupe_key: str,
+    by_attendee: bool = False,
 ) -> EmailMessage:
-    """The email telling ``recipient`` about ``kind`` (an event name, or ``REMINDER``)."""
+    """The email telling ``recipient`` about ``kind`` (an event name, or ``REMINDER``);
+    ``by_attendee``: the attendee made the change from their manage link."""
     cancelled = booking.status == BookingStatus.CANCELLED
     when = describe_time(booking.start_at, booking.end_at, recipient.timezone)
     subject = f"{_LABELS[kind]}: {booking.title} — {when}"
+    headlines = _ATTENDEE_HEADLINES if by_attendee and kind in _ATTENDEE_HEADLINES else _HEADLINES
+    link = None if cancelled else recipient.manage_url
     context = {
         "subject": subject,
-        "headline": _HEADLINES[kind][1 if recipient.is_owner else 0],
+        "headline": headlines[kind][1 if recipient.is_owner else 0],
         "title": booking.title,
         "when": when,
         "location": booking.location,
@@ -98,6 +110,7 @@ def compose(
         "ics_name": "invite.ics",
         "ics_hint": "removes it from your calendar" if cancelled else "adds it to your calendar",
         "sender_name": letterhead.sub_account_name,
+        "manage_url": link,
     }
     message = EmailMessage()
     message["Subject"] = subject
@@ -110,7 +123,13 @@ def compose(
     html = MAIL_TEMPLATES.get_template("booking.html").render(**context)
     message.add_alternative(html, subtype="html")
     method = "CANCEL" if cancelled else "REQUEST"
-    ics = booking_calendar(booking, now=now, method=method, organizer=letterhead.organizer)
+    ics = booking_calendar(
+        booking,
+        now=now,
+        method=method,
+        organizer=letterhead.organizer,
+        manage_url=link,
+    )
     message.add_attachment(
         ics,
         maintype="text",

@@ -6,7 +6,7 @@ none) and hands each to the worker. ``send_delivery`` makes one attempt: a JSON 
 per Standard Webhooks (``webhook-id`` = ``evt_<outbox event id>``, the same for every attempt
 and every resend, so receivers de-duplicate on it), recorded in ``webhook_attempts`` (status,
 time, the first bytes of the answer, or the error). The body is
-``{"type", "timestamp", "eventId", "sequence", "data": {"booking"}}``, the booking as the
+``{"type", "timestamp", "eventId", "sequence", "actor", "data": {"booking"}}``, the booking as the
 event stored it in the events' own schema (``app.services.integrations.event_schema``), never
 re-rendered through the API's shape, so an API change cannot alter what receivers get.
 
@@ -14,7 +14,8 @@ re-rendered through the API's shape, so an API change cannot alter what receiver
   delivery waits while an earlier one of the same booking is pending (in flight, or retrying),
   and one finishing hands over the next (``next_delivery_in_line``). ``sequence`` (the
   booking's iCalendar SEQUENCE as the event left it: it rises with every change a calendar
-  shows) lets a receiver order them too, and drop one older than what it holds.
+  shows) lets a receiver order them too, and drop one older than what it holds. ``actor``
+  says who made the change: ``attendee`` (from their manage link) or ``business``.
 - **Retries**: a failed attempt (no answer within the timeout, a refused connection, any status
   but 2xx; redirects are not followed) is tried again after 30 s, 1, 2, 4 … minutes (at most an
   hour apart, ±20 % jitter), until 24 hours after the event; then the delivery is ``failed``.
@@ -55,6 +56,7 @@ from app.services.common.errors import NotFound
 from app.services.common.lookups import get_checked
 from app.services.common.transactions import owns_transactions
 from app.services.integrations.event_schema import booking_data, snapshot_booking
+from app.services.integrations.events import Actor
 from app.services.integrations.outbox import Delivery, retry_delay
 from app.services.integrations.registry import Dispatcher, app_registry
 from app.services.integrations.webhooks.http import Answer, post
@@ -189,6 +191,7 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         "timestamp": format_utc(event.occurred_at),
         "eventId": f"evt_{event.id}",
         "sequence": sequence,
+        "actor": event.actor or Actor.BUSINESS,
         "data": {"booking": shown},
     }
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()

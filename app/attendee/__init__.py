@@ -1,0 +1,286 @@
+"""The attendee's page: ``{PUBLIC_URL}/manage/<token>``, opened from the link in their mails
+(or handed on by an agent, from the API's ``manageUrl``). No account: the signed token is the
+key (``app.services.common.manage_links``). Phone first, no third-party assets, the dashboard's
+strict CSP, a CSRF token on every form, and rate limits per link and per address
+(``ATTENDEE_PAGE_LIMIT_PER_LINK``, ``ATTENDEE_PAGE_LIMIT_PER_ADDRESS``).
+
+Times are shown in the attendee's timezone: the browser's (``attendee.js`` adds it as ``tz``
+once), else the one the attendee booked in. What they may do is
+``app.services.bookings.attendee_changes``'s to decide; these views parse, call one service and
+render.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
+from flask_limiter import RateLimitExceeded
+from flask_wtf import FlaskForm
+from wtforms import DateField, HiddenField, StringField, TextAreaField
+from wtforms.validators import Length, Optional
+
+from app.config import settings_of
+from app.extensions import db
+from app.models.limits import REASON_MAX
+from app.models.types import utcnow
+from app.scheduling.timezones import InvalidInstant, read_instant, zone
+from app.services.bookings.attendee_changes import (
+    DAYS_SHOWN,
+    AttendeeBooking,
+    cancel_as_attendee,
+    hold_choice,
+    move_as_attendee,
+    open_attendee_booking,
+    open_slots_for_attendee,
+)
+from app.services.common.errors import InvalidRequest, TimeUnavailable
+from app.services.common.manage_links import LinkProblem, ManageLinkUnusable
+
+attendee = Blueprint("attendee", __name__, url_prefix="/manage")
+
+FORM_EXPIRED = "The form had expired. Please try again."
+
+
+class CancelForm(FlaskForm):
+    reason = TextAreaField("Reason (optional)", validators=[Optional(), Length(max=REASON_MAX)])
+
+
+class ChoiceForm(FlaskForm):
+    start = HiddenField()
+
+
+class ConfirmForm(FlaskForm):
+    start = HiddenField()
+    hold = HiddenField()
+
+
+class WeekForm(FlaskForm):
+    """Which days of slots to show and in which timezone: a GET form, so no CSRF token."""
+
+    class Meta:
+        csrf = False
+
+    day = DateField("From", validators=[Optional()])
+    tz = StringField(validators=[Optional()])
+
+
+def _shown_timezone(shown: AttendeeBooking) -> str:
+    """The browser's timezone when the page was told it (``tz``), else the attendee's."""
+    asked = request.args.get("tz", "")
+    if asked:
+        try:
+            zone(asked)
+            return asked
+        except (KeyError, ValueError):
+            pass
+    return shown.link.attendee.timezone
+
+
+def _unusable(err: ManageLinkUnusable) -> tuple[str, int]:
+    status = 404 if err.problem is LinkProblem.FORGED else 410
+    return render_template("attendee/unusable.html", message=err.problem.value), status
+
+
+def _chosen_start(text: str | None) -> datetime:
+    """The start a slot's button sent: an instant with its offset, as the page wrote it."""
+    value = read_instant(text or "").value
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise InvalidInstant("expected a time with its offset")
+    return value
+
+
+def _page_url(token: str, tz: str) -> str:
+    return url_for("attendee.page", token=token, tz=tz)
+
+
+@attendee.route("/<token>")
+def page(token: str) -> Any:
+    try:
+        shown = open_attendee_booking(token, utcnow())
+    except ManageLinkUnusable as err:
+        return _unusable(err)
+    return render_template(
+        "attendee/booking.html",
+        shown=shown,
+        booking=shown.booking,
+        token=token,
+        tz=_shown_timezone(shown),
+        cancel_form=CancelForm(),
+    )
+
+
+@attendee.route("/<token>/cancel", methods=["POST"])
+def cancel(token: str) -> Any:
+    form = CancelForm()
+    try:
+        shown = open_attendee_booking(token, utcnow())
+    except ManageLinkUnusable as err:
+        return _unusable(err)
+    back = _page_url(token, _shown_timezone(shown))
+    if not form.validate_on_submit():
+        flash(FORM_EXPIRED if "csrf_token" in form.errors else "The reason is too long.")
+        return redirect(back)
+    try:
+        cancel_as_attendee(token, (form.reason.data or "").strip() or None, utcnow())
+        db.session.commit()
+    except InvalidRequest as err:
+        db.session.rollback()
+        flash(f"Not cancelled: {err.message}")
+        return redirect(back)
+    flash("Your booking is cancelled. A confirmation is on its way to you.")
+    return redirect(back)
+
+
+@attendee.route("/<token>/reschedule")
+def reschedule(token: str) -> Any:
+    now = utcnow()
+    try:
+        shown = open_attendee_booking(token, now)
+    except ManageLinkUnusable as err:
+        return _unusable(err)
+    return _slots_page(token, shown, now)
+
+
+def _slots_page(
+    token: str,
+    shown: AttendeeBooking,
+    now: Any,
+    *,
+    problem: str | None = None,
+    suggested: list[Any] | None = None,
+    status: int = 200,
+) -> tuple[str, int]:
+    tz = _shown_timezone(shown)
+    week = WeekForm(request.args)
+    today = now.astimezone(zone(tz)).date()
+    first = week.day.data if week.validate() and week.day.data else None
+    if first is None:  # from the booking's own day: a move is most often a near one
+        first = shown.booking.start_at.astimezone(zone(tz)).date()
+    first = min(max(first, today), date(9000, 1, 1))
+    days: list[Any] = []
+    if shown.can_move:
+        try:
+            days = open_slots_for_attendee(shown, first, tz, now)
+        except InvalidRequest as err:  # e.g. the event type was deactivated
+            problem = problem or err.message
+    return (
+        render_template(
+            "attendee/reschedule.html",
+            shown=shown,
+            booking=shown.booking,
+            token=token,
+            tz=tz,
+            days=days,
+            problem=problem,
+            suggested=suggested or [],
+            earlier=first - timedelta(days=DAYS_SHOWN) if first > today else None,
+            later=first + timedelta(days=DAYS_SHOWN),
+            choice_form=ChoiceForm(),
+        ),
+        status,
+    )
+
+
+@attendee.route("/<token>/reschedule", methods=["POST"])
+def choose(token: str) -> Any:
+    """The attendee picked a slot: hold it and ask them to confirm."""
+    now = utcnow()
+    form = ChoiceForm()
+    try:
+        shown = open_attendee_booking(token, now)
+    except ManageLinkUnusable as err:
+        return _unusable(err)
+    tz = _shown_timezone(shown)
+    if not form.validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
+    try:
+        start = _chosen_start(form.start.data)
+        placed = hold_choice(token, start, now)
+        db.session.commit()
+    except TimeUnavailable as err:
+        db.session.rollback()
+        return _slots_page(
+            token,
+            shown,
+            now,
+            problem="That time was just taken. These are the nearest open times.",
+            suggested=err.suggested_slots,
+            status=409,
+        )
+    except (InvalidRequest, InvalidInstant) as err:
+        db.session.rollback()
+        flash(f"Not moved: {getattr(err, 'message', err)}")
+        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
+    confirm_form = ConfirmForm(
+        formdata=None, start=start.isoformat(), hold=placed.token if placed else ""
+    )
+    return render_template(
+        "attendee/confirm.html",
+        shown=shown,
+        booking=shown.booking,
+        token=token,
+        tz=tz,
+        start=start,
+        end=start + (shown.booking.end_at - shown.booking.start_at),
+        held_until=placed.hold.expires_at if placed else None,
+        confirm_form=confirm_form,
+    )
+
+
+@attendee.route("/<token>/reschedule/confirm", methods=["POST"])
+def confirm(token: str) -> Any:
+    now = utcnow()
+    form = ConfirmForm()
+    try:
+        shown = open_attendee_booking(token, now)
+    except ManageLinkUnusable as err:
+        return _unusable(err)
+    tz = _shown_timezone(shown)
+    if not form.validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
+    try:
+        start = _chosen_start(form.start.data)
+        move_as_attendee(token, start, form.hold.data or None, now)
+        db.session.commit()
+    except TimeUnavailable as err:
+        db.session.rollback()
+        return _slots_page(
+            token,
+            shown,
+            now,
+            problem="That time was just taken. These are the nearest open times.",
+            suggested=err.suggested_slots,
+            status=409,
+        )
+    except (InvalidRequest, InvalidInstant) as err:
+        db.session.rollback()
+        flash(f"Not moved: {getattr(err, 'message', err)}")
+        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
+    flash("Your booking has moved. A new invitation is on its way to you.")
+    return redirect(_page_url(token, tz))
+
+
+@attendee.errorhandler(RateLimitExceeded)
+def _too_many(error: RateLimitExceeded) -> tuple[str, int]:
+    return render_template("attendee/too_many.html"), 429
+
+
+def register_attendee_pages(app: Flask, limiter: Any) -> None:
+    """The attendee's pages, limited per link and per client address."""
+    configured = settings_of(app)
+    per_link, per_address = (
+        configured.attendee_page_limit_per_link,
+        configured.attendee_page_limit_per_address,
+    )
+    limiter.limit(
+        lambda: per_link,
+        key_func=lambda: f"manage-link:{(request.view_args or {}).get('token', '')}",
+    )(attendee)
+    limiter.limit(lambda: per_address, key_func=lambda: f"manage-address:{request.remote_addr}")(
+        attendee
+    )
+    app.register_blueprint(attendee)

@@ -1,0 +1,182 @@
+"""What an attendee may do from their manage link (``app.services.common.manage_links``): see
+the booking, cancel it, or move it to an open slot of the same event type, within the sub
+account's rules.
+
+- **How late**: ``attendeeChangeNoticeHours`` (default 0) before the start, changes end; inside
+  that window (and once the booking has started) the page says whom to contact instead.
+- **How often**: ``attendeeMaxReschedules`` (default no limit) moves by the attendees; the
+  business's own moves do not count.
+- **The same rules as everyone's**: a move is the API's update (``writes.update_booking``: the
+  time rule, the calendar's lock, the live check of connected calendars) and a cancel the API's
+  cancel; both are recorded as the attendee's (``Actor.ATTENDEE``), which the dashboard's
+  history, the mails and the webhooks say.
+- **A hold while choosing**: picking a slot holds it (``holds.place_hold``, for
+  ``CHOICE_HOLD_SECONDS``) while the attendee confirms; a slot taken meanwhile is refused with
+  the nearest open ones instead.
+
+Each function is one use case in the caller's transaction; the caller commits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from app.extensions import db
+from app.models import ACTIVE_STATUSES, Booking, BookingStatus
+from app.scheduling.intervals import Interval
+from app.scheduling.timezones import InstantInput
+from app.services.availability.open_time import (
+    AvailabilityDay,
+    AvailabilityQuery,
+    check_availability,
+)
+from app.services.bookings.holds import NewHold, PlacedHold, place_hold
+from app.services.bookings.writes import BookingChanges, cancel_booking, update_booking
+from app.services.common.errors import ErrorCode, InvalidRequest
+from app.services.common.manage_links import OpenedLink, open_manage_link
+from app.services.integrations.events import Actor
+
+# How long a chosen slot is held while the attendee confirms the move.
+CHOICE_HOLD_SECONDS = 10 * 60
+# How many days of open slots the page shows at a time.
+DAYS_SHOWN = 7
+
+
+@dataclass(frozen=True)
+class AttendeeBooking:
+    """The booking as its attendee's page shows it, and what they may still do."""
+
+    link: OpenedLink
+    # Why the attendee can no longer cancel or move it (None: they can), in their words.
+    locked_because: str | None
+    # Why they can no longer move it, though they may cancel (the moves are used up).
+    moves_used_up: str | None
+    contact: str  # whom to ask instead: the business's name and address
+
+    @property
+    def booking(self) -> Booking:
+        return self.link.booking
+
+    @property
+    def can_cancel(self) -> bool:
+        return self.locked_because is None
+
+    @property
+    def can_move(self) -> bool:
+        return self.locked_because is None and self.moves_used_up is None
+
+
+def open_attendee_booking(token: str, now: datetime) -> AttendeeBooking:
+    """The booking ``token`` opens, with the rules applied (``ManageLinkUnusable`` if none)."""
+    link = open_manage_link(token, now)
+    booking, settings = link.booking, link.sub_account.settings
+    contact = link.sub_account.name
+    if settings.notification_email:
+        contact = f"{contact} ({settings.notification_email})"
+    locked = None
+    if booking.status == BookingStatus.CANCELLED:
+        locked = "This booking is cancelled."
+    elif booking.status not in ACTIVE_STATUSES or booking.start_at <= now:
+        locked = (
+            "This booking has already taken place."
+            if booking.end_at <= now
+            else ("This booking has already started.")
+        )
+    elif booking.start_at - timedelta(hours=settings.attendee_change_notice_hours) <= now:
+        hours = settings.attendee_change_notice_hours
+        locked = (
+            f"Changes are possible until {hours} hour{'s' if hours != 1 else ''} before the "
+            f"start. To change it now, contact {contact}."
+        )
+    used_up = None
+    most = settings.attendee_max_reschedules
+    if most is not None and booking.attendee_moves >= most:
+        used_up = (
+            f"This booking has been moved as often as allowed ({most} "
+            f"time{'s' if most != 1 else ''}). To move it again, contact {contact}."
+        )
+    return AttendeeBooking(link, locked, used_up, contact)
+
+
+def _require(allowed: bool, why: str | None) -> None:
+    if not allowed:
+        raise InvalidRequest(why or "Not possible", code=ErrorCode.BOOKING_NOT_ACTIVE)
+
+
+def cancel_as_attendee(token: str, reason: str | None, now: datetime) -> Booking:
+    """Cancel the booking from its attendee's link."""
+    shown = open_attendee_booking(token, now)
+    _require(shown.can_cancel, shown.locked_because)
+    return cancel_booking(
+        shown.link.sub_account, shown.booking.id, reason or None, now=now, actor=Actor.ATTENDEE
+    )
+
+
+def open_slots_for_attendee(
+    shown: AttendeeBooking, first_day: date, timezone: str, now: datetime
+) -> list[AvailabilityDay]:
+    """The open slots of ``DAYS_SHOWN`` days from ``first_day`` (in ``timezone``) the booking
+    could move to: its event type's, as long as it is now, its own time counting as free."""
+    booking = shown.booking
+    return check_availability(
+        shown.link.sub_account,
+        AvailabilityQuery(
+            start_date=InstantInput(first_day),
+            end_date=InstantInput(first_day + timedelta(days=DAYS_SHOWN - 1)),
+            event_type_id=booking.event_type_id,
+            duration=int((booking.end_at - booking.start_at).total_seconds() // 60),
+            timezone=timezone,
+            exclude_booking_id=booking.id,
+        ),
+        now,
+    )
+
+
+def hold_choice(token: str, start: datetime, now: datetime) -> PlacedHold | None:
+    """Hold the slot the attendee picked while they confirm; refused (``TimeUnavailable``,
+    with suggestions) when it was taken meanwhile. None when the slot overlaps the booking's
+    own time, which no hold may (the booking keeps that part of it until the move)."""
+    shown = open_attendee_booking(token, now)
+    _require(shown.can_move, shown.locked_because or shown.moves_used_up)
+    booking, event_type = shown.booking, shown.booking.event_type
+    end = start + (booking.end_at - booking.start_at)
+    occupied = Interval(
+        start - timedelta(minutes=event_type.buffer_before),
+        end + timedelta(minutes=event_type.buffer_after),
+    )
+    if occupied.overlaps(Interval(booking.occupied_start, booking.occupied_end)):
+        return None
+    return place_hold(
+        shown.link.sub_account,
+        booking.event_type_id,
+        NewHold(
+            start_time=InstantInput(start),
+            end_time=InstantInput(end),
+            timezone=booking.timezone,
+            ttl_seconds=CHOICE_HOLD_SECONDS,
+        ),
+        now=now,
+    )
+
+
+def move_as_attendee(token: str, start: datetime, hold_token: str | None, now: datetime) -> Booking:
+    """Move the booking to ``start`` (keeping its length) from its attendee's link, consuming
+    the hold placed while they chose."""
+    shown = open_attendee_booking(token, now)
+    _require(shown.can_move, shown.locked_because or shown.moves_used_up)
+    booking = update_booking(
+        shown.link.sub_account,
+        shown.booking.event_type_id,
+        shown.booking.id,
+        BookingChanges(
+            sent=frozenset({"start_time"}),
+            start_time=InstantInput(start),
+            hold_token=hold_token,
+        ),
+        now=now,
+        actor=Actor.ATTENDEE,
+    )
+    booking.attendee_moves += 1
+    db.session.flush()
+    return booking

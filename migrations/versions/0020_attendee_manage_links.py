@@ -1,0 +1,53 @@
+"""Attendees act for themselves: manage links, the sub account's rules for them, who acted
+
+Revision ID: 0020
+Revises: 0019
+
+- ``attendees.manage_link_version``: signed into each attendee's manage link; raising it (the
+  dashboard's "New link") makes every earlier link of that attendee stop working.
+- ``bookings.attendee_moves``: how many times the attendees moved the booking themselves.
+- ``calendar_settings.attendee_change_notice_hours`` (default 0) and
+  ``attendee_max_reschedules`` (NULL: no limit): how late, and how often, an attendee may act.
+- ``outbox_events.actor``: who made the change, ``attendee`` or ``business``; NULL for events
+  written before (they were all the business's).
+
+Plain ``ADD COLUMN``s with server defaults: no table is rebuilt (SQLite keeps the triggers of
+0016 on ``bookings``), and PostgreSQL adds a constant default without rewriting rows.
+"""
+
+from alembic import op
+import sqlalchemy as sa
+
+revision = "0020"
+down_revision = "0019"
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.add_column(
+        "attendees",
+        sa.Column("manage_link_version", sa.Integer(), nullable=False, server_default="0"),
+    )
+    op.add_column(
+        "bookings", sa.Column("attendee_moves", sa.Integer(), nullable=False, server_default="0")
+    )
+    op.add_column(
+        "calendar_settings",
+        sa.Column("attendee_change_notice_hours", sa.Integer(), nullable=False, server_default="0"),
+    )
+    op.add_column(
+        "calendar_settings", sa.Column("attendee_max_reschedules", sa.Integer(), nullable=True)
+    )
+    op.add_column("outbox_events", sa.Column("actor", sa.String(16), nullable=True))
+
+
+def downgrade():
+    with op.batch_alter_table("outbox_events") as batch_op:
+        batch_op.drop_column("actor")
+    with op.batch_alter_table("calendar_settings") as batch_op:
+        batch_op.drop_column("attendee_max_reschedules")
+        batch_op.drop_column("attendee_change_notice_hours")
+    with op.batch_alter_table("attendees") as batch_op:
+        batch_op.drop_column("manage_link_version")
+    op.drop_column("bookings", "attendee_moves")

@@ -7,9 +7,15 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from marshmallow import ValidationError, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES, TIMEZONE_MAX
+from app.models.limits import (
+    DURATION_MAX_MINUTES,
+    DURATION_MIN_MINUTES,
+    REMINDER_MAX_MINUTES,
+    TIMEZONE_MAX,
+)
+from app.models.reminder import ReminderChannel
 from app.scheduling.timezones import (
     INSTANT_MAX_LENGTH,
     MAX_YEAR,
@@ -181,3 +187,39 @@ class Text(fields.String):
         if problem is not None:
             raise ValidationError(problem)
         return text
+
+
+# A list of reminders (an event type's, a sub account's default): each an offset before the
+# start and where it goes (``app.models.ReminderChannel``).
+REMINDERS_MAX = 5
+
+
+class ReminderSchema(Schema):
+    minutesBefore = fields.Integer(
+        required=True, strict=True, validate=validate.Range(min=1, max=REMINDER_MAX_MINUTES)
+    )
+    channels = fields.List(
+        fields.String(validate=validate.OneOf([c.value for c in ReminderChannel])),
+        required=True,
+        validate=validate.Length(min=1, max=len(ReminderChannel)),
+    )
+
+    @validates_schema
+    def _each_channel_once(self, data: dict[str, Any], **kwargs: Any) -> None:
+        if len(set(data.get("channels", ()))) != len(data.get("channels", ())):
+            raise ValidationError("Each channel at most once.", "channels")
+
+
+def _distinct_offsets(reminders: list[dict[str, Any]]) -> None:
+    offsets = [r["minutesBefore"] for r in reminders]
+    if len(set(offsets)) != len(offsets):
+        raise ValidationError("Two reminders with the same minutesBefore.")
+
+
+def reminder_list(**kwargs: Any) -> fields.List:
+    """The field of a reminder list: at most ``REMINDERS_MAX``, each offset once."""
+    return fields.List(
+        fields.Nested(ReminderSchema),
+        validate=[validate.Length(max=REMINDERS_MAX), _distinct_offsets],
+        **kwargs,
+    )

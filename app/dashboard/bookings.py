@@ -26,6 +26,7 @@ from app.services.bookings.lifecycle import (
     record_outcome,
 )
 from app.services.bookings.queries import BookingListQuery, get_booking, list_bookings
+from app.services.bookings.reminders import reminder_plan
 from app.services.bookings.writes import cancel_booking
 from app.services.common.errors import InvalidRequest
 from app.services.common.ids import is_storable_id
@@ -90,6 +91,7 @@ def booking(sub_account_id: int, booking_id: int) -> str:
             e.kind == BookingEventKind.CANCELLED and e.actor == Actor.ATTENDEE for e in history
         ),
         manage_links={a.id: manage_url(a) for a in found.attendees},
+        reminders=reminder_plan(found, sub_account.settings),
         action_form=ActionForm(),
         cancel_form=CancelForm(),
         # Which actions to offer: the service's own rules, asked beforehand.

@@ -12,6 +12,9 @@ from flask_wtf import FlaskForm
 from wtforms import (
     DateField,
     EmailField,
+    FieldList,
+    Form,
+    FormField,
     IntegerField,
     PasswordField,
     SelectField,
@@ -22,10 +25,11 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import DataRequired, Length, NumberRange, Optional
 from wtforms.widgets import CheckboxInput, ListWidget
 
-from app.models import BookingStatus
+from app.models import BookingStatus, ReminderChannel
 from app.models.limits import EMAIL_MAX, PASSWORD_MAX, REASON_MAX
 from app.services.accounts.users import PASSWORD_RULE
 from app.services.common.errors import ServiceError
+from app.validation import REMINDERS_MAX
 
 # The largest page number a list's form takes: far past any real list, small enough that the
 # offset it makes stays a storable integer.
@@ -126,6 +130,8 @@ def show_errors(
     general = []
     for name, messages in (error.errors or {}).items():
         target = getattr(form, fields.get(name, name), None)
+        if isinstance(target, FieldList):  # rows (reminders): its own errors are its rows'
+            target = None
         if target is not None and hasattr(target, "errors") and name != "csrf_token":
             target.errors = [*target.errors, *messages]
         else:
@@ -133,3 +139,40 @@ def show_errors(
     if not error.errors:
         general.append(error.message)
     form.form_errors.extend(general)
+
+
+# A reminder list as rows of a form: this many rows (the most a list may have), empty ones
+# left out.
+REMINDER_CHANNEL_LABELS = {
+    ReminderChannel.ATTENDEE_EMAIL: "Email the attendees",
+    ReminderChannel.BUSINESS_EMAIL: "Email the business",
+    ReminderChannel.WEBHOOK: "booking.reminder webhook (for SMS or WhatsApp)",
+}
+
+
+class ReminderRowForm(Form):
+    """One reminder of a list (a row of the settings' or an event type's form)."""
+
+    minutes = IntegerField("Minutes before the start (empty: no reminder)", validators=[Optional()])
+    channels = MultiCheckboxField(
+        "Sent as",
+        choices=[SelectChoice(c.value, label) for c, label in REMINDER_CHANNEL_LABELS.items()],
+    )
+
+
+def reminder_rows(field_name: str = "Reminders") -> FieldList:
+    return FieldList(FormField(ReminderRowForm), field_name, min_entries=REMINDERS_MAX)
+
+
+def rows_of_reminders(reminders: list[dict] | None) -> list[dict]:
+    """A reminder list as the rows' starting data."""
+    return [{"minutes": r["minutesBefore"], "channels": r["channels"]} for r in reminders or ()]
+
+
+def reminders_of_rows(rows: FieldList) -> list[dict]:
+    """The rows a person filled in, as the service's reminder list."""
+    return [
+        {"minutesBefore": row.minutes.data, "channels": list(row.channels.data or ())}
+        for row in rows
+        if row.minutes.data is not None
+    ]

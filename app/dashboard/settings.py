@@ -11,6 +11,7 @@ from wtforms import BooleanField, EmailField, IntegerField, StringField
 from wtforms.validators import InputRequired, Optional
 
 from app.dashboard.changes import Page, save_form
+from app.dashboard.forms import reminder_rows, reminders_of_rows, rows_of_reminders
 from app.dashboard.views import dashboard
 from app.models import SubAccount
 from app.scheduling.timezones import timezone_names
@@ -31,7 +32,7 @@ FIELDS = {
     "defaultLocation": "default_location",
     "notifyOnBooking": "notify_on_booking",
     "notificationEmail": "notification_email",
-    "reminderMinutesBefore": "reminder_minutes",
+    "reminders": "reminders",
     "autoCompleteBookings": "auto_complete",
     "attendeeChangeNoticeHours": "attendee_notice_hours",
     "attendeeMaxReschedules": "attendee_max_moves",
@@ -47,9 +48,7 @@ class SettingsForm(FlaskForm):
     default_location = StringField("Default location (optional)")
     notify_on_booking = BooleanField("Email a notification for each booking")
     notification_email = EmailField("Notification email (optional)")
-    reminder_minutes = IntegerField(
-        "Reminder, minutes before the booking (empty: no reminder)", validators=[Optional()]
-    )
+    reminders = reminder_rows("Reminders of every event type that has none of its own")
     auto_complete = BooleanField("Mark past bookings completed automatically")
     attendee_notice_hours = IntegerField(
         "Attendees may cancel or move until this many hours before the start (empty: 0)",
@@ -62,6 +61,7 @@ class SettingsForm(FlaskForm):
     def document(self) -> dict:
         """The service's document; blank optional text is "none"."""
         document = {name: getattr(self, field).data for name, field in FIELDS.items()}
+        document["reminders"] = reminders_of_rows(self.reminders)
         for name in ("name", "timezone"):
             document[name] = (document[name] or "").strip()
         for name in ("defaultLocation", "notificationEmail"):
@@ -74,7 +74,9 @@ class SettingsForm(FlaskForm):
 @dashboard.route("/s/<int:sub_account_id>/settings", methods=["GET", "POST"])
 def settings(sub_account_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
-    form = SettingsForm(data={FIELDS[k]: v for k, v in settings_document(sub_account).items()})
+    document = settings_document(sub_account)
+    document["reminders"] = rows_of_reminders(document["reminders"])
+    form = SettingsForm(data={FIELDS[k]: v for k, v in document.items()})
     if request.method == "GET":
         return _page(sub_account, form)
     change, answer = save_form(

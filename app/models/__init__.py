@@ -24,6 +24,7 @@ from app.models.hold import SlotHold
 from app.models.notification import MailMessage, MailStatus
 from app.models.operations import WorkerHeartbeat
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
+from app.models.reminder import BookingReminder, Reminder, ReminderChannel, ReminderStatus
 from app.models.tenancy import (
     Agency,
     CalendarSettings,
@@ -50,6 +51,7 @@ __all__ = [
     "BlockedTime",
     "BlockedTimeSource",
     "Booking",
+    "BookingReminder",
     "BookingStatus",
     "CalendarConnection",
     "CalendarItem",
@@ -71,6 +73,9 @@ __all__ = [
     "PasswordReset",
     "Permission",
     "PushChannel",
+    "Reminder",
+    "ReminderChannel",
+    "ReminderStatus",
     "Role",
     "SlotHold",
     "SubAccount",

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import Boolean, CheckConstraint, Column, ForeignKey, Integer, String, Table
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Integer,
+    String,
+    Table,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model, db
@@ -145,7 +155,10 @@ class CalendarSettings(Model):
     default_location: Mapped[str | None] = mapped_column(String(LOCATION_MAX))
     notify_on_booking: Mapped[bool] = mapped_column(Boolean, default=True)
     notification_email: Mapped[str | None] = mapped_column(String(EMAIL_MAX))
-    reminder_minutes_before: Mapped[int | None] = mapped_column(Integer)
+    # The reminders of the bookings whose event type has no list of its own
+    # (``app.models.reminder.Reminder`` items); ``reminderMinutesBefore`` in documents is
+    # shorthand for one attendee mail (migration 0021 moved the column it was into this).
+    reminders: Mapped[list[Any]] = mapped_column(JSON, default=list)
     auto_complete_bookings: Mapped[bool] = mapped_column(Boolean, default=False)
     # How late an attendee may still cancel or move from their manage link (hours before the
     # start; 0: until it starts), and how many times they may move it (None: no limit).

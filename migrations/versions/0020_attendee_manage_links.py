@@ -43,11 +43,9 @@ def upgrade():
 
 
 def downgrade():
-    with op.batch_alter_table("outbox_events") as batch_op:
-        batch_op.drop_column("actor")
-    with op.batch_alter_table("calendar_settings") as batch_op:
-        batch_op.drop_column("attendee_max_reschedules")
-        batch_op.drop_column("attendee_change_notice_hours")
-    with op.batch_alter_table("attendees") as batch_op:
-        batch_op.drop_column("manage_link_version")
+    # Plain DROP COLUMNs (SQLite 3.35+): a batch rebuild would drop the triggers of 0016.
+    op.drop_column("outbox_events", "actor")
+    op.drop_column("calendar_settings", "attendee_max_reschedules")
+    op.drop_column("calendar_settings", "attendee_change_notice_hours")
+    op.drop_column("attendees", "manage_link_version")
     op.drop_column("bookings", "attendee_moves")

@@ -22,7 +22,8 @@ VALID = {
     "default_location": "Room 4",
     "notify_on_booking": "y",
     "notification_email": "front-desk@example.test",
-    "reminder_minutes": "60",
+    "reminders-0-minutes": "60",
+    "reminders-0-channels": "attendeeEmail",
     "auto_complete": "y",
     "attendee_notice_hours": "24",
     "attendee_max_moves": "2",
@@ -58,7 +59,8 @@ def test_saved_settings_are_stored_and_shown(client, tenant, page):
     assert response.status_code == 302
     settings = stored(tenant)
     assert (settings.default_duration, settings.minimum_notice_minutes) == (45, 120)
-    assert (settings.booking_horizon_days, settings.reminder_minutes_before) == (90, 60)
+    assert settings.booking_horizon_days == 90
+    assert settings.reminders == [{"minutesBefore": 60, "channels": ["attendeeEmail"]}]
     assert settings.default_location == "Room 4" and settings.auto_complete_bookings is True
     assert (settings.attendee_change_notice_hours, settings.attendee_max_reschedules) == (24, 2)
     assert settings.notification_email == "front-desk@example.test"
@@ -68,10 +70,10 @@ def test_saved_settings_are_stored_and_shown(client, tenant, page):
 
 
 def test_unticked_boxes_and_an_empty_reminder_turn_things_off(client, tenant, page):
-    save(client, page, notify_on_booking=None, auto_complete=None, reminder_minutes="")
+    save(client, page, notify_on_booking=None, auto_complete=None, **{"reminders-0-minutes": ""})
     settings = stored(tenant)
     assert settings.notify_on_booking is False and settings.auto_complete_bookings is False
-    assert settings.reminder_minutes_before is None
+    assert settings.reminders == []
 
 
 def test_a_new_timezone_is_explained_and_used_to_show_times(client, tenant, page):
@@ -108,7 +110,7 @@ def test_numbers_out_of_range_are_explained_not_a_500(client, tenant, page):
         default_duration="99999999999999999999",
         minimum_notice="-5",
         booking_horizon="0",
-        reminder_minutes="99999999999999999999",
+        **{"reminders-0-minutes": "99999999999999999999"},
     )
     assert response.status_code == 200
     text = response.get_data(as_text=True)

@@ -4,6 +4,7 @@ earlier release never recorded."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app import MIGRATIONS_DIR, create_app
 from app.extensions import db
-from app.services.accounts.demo import DEMO_EMAIL, ensure_demo
+from app.services.accounts.demo import DEMO_EMAIL
 from tests.servers import BIN, ROOT
 
 HEAD = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
@@ -89,12 +90,22 @@ def test_unversioned_sqlite_database_is_adopted_with_its_data(tmp_path):
     """What the releases before this fix left behind: every table, an empty version table."""
     url = f"sqlite:///{tmp_path / 'legacy.sqlite3'}"
     run(url, upgrade, None, "0002")
-    app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "test"})
-    with app.app_context():
-        ensure_demo()
-        db.session.execute(text("DELETE FROM alembic_version"))
-        db.session.commit()
-        db.engine.dispose()
+    # Rows as that release wrote them (its own columns: today's models have more).
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO agencies (id, name, created_at) VALUES (1, 'Demo', :now)"),
+            {"now": "2026-01-05 10:00:00.000000"},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO users (agency_id, email, password_hash, role, active, created_at) "
+                "VALUES (1, :email, 'x', 'agency_owner', 1, :now)"
+            ),
+            {"email": DEMO_EMAIL, "now": "2026-01-05 10:00:00.000000"},
+        )
+        connection.execute(text("DELETE FROM alembic_version"))
+    engine.dispose()
     assert recorded_revisions(url) == []
 
     run(url, upgrade)
@@ -339,3 +350,95 @@ def test_a_release_waiting_behind_a_long_transaction_gives_up_and_succeeds_when_
     assert recorded_revisions(url) == ["0005"]
     subprocess.run(release, cwd=ROOT, env=env, capture_output=True, check=True, timeout=60)
     assert recorded_revisions(url) == [HEAD]
+
+
+def test_0021_moves_the_reminder_minutes_into_the_list_and_keeps_sent_ones_sent(
+    fresh_database_url,
+):
+    """``reminder_minutes_before`` becomes the one attendee-mail reminder it was, and the
+    reminders the earlier code mailed become decided rows, so the new sweep sends none again;
+    the downgrade brings the column back with its value."""
+    url = fresh_database_url
+    run(url, upgrade, None, "0020")
+    created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        insert_agency(connection, created)
+        for sub_account_id, minutes in ((1, 90), (2, None)):
+            connection.execute(
+                text(
+                    "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
+                    " VALUES (:id, 1, 'S', true, :at)"
+                ),
+                {"id": sub_account_id, "at": created},
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO calendar_settings (sub_account_id, timezone, default_duration,"
+                    " minimum_notice_minutes, booking_horizon_days, notify_on_booking,"
+                    " reminder_minutes_before, auto_complete_bookings)"
+                    " VALUES (:id, 'UTC', 30, 0, 60, true, :minutes, false)"
+                ),
+                {"id": sub_account_id, "minutes": minutes},
+            )
+        connection.execute(
+            text(
+                "INSERT INTO event_types (id, sub_account_id, name, duration, buffer_before,"
+                " buffer_after, active, created_at, updated_at)"
+                " VALUES (1, 1, 'E', 30, 0, 0, true, :at, :at)"
+            ),
+            {"at": created},
+        )
+        start, end = datetime(2030, 1, 3, 10, tzinfo=UTC), datetime(2030, 1, 3, 10, 30, tzinfo=UTC)
+        connection.execute(
+            text(
+                "INSERT INTO bookings (id, uid, sub_account_id, event_type_id, status, title,"
+                " timezone, metadata, start_at, end_at, occupied_start, occupied_end,"
+                " created_at, updated_at) VALUES (7, 'u7', 1, 1, 'confirmed', 'T', 'UTC', '{}',"
+                " :start, :end, :start, :end, :at, :at)"
+            ),
+            {"start": start, "end": end, "at": created},
+        )
+        for booking_id in (7, 8):  # 8: deleted since (its mail keeps no booking)
+            connection.execute(
+                text(
+                    "INSERT INTO mail_messages (dedupe_key, sub_account_id, kind, recipient,"
+                    " subject, message_id, text_body, html_body, status, created_at) VALUES"
+                    " (:key, 1, 'booking.reminder', 'pat@example.test', 's', 'm', 't', 'h',"
+                    " 'sent', :at)"
+                ),
+                {
+                    "key": f"reminder:{booking_id}:2030-01-03T10:00:00Z:pat@example.test",
+                    "at": created,
+                },
+            )
+    engine.dispose()
+
+    run(url, upgrade, None, "0021")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        lists = connection.execute(
+            text("SELECT sub_account_id, reminders FROM calendar_settings ORDER BY 1")
+        ).all()
+        decided = connection.execute(
+            text("SELECT booking_id, minutes_before, status FROM booking_reminders")
+        ).all()
+    engine.dispose()
+    as_json = [(i, json.loads(r) if isinstance(r, str) else r) for i, r in lists]
+    assert as_json == [(1, [{"minutesBefore": 90, "channels": ["attendeeEmail"]}]), (2, [])]
+    assert decided == [(7, 90, "sent")]
+
+    run(url, downgrade, None, "0020")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        minutes = (
+            connection.execute(
+                text(
+                    "SELECT reminder_minutes_before FROM calendar_settings ORDER BY sub_account_id"
+                )
+            )
+            .scalars()
+            .all()
+        )
+    engine.dispose()
+    assert minutes == [90, None]

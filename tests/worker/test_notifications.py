@@ -15,12 +15,9 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import MailMessage, OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
+from app.services.bookings.reminders import send_due_reminders
 from app.services.integrations import outbox
-from app.services.integrations.notifications.booking_mail import (
-    HANDLER_NAME,
-    notify_delivery,
-    send_due_reminders,
-)
+from app.services.integrations.notifications.booking_mail import HANDLER_NAME, notify_delivery
 from tests.dashboard_users import csrf_token
 from tests.factories import next_monday, ny, z
 from tests.mail_servers import ics_of, smtp_server
@@ -277,29 +274,72 @@ def test_without_smtp_mail_is_kept_and_listed(make_app, tenants):
 
 
 def test_a_reminder_is_sent_once_when_it_is_due(app, tenants, inbox):
-    tenant = clinic(tenants, reminderMinutesBefore=60)
+    tenant = clinic(tenants, reminderMinutesBefore=60)  # the shorthand: one attendee mail
     start = ny(MONDAY, 10)
     create(app.test_client(), tenant, start)
     assert send_due_reminders(start - timedelta(minutes=61)) == 0
-    assert send_due_reminders(start - timedelta(minutes=60)) == 2
+    assert send_due_reminders(start - timedelta(minutes=60)) == 1
     assert send_due_reminders(start - timedelta(minutes=30)) == 0  # not again
-    (reminder,) = inbox.to("sam@example.test")
+    deliver_all()
+    (reminder,) = [m for m in inbox.to("sam@example.test") if m["Subject"].startswith("Remi")]
     assert reminder["Subject"].startswith("Reminder: Cleaning — ")
     assert invitation(reminder)[0] == "REQUEST"
-    assert inbox.to(OWNER) == []  # reminders are for attendees
+    assert "/manage/" in reminder.get_body(("plain",)).get_content()
+    assert not [m for m in inbox.to(OWNER) if m["Subject"].startswith("Remi")]  # attendees only
 
 
-def test_a_reminder_follows_two_reschedules(app, tenants, inbox):
-    tenant = clinic(tenants, reminderMinutesBefore=60)
+def reminders_to(inbox, address):
+    return [m for m in inbox.to(address) if m["Subject"].startswith("Reminder: ")]
+
+
+TWO_REMINDERS = [
+    {"minutesBefore": 1440, "channels": ["attendeeEmail", "businessEmail"]},
+    {"minutesBefore": 60, "channels": ["attendeeEmail"]},
+]
+
+
+def test_two_reminders_go_out_once_each_and_move_with_a_reschedule(app, tenants, inbox):
+    tenant = clinic(tenants, reminders=TWO_REMINDERS, notifyOnBooking=False)
     client = app.test_client()
     booking = create(client, tenant, ny(MONDAY, 10))
+    assert send_due_reminders(ny(MONDAY, 10) - timedelta(days=1)) == 1  # the day before
+    deliver_all()
+    assert (
+        len(reminders_to(inbox, "pat@example.test")) == 1 and len(reminders_to(inbox, OWNER)) == 1
+    )
     url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings/{booking['id']}"
-    for hour in (12, 15):
-        client.put(url, json={"startTime": z(ny(MONDAY, hour))}, headers=tenant.headers())
-    assert send_due_reminders(ny(MONDAY, 9)) == 0  # the old time's reminder is gone
-    assert send_due_reminders(ny(MONDAY, 14)) == 2
-    (reminder,) = inbox.to("sam@example.test")
-    assert "15:00–15:30 (America/New_York)" in reminder["Subject"]
+    client.put(url, json={"startTime": z(ny(MONDAY, 15))}, headers=tenant.headers())
+    # The new time's reminders: the day before 15:00, then an hour before; the old time's
+    # hour-before (9:00) never goes out.
+    assert send_due_reminders(ny(MONDAY, 15) - timedelta(days=1)) == 1
+    assert send_due_reminders(ny(MONDAY, 9)) == 0
+    assert send_due_reminders(ny(MONDAY, 14)) == 1
+    assert send_due_reminders(ny(MONDAY, 14, 30)) == 0
+    deliver_all()
+    assert len(reminders_to(inbox, "pat@example.test")) == 3
+    assert len(reminders_to(inbox, OWNER)) == 2
+    first, *moved = reminders_to(inbox, "sam@example.test")  # in New York time
+    assert "10:00–10:30" in first["Subject"]
+    assert ["15:00–15:30" in m["Subject"] for m in moved] == [True, True]
+
+
+def test_reminders_due_together_send_only_the_nearest(app, tenants, inbox):
+    tenant = clinic(tenants, reminders=TWO_REMINDERS)
+    create(app.test_client(), tenant, ny(MONDAY, 10))
+    assert send_due_reminders(ny(MONDAY, 9, 30)) == 1  # both are due: only the hour's
+    deliver_all()
+    assert len(reminders_to(inbox, "pat@example.test")) == 1
+    assert reminders_to(inbox, OWNER) == []  # the day-before one (to the owner too) skipped
+    assert send_due_reminders(ny(MONDAY, 9, 45)) == 0
+
+
+def test_an_event_types_own_list_wins_over_the_sub_accounts(app, tenants, inbox):
+    tenant = tenants.create(
+        settings={"notificationEmail": OWNER, "reminders": TWO_REMINDERS},
+        eventTypes=[{"name": "Cleaning", "duration": 30, "reminders": []}],
+    )
+    create(app.test_client(), tenant, ny(MONDAY, 10))
+    assert send_due_reminders(ny(MONDAY, 9, 30)) == 0
 
 
 def test_a_cancelled_booking_gets_no_reminder(app, tenants, inbox):
@@ -308,4 +348,5 @@ def test_a_cancelled_booking_gets_no_reminder(app, tenants, inbox):
     booking = create(client, tenant, ny(MONDAY, 10))
     client.delete(f"/v1/api/calendar/bookings/{booking['id']}", headers=tenant.headers())
     assert send_due_reminders(ny(MONDAY, 9, 30)) == 0
-    assert inbox.messages == []
+    deliver_all()
+    assert reminders_to(inbox, "pat@example.test") == []

@@ -22,6 +22,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import OutboxEvent, WebhookDelivery
 from app.models.types import utcnow
+from app.services.bookings.reminders import send_due_reminders
 from app.services.integrations import outbox
 from app.services.integrations.event_schema import (
     EVENT_SCHEMA_VERSION,
@@ -260,6 +261,40 @@ def test_a_cancellation_reaches_the_receiver_exactly_so(app, tenants):
             "sequence": 1,
             "actor": "business",
             "data": {"booking": booking_v2(status="cancelled", cancelledAt=INSTANT)},
+        },
+    )
+
+
+def test_a_reminder_reaches_the_receiver_exactly_so_when_its_channels_name_the_webhook(
+    app, tenants
+):
+    client = app.test_client()
+    with webhook_receiver() as receiver:
+        tenant = tenants.create(
+            webhooks=[{"name": "crm", "url": receiver.url, "events": ["booking.reminder"]}],
+            settings={
+                "reminders": [
+                    {"minutesBefore": 1440, "channels": ["attendeeEmail"]},  # no webhook
+                    {"minutesBefore": 60, "channels": ["webhook"]},
+                ]
+            },
+        )
+        url = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
+        assert client.post(url, json=CREATE, headers=tenant.headers()).status_code == 201
+        assert send_due_reminders(ny(MONDAY, 10) - timedelta(days=1)) == 1
+        assert send_due_reminders(ny(MONDAY, 10) - timedelta(minutes=60)) == 1
+        (payload,) = deliver_all(receiver)
+
+    matches(
+        payload,
+        {
+            "type": "booking.reminder",
+            "timestamp": INSTANT,
+            "eventId": EVENT_ID,
+            "sequence": 0,
+            "actor": "business",
+            "data": {"booking": booking_v2()},
+            "reminder": {"minutesBefore": 60},
         },
     )
 

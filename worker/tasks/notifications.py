@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from app.models.types import utcnow
-from app.services.integrations.notifications.booking_mail import send_due_reminders
+from app.services.bookings.reminders import send_due_reminders
 
 
 @shared_task(name="notifications.send_reminders")

@@ -167,7 +167,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
         default_location=settings["defaultLocation"],
         notify_on_booking=settings["notifyOnBooking"],
         notification_email=settings["notificationEmail"],
-        reminder_minutes_before=settings["reminderMinutesBefore"],
+        reminders=settings["reminders"],
         auto_complete_bookings=settings["autoCompleteBookings"],
         attendee_change_notice_hours=settings["attendeeChangeNoticeHours"],
         attendee_max_reschedules=settings["attendeeMaxReschedules"],
@@ -204,6 +204,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
             availability_profile=profile,
             minimum_notice_minutes=et["minimumNoticeMinutes"],
             booking_horizon_days=et["bookingHorizonDays"],
+            reminders=et.get("reminders"),
         )
         db.session.add(event_types[et["name"]])
     connections = {

@@ -26,7 +26,7 @@ from app.services.availability.profiles import ProfileNotFound, get_profile
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
 from app.services.scheduling_inputs import get_event_type
-from app.validation import DURATION_MINUTES, Text
+from app.validation import DURATION_MINUTES, Text, reminder_list
 
 
 class EventTypeDoc(Schema):
@@ -47,6 +47,9 @@ class EventTypeDoc(Schema):
     bookingHorizonDays = fields.Integer(
         load_default=None, allow_none=True, validate=validate.Range(min=1, max=HORIZON_MAX_DAYS)
     )
+    # The reminders of its bookings; absent or null: the sub account's. Absent from a document
+    # that replaces the event type: the list stays as it was.
+    reminders = reminder_list(allow_none=True)
 
 
 class EventTypeFields(EventTypeDoc):
@@ -113,6 +116,8 @@ def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) 
     event_type.availability_profile = profile
     event_type.minimum_notice_minutes = doc["minimumNoticeMinutes"]
     event_type.booking_horizon_days = doc["bookingHorizonDays"]
+    if "reminders" in doc:
+        event_type.reminders = doc["reminders"]
 
 
 def _profile(sub_account: SubAccount, profile_id: int | None) -> AvailabilityProfile | None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, validate
+from marshmallow import Schema, ValidationError, fields, post_load, validate
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import AvailabilityProfile, SubAccount
+from app.models import AvailabilityProfile, ReminderChannel, SubAccount
 from app.models.limits import (
     ATTENDEE_MOVES_MAX,
     EMAIL_MAX,
@@ -26,7 +26,14 @@ from app.models.limits import (
     REMINDER_MAX_MINUTES,
 )
 from app.services.common.errors import InvalidRequest
-from app.validation import DURATION_MINUTES, Text, TimezoneField, describe_errors, flatten_errors
+from app.validation import (
+    DURATION_MINUTES,
+    Text,
+    TimezoneField,
+    describe_errors,
+    flatten_errors,
+    reminder_list,
+)
 
 # Document field → CalendarSettings column.
 _COLUMNS = {
@@ -37,7 +44,7 @@ _COLUMNS = {
     "defaultLocation": "default_location",
     "notifyOnBooking": "notify_on_booking",
     "notificationEmail": "notification_email",
-    "reminderMinutesBefore": "reminder_minutes_before",
+    "reminders": "reminders",
     "autoCompleteBookings": "auto_complete_bookings",
     "attendeeChangeNoticeHours": "attendee_change_notice_hours",
     "attendeeMaxReschedules": "attendee_max_reschedules",
@@ -59,10 +66,26 @@ class SettingsDoc(Schema):
     notificationEmail = fields.Email(
         load_default=None, allow_none=True, validate=validate.Length(max=EMAIL_MAX)
     )
+    reminders = reminder_list(load_default=list)
+    # Shorthand for ``reminders``: one mail to the attendees that many minutes before (null:
+    # none); ``reminders`` wins when a document has both.
     reminderMinutesBefore = fields.Integer(
-        load_default=None, allow_none=True, validate=validate.Range(min=1, max=REMINDER_MAX_MINUTES)
+        allow_none=True, validate=validate.Range(min=1, max=REMINDER_MAX_MINUTES), load_only=True
     )
     autoCompleteBookings = fields.Boolean(load_default=False)
+
+    @post_load(pass_original=True)
+    def _shorthand(self, data: dict[str, Any], original: Any, **kwargs: Any) -> dict[str, Any]:
+        if "reminderMinutesBefore" in data:
+            minutes = data.pop("reminderMinutesBefore")
+            if not (isinstance(original, dict) and "reminders" in original):
+                data["reminders"] = (
+                    [{"minutesBefore": minutes, "channels": [ReminderChannel.ATTENDEE_EMAIL]}]
+                    if minutes is not None
+                    else []
+                )
+        return data
+
     # How late an attendee may cancel or move from their manage link, and how often they may
     # move it (``app.services.bookings.attendee_changes``).
     attendeeChangeNoticeHours = fields.Integer(

@@ -20,10 +20,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session, SessionTransaction, scoped_session
 
-from app.models import Booking, OutboxEvent
+from app.models import Booking, BookingReminder, OutboxEvent
 from app.services.integrations.event_schema import booking_snapshot
 from app.services.integrations.registry import IntegrationRegistry, Subscriber, app_registry
 
@@ -40,6 +40,8 @@ class BookingEventKind(StrEnum):
     CANCELLED = "booking.cancelled"
     COMPLETED = "booking.completed"
     NO_SHOW = "booking.no_show"
+    # A reminder of the booking went out (``app.services.bookings.reminders``): nothing changed.
+    REMINDER = "booking.reminder"
 
 
 class Actor(StrEnum):
@@ -72,9 +74,9 @@ def unsubscribe(subscriber: Subscriber) -> None:
     app_registry().unsubscribe(subscriber)
 
 
-def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) -> None:
+def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) -> OutboxEvent:
     """Record ``booking_event`` in the outbox, in ``session``'s transaction, and queue it for
-    the subscribers when that transaction commits."""
+    the subscribers when that transaction commits; returns the outbox row (unflushed)."""
     booking = session.get(Booking, booking_event.booking_id)
     row = OutboxEvent(
         kind=str(booking_event.kind),
@@ -91,6 +93,23 @@ def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) ->
     pending: list[tuple[BookingEvent, OutboxEvent, IntegrationRegistry]]
     pending = session.info.setdefault(_PENDING, [])
     pending.append((booking_event, row, app_registry()))
+    return row
+
+
+def reminder_channels(session: Session, event_id: int) -> list[str]:
+    """Where the reminder a ``booking.reminder`` event stands for goes (its
+    ``booking_reminders`` row's channels; none for an event without one)."""
+    channels = session.scalar(
+        select(BookingReminder.channels).where(BookingReminder.event_id == event_id)
+    )
+    return list(channels or ())
+
+
+def reminder_minutes(session: Session, event_id: int) -> int | None:
+    """How long before the start the reminder of a ``booking.reminder`` event was due."""
+    return session.scalar(
+        select(BookingReminder.minutes_before).where(BookingReminder.event_id == event_id)
+    )
 
 
 @event.listens_for(Session, "after_commit")

@@ -53,7 +53,11 @@ log = logging.getLogger(__name__)
 
 HANDLER_NAME = "calendar_write_back"
 # Events that change nothing a calendar shows.
-_NOT_SHOWN = {str(BookingEventKind.COMPLETED), str(BookingEventKind.NO_SHOW)}
+_NOT_SHOWN = {
+    str(BookingEventKind.COMPLETED),
+    str(BookingEventKind.NO_SHOW),
+    str(BookingEventKind.REMINDER),
+}
 _MAX_ROUNDS = 3
 # How long one run of ``write_existing_bookings`` goes on before leaving the rest to the next
 # (a worker task may run 120 s; each write waits at most ``CALDAV_TIMEOUT_SECONDS``).

@@ -4,10 +4,10 @@
   the sub account's ``notifyOnBooking`` on, each attendee and the sub account's
   ``notificationEmail`` get one message. Other events (an edit of the title, completion, no-show)
   send nothing.
-- **Reminders**: with ``reminderMinutesBefore`` set, each attendee of a pending or confirmed
-  booking gets one message that many minutes before its start. They are keyed on the booking's
-  start, so a reschedule before the reminder went out gives one reminder, at the new time, and a
-  cancelled booking gets none.
+- **Reminders** (``booking.reminder`` events, which ``app.services.bookings.reminders`` writes
+  when one is due): each attendee gets one when the reminder's channels name
+  ``attendeeEmail``, and the sub account's ``notificationEmail`` one when they name
+  ``businessEmail``, whatever ``notifyOnBooking`` says (the reminder list is its own choice).
 
 Every message is recorded (``mail_messages``) under a key that says what it is about, and a
 message whose key is recorded is never sent again: a retried delivery sends only what it had
@@ -22,27 +22,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from email.message import EmailMessage
-from functools import partial
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.config import settings as configured
 from app.extensions import db
 from app.models import (
-    ACTIVE_STATUSES,
     Booking,
     CalendarSettings,
     MailMessage,
     MailStatus,
+    ReminderChannel,
     SubAccount,
 )
-from app.scheduling.timezones import format_utc
 from app.services.common.manage_links import manage_url
 from app.services.integrations.event_schema import booking_from_snapshot
-from app.services.integrations.events import Actor
+from app.services.integrations.events import Actor, reminder_channels
 from app.services.integrations.ical import Organizer
 from app.services.integrations.notifications.mail_log import keep_regardless, logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
@@ -77,7 +75,7 @@ class _Letter:
 
 def notify_delivery(delivery: Delivery, now: datetime) -> None:
     """Outbox handler: tell the attendees and the calendar's owner about a booking event."""
-    if delivery.kind not in NOTIFIED_KINDS:
+    if delivery.kind not in NOTIFIED_KINDS and delivery.kind != REMINDER:
         return
     with Session(db.engine) as session:
         current = session.get(Booking, delivery.booking_id)
@@ -91,10 +89,14 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
             booking = current
         settings = session.get(CalendarSettings, booking.sub_account_id)
         assert settings is not None  # every sub account has its settings
-        if not settings.notify_on_booking:
-            return
-        recipients = _attendees(booking, current)
-        if settings.notification_email:
+        if delivery.kind == REMINDER:
+            channels = set(reminder_channels(session, delivery.event_id))
+            to_attendees = ReminderChannel.ATTENDEE_EMAIL in channels
+            to_owner = ReminderChannel.BUSINESS_EMAIL in channels
+        else:
+            to_attendees = to_owner = settings.notify_on_booking
+        recipients = _attendees(booking, current) if to_attendees else []
+        if to_owner and settings.notification_email:
             recipients.append(
                 Recipient(settings.notification_email, None, booking.timezone, is_owner=True)
             )
@@ -112,55 +114,6 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
     failures = _send_all(letters, now)
     if failures:
         raise DeliveryFailed("; ".join(failures))
-
-
-def send_due_reminders(now: datetime) -> int:
-    """Send every reminder that is due and not sent yet; returns how many were sent or kept.
-    A failed one is tried again at the next run (it is not recorded)."""
-    with Session(db.engine) as session:
-        longest = session.scalar(select(func.max(CalendarSettings.reminder_minutes_before)))
-        if not longest:
-            return 0
-        rows = session.execute(
-            select(Booking, CalendarSettings)
-            .join(CalendarSettings, CalendarSettings.sub_account_id == Booking.sub_account_id)
-            .join(SubAccount, SubAccount.id == Booking.sub_account_id)
-            .where(
-                CalendarSettings.reminder_minutes_before.is_not(None),
-                SubAccount.active.is_(True),
-                Booking.status.in_(ACTIVE_STATUSES),
-                Booking.start_at > now,
-                Booking.start_at <= now + timedelta(minutes=longest),
-            )
-            .order_by(Booking.start_at, Booking.id)
-        ).all()
-        due = [
-            (booking, settings)
-            for booking, settings in rows
-            if settings.reminder_minutes_before is not None  # as selected
-            and booking.start_at - timedelta(minutes=settings.reminder_minutes_before) <= now
-        ]
-        letters: list[_Letter] = []
-        for booking, settings in due:
-            start = format_utc(booking.start_at)
-            letters += _unsent_letters(
-                session,
-                booking,
-                REMINDER,
-                _attendees(booking, booking),
-                _letterhead(session, booking.sub_account_id, settings),
-                now,
-                key=partial(_reminder_key, booking, start),
-                event_id=None,
-            )
-    failures = _send_all(letters, now)
-    for failure in failures:
-        log.warning("reminder not sent: %s", failure)
-    return len(letters) - len(failures)
-
-
-def _reminder_key(booking: Booking, start: str, email: str) -> str:
-    return f"reminder:{booking.id}:{start}:{email}"
 
 
 def _attendees(shown: Booking, current: Booking) -> list[Recipient]:

@@ -34,6 +34,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -45,6 +46,7 @@ from app.extensions import db
 from app.models import (
     Booking,
     OutboxEvent,
+    ReminderChannel,
     WebhookAttempt,
     WebhookDelivery,
     WebhookDeliveryStatus,
@@ -56,7 +58,12 @@ from app.services.common.errors import NotFound
 from app.services.common.lookups import get_checked
 from app.services.common.transactions import owns_transactions
 from app.services.integrations.event_schema import booking_data, snapshot_booking
-from app.services.integrations.events import Actor
+from app.services.integrations.events import (
+    Actor,
+    BookingEventKind,
+    reminder_channels,
+    reminder_minutes,
+)
 from app.services.integrations.outbox import Delivery, retry_delay
 from app.services.integrations.registry import Dispatcher, app_registry
 from app.services.integrations.webhooks.http import Answer, post
@@ -97,6 +104,10 @@ def webhooks_delivery(delivery: Delivery, now: datetime) -> None:
     committed on its own (a job of independent pieces): a delivery an earlier run made is
     skipped by its unique key without undoing the others."""
     with Session(db.engine) as session:
+        if delivery.kind == BookingEventKind.REMINDER and ReminderChannel.WEBHOOK not in (
+            reminder_channels(session, delivery.event_id)
+        ):
+            return  # a reminder by mail only
         wanted = [
             s.id
             for s in session.scalars(
@@ -186,7 +197,7 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         secret = decrypt_secret(subscription.encrypted_secret, settings().secret_keys)
     except SecretUnreadable:
         secret = None
-    payload = {
+    payload: dict[str, Any] = {
         "type": event.kind,
         "timestamp": format_utc(event.occurred_at),
         "eventId": f"evt_{event.id}",
@@ -194,6 +205,8 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
         "actor": event.actor or Actor.BUSINESS,
         "data": {"booking": shown},
     }
+    if event.kind == BookingEventKind.REMINDER:
+        payload["reminder"] = {"minutesBefore": reminder_minutes(session, event.id)}
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     return _Message(
         delivery_id=delivery.id,

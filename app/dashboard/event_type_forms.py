@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask_wtf import FlaskForm
-from wtforms import IntegerField, SelectField, StringField
+from wtforms import BooleanField, IntegerField, SelectField, StringField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import InputRequired, Optional
 
+from app.dashboard.forms import reminder_rows, reminders_of_rows
 from app.models import AvailabilityProfile
 
 # Service document field → form field.
@@ -55,6 +56,13 @@ class EventTypeForm(FlaskForm):
     )
     minimum_notice_minutes = _minutes("Minimum notice (minutes)", validators=[Optional()])
     booking_horizon_days = _minutes("Booking horizon (days ahead)", validators=[Optional()])
+    own_reminders = BooleanField("Reminders of its own (else the calendar settings' apply)")
+    reminders = reminder_rows("Its reminders")
+
+    def show_reminders(self, reminders: list[dict] | None) -> None:
+        """The event type's own list in the rows (none: the calendar settings' apply)."""
+        self.own_reminders.data = reminders is not None
+        self.reminders.process(None, reminders or [])
 
     def offer_profiles(self, profiles: list[AvailabilityProfile]) -> None:
         """The sub account's profiles to choose from, after "the default"."""
@@ -74,4 +82,7 @@ class EventTypeForm(FlaskForm):
         for name in ("bufferBefore", "bufferAfter"):
             if document[name] is None:
                 del document[name]
+        document["reminders"] = (
+            reminders_of_rows(self.reminders) if self.own_reminders.data else None
+        )
         return document

@@ -62,6 +62,7 @@ def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
     event_type = get_event_type(sub_account, event_type_id, offered_only=False)
     form = EventTypeForm(obj=event_type)
     if request.method == "GET":
+        form.show_reminders(event_type.reminders)
         return _form_page(sub_account, form, event_type)
     _, answer = save_form(
         form,

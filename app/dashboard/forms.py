@@ -153,7 +153,10 @@ REMINDER_CHANNEL_LABELS = {
 class ReminderRowForm(Form):
     """One reminder of a list (a row of the settings' or an event type's form)."""
 
-    minutes = IntegerField("Minutes before the start (empty: no reminder)", validators=[Optional()])
+    # Named as the document names it, so a list fills the rows as it is.
+    minutesBefore = IntegerField(
+        "Minutes before the start (empty: no reminder)", validators=[Optional()]
+    )
     channels = MultiCheckboxField(
         "Sent as",
         choices=[SelectChoice(c.value, label) for c, label in REMINDER_CHANNEL_LABELS.items()],
@@ -164,15 +167,10 @@ def reminder_rows(field_name: str = "Reminders") -> FieldList:
     return FieldList(FormField(ReminderRowForm), field_name, min_entries=REMINDERS_MAX)
 
 
-def rows_of_reminders(reminders: list[dict] | None) -> list[dict]:
-    """A reminder list as the rows' starting data."""
-    return [{"minutes": r["minutesBefore"], "channels": r["channels"]} for r in reminders or ()]
-
-
 def reminders_of_rows(rows: FieldList) -> list[dict]:
     """The rows a person filled in, as the service's reminder list."""
     return [
-        {"minutesBefore": row.minutes.data, "channels": list(row.channels.data or ())}
+        {"minutesBefore": row.minutesBefore.data, "channels": list(row.channels.data or ())}
         for row in rows
-        if row.minutes.data is not None
+        if row.minutesBefore.data is not None
     ]

@@ -11,7 +11,7 @@ from wtforms import BooleanField, EmailField, IntegerField, StringField
 from wtforms.validators import InputRequired, Optional
 
 from app.dashboard.changes import Page, save_form
-from app.dashboard.forms import reminder_rows, reminders_of_rows, rows_of_reminders
+from app.dashboard.forms import reminder_rows, reminders_of_rows
 from app.dashboard.views import dashboard
 from app.models import SubAccount
 from app.scheduling.timezones import timezone_names
@@ -74,9 +74,7 @@ class SettingsForm(FlaskForm):
 @dashboard.route("/s/<int:sub_account_id>/settings", methods=["GET", "POST"])
 def settings(sub_account_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
-    document = settings_document(sub_account)
-    document["reminders"] = rows_of_reminders(document["reminders"])
-    form = SettingsForm(data={FIELDS[k]: v for k, v in document.items()})
+    form = SettingsForm(data={FIELDS[k]: v for k, v in settings_document(sub_account).items()})
     if request.method == "GET":
         return _page(sub_account, form)
     change, answer = save_form(

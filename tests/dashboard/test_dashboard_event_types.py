@@ -108,6 +108,29 @@ def test_an_owner_edits_an_event_type(signed_in, tenant):
     assert (edited.name, edited.duration, edited.booking_horizon_days) == ("Long checkup", 90, 30)
 
 
+def test_an_event_type_gets_reminders_of_its_own_and_gives_them_back(signed_in, tenant):
+    event_type_id = tenant.event_types["Checkup"]
+    page = f"{base(tenant)}/{event_type_id}"
+    own = {
+        "own_reminders": "y",
+        "reminders-0-minutesBefore": "1440",
+        "reminders-0-channels": "attendeeEmail",
+        "reminders-1-minutesBefore": "60",
+        "reminders-1-channels": "webhook",
+    }
+    data = {**form_data(name="Checkup"), **own, "csrf_token": csrf_token(signed_in, page)}
+    assert signed_in.post(page, data=data).status_code == 302
+    assert stored(event_type_id).reminders == [
+        {"minutesBefore": 1440, "channels": ["attendeeEmail"]},
+        {"minutesBefore": 60, "channels": ["webhook"]},
+    ]
+    shown = signed_in.get(page).get_data(as_text=True)
+    assert 'name="reminders-1-minutesBefore" type="number" value="60"' in shown
+    data = {**form_data(name="Checkup"), "csrf_token": csrf_token(signed_in, page)}
+    assert signed_in.post(page, data=data).status_code == 302
+    assert stored(event_type_id).reminders is None  # the calendar settings' again
+
+
 def test_an_event_type_is_deactivated_and_reactivated(signed_in, tenant):
     event_type_id = tenant.event_types["Cleaning"]
     token = csrf_token(signed_in, base(tenant))

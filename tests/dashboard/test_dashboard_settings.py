@@ -22,7 +22,7 @@ VALID = {
     "default_location": "Room 4",
     "notify_on_booking": "y",
     "notification_email": "front-desk@example.test",
-    "reminders-0-minutes": "60",
+    "reminders-0-minutesBefore": "60",
     "reminders-0-channels": "attendeeEmail",
     "auto_complete": "y",
     "attendee_notice_hours": "24",
@@ -70,7 +70,13 @@ def test_saved_settings_are_stored_and_shown(client, tenant, page):
 
 
 def test_unticked_boxes_and_an_empty_reminder_turn_things_off(client, tenant, page):
-    save(client, page, notify_on_booking=None, auto_complete=None, **{"reminders-0-minutes": ""})
+    save(
+        client,
+        page,
+        notify_on_booking=None,
+        auto_complete=None,
+        **{"reminders-0-minutesBefore": ""},
+    )
     settings = stored(tenant)
     assert settings.notify_on_booking is False and settings.auto_complete_bookings is False
     assert settings.reminders == []
@@ -110,7 +116,7 @@ def test_numbers_out_of_range_are_explained_not_a_500(client, tenant, page):
         default_duration="99999999999999999999",
         minimum_notice="-5",
         booking_horizon="0",
-        **{"reminders-0-minutes": "99999999999999999999"},
+        **{"reminders-0-minutesBefore": "99999999999999999999"},
     )
     assert response.status_code == 200
     text = response.get_data(as_text=True)

@@ -3,11 +3,14 @@ through the API reach a real SMTP server (aiosmtpd) and a real HTTP receiver on 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import uuid
 from datetime import UTC, datetime, timedelta
 from datetime import time as wall_time
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import icalendar
@@ -19,6 +22,7 @@ from app.extensions import db
 from app.models import WebhookAttempt, WebhookDelivery
 from app.models.types import utcnow
 from tests.celery_workers import celery_worker, task_returned, wait_for, worker_idle
+from tests.dashboard_users import csrf_token
 from tests.factories import ALWAYS_OPEN, z
 from tests.mail_servers import ics_of, smtp_server
 from tests.servers import MACHINE_REDIS
@@ -231,3 +235,69 @@ def test_a_worker_killed_mid_delivery_delivers_exactly_once_more(
     first, second = receiver.requests
     assert first.headers["webhook-id"] == second.headers["webhook-id"]
     assert first.body == second.body
+
+
+@pytest.mark.date_sensitive  # a booking three days from now
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_from_the_invitation_mail_alone_pat_moves_then_cancels_and_everyone_follows(
+    database_url, make_app, tenants, tmp_path
+):
+    """Pat's mail carries Pat's link; through it Pat moves the booking, then cancels it, and the
+    business's mail, the agent's webhook and Pat's calendar (the invitations) all follow, each
+    saying Pat did it."""
+    queue = f"test-{uuid.uuid4().hex}"
+    broker = {"CELERY_BROKER_URL": MACHINE_REDIS, "CELERY_QUEUE": queue}
+    with smtp_server() as (smtp_url, inbox), webhook_receiver() as receiver:
+        mail = {"SMTP_URL": smtp_url, "MAIL_FROM": "Bookings <bookings@service.test>"}
+        hooks = {"WEBHOOK_ALLOW_PRIVATE": "1"}
+        app = make_app(OUTBOX_DISPATCH=True, WEBHOOK_ALLOW_PRIVATE=True, **broker, **mail)
+        with app.app_context():
+            tenant = always_open(
+                tenants, webhooks=[{"name": "crm", "url": receiver.url, "events": ["*"]}]
+            )
+        client = app.test_client()
+        create, _, _ = booking_api(client, tenant)
+        with celery_worker(database_url, tmp_path / "worker.log", **broker, **mail, **hooks):
+            start = half_hour_from(utcnow(), 3 * 24 * 60)
+            booking = create(start)
+            inbox.wait_for(2)  # Pat and the owner
+            (booked,) = inbox.to("pat@example.test")
+            text = booked.get_body(("plain",)).get_content()
+            link = re.search(r"Reschedule or cancel: (\S+)", text).group(1)
+            path = urlsplit(link).path
+
+            new_start = start + timedelta(hours=3)
+            chosen = client.post(
+                f"{path}/reschedule",
+                data={"csrf_token": csrf_token(client, path), "start": new_start.isoformat()},
+            )
+            assert chosen.status_code == 200
+            confirm = dict(
+                re.findall(
+                    r'name="(csrf_token|start|hold)" type="hidden" value="([^"]*)"',
+                    chosen.get_data(as_text=True),
+                )
+            )
+            assert client.post(f"{path}/reschedule/confirm", data=confirm).status_code == 302
+            client.post(f"{path}/cancel", data={"csrf_token": csrf_token(client, path)})
+
+            inbox.wait_for(6)  # Pat and the owner, three times
+            requests = receiver.wait_for(3)
+
+    to_pat = inbox.to("pat@example.test")
+    assert [invitation(m)[0] for m in to_pat] == ["REQUEST", "REQUEST", "CANCEL"]
+    assert [invitation(m)[2] for m in to_pat] == [0, 1, 2]
+    assert invitation(to_pat[1])[3] == new_start
+    assert "You moved your booking." in to_pat[1].get_body(("plain",)).get_content()
+    assert "You cancelled your booking." in to_pat[2].get_body(("plain",)).get_content()
+    owner = [m.get_body(("plain",)).get_content() for m in inbox.to(OWNER)]
+    assert "The attendee moved a booking." in owner[1]
+    assert "The attendee cancelled a booking." in owner[2]
+    payloads = [json.loads(r.body) for r in requests]
+    assert [(p["type"], p["actor"], p["sequence"]) for p in payloads] == [
+        ("booking.created", "business", 0),
+        ("booking.rescheduled", "attendee", 1),
+        ("booking.cancelled", "attendee", 2),
+    ]
+    assert payloads[0]["data"]["booking"]["attendees"][0]["manageUrl"] == link
+    assert payloads[0]["data"]["booking"]["uid"] == booking["uid"]

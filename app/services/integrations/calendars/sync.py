@@ -388,12 +388,12 @@ def _record_success(plan: _Plan, changes: list[CalendarChanges], now: datetime) 
     _observe_lag(changes, now)
     db.session.flush()
     log.info(
-        "calendar connection %s: %s busy periods (%s added, %s removed, %s events skipped)",
+        "calendar connection %s: %s (%s added, %s removed, %s skipped)",
         plan.connection_id,
-        connection.busy_count,
+        counted(connection.busy_count, "busy period"),
         added,
         removed,
-        connection.skipped_count,
+        counted(connection.skipped_count, "event"),
     )
     return SyncResult(
         plan.connection_id,
@@ -500,6 +500,11 @@ def _drop_calendar(row: ConnectedCalendar) -> None:
     db.session.execute(delete(CalendarItem).where(CalendarItem.connected_calendar_id == row.id))
     db.session.delete(row)
     db.session.flush()
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 busy period``, ``2 busy periods``: a count as people write it."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _drop_unitemised(connection_id: int) -> int:

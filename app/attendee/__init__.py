@@ -12,6 +12,8 @@ render.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -183,37 +185,59 @@ def _slots_page(
     )
 
 
-@attendee.route("/<token>/reschedule", methods=["POST"])
-def choose(token: str) -> Any:
-    """The attendee picked a slot: hold it and ask them to confirm."""
+TAKEN_MEANWHILE = "That time was just taken. These are the nearest open times."
+
+
+@dataclass(frozen=True)
+class _Stepped:
+    """A step of the move that went through: the booking as opened, the start, what it gave."""
+
+    shown: AttendeeBooking
+    start: datetime
+    result: Any
+
+
+def _moving_step(
+    token: str, form: ChoiceForm | ConfirmForm, step: Callable[[AttendeeBooking, datetime], Any]
+) -> Any:
+    """A POST of the move (the choice, then the confirmation) run alike: the link opened, the
+    form's token checked, ``step(shown, start)`` run and committed (``_Stepped``), or the
+    answer to give instead: the slots again with the nearest open
+    ones when the time was just taken (409), else back to the slots saying why."""
     now = utcnow()
-    form = ChoiceForm()
     try:
         shown = open_attendee_booking(token, now)
     except ManageLinkUnusable as err:
         return _unusable(err)
-    tz = _shown_timezone(shown)
+    back = url_for("attendee.reschedule", token=token, tz=_shown_timezone(shown))
     if not form.validate_on_submit():
         flash(FORM_EXPIRED)
-        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
+        return redirect(back)
     try:
         start = _chosen_start(form.start.data)
-        placed = hold_choice(token, start, now)
+        result = step(shown, start)
         db.session.commit()
     except TimeUnavailable as err:
         db.session.rollback()
         return _slots_page(
-            token,
-            shown,
-            now,
-            problem="That time was just taken. These are the nearest open times.",
-            suggested=err.suggested_slots,
-            status=409,
+            token, shown, now, problem=TAKEN_MEANWHILE, suggested=err.suggested_slots, status=409
         )
     except (InvalidRequest, InvalidInstant) as err:
         db.session.rollback()
         flash(f"Not moved: {getattr(err, 'message', err)}")
-        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
+        return redirect(back)
+    return _Stepped(shown, start, result)
+
+
+@attendee.route("/<token>/reschedule", methods=["POST"])
+def choose(token: str) -> Any:
+    """The attendee picked a slot: hold it and ask them to confirm."""
+    done = _moving_step(
+        token, ChoiceForm(), lambda shown, start: hold_choice(token, start, utcnow())
+    )
+    if not isinstance(done, _Stepped):
+        return done
+    shown, start, placed = done.shown, done.start, done.result
     confirm_form = ConfirmForm(
         formdata=None, start=start.isoformat(), hold=placed.token if placed else ""
     )
@@ -222,7 +246,7 @@ def choose(token: str) -> Any:
         shown=shown,
         booking=shown.booking,
         token=token,
-        tz=tz,
+        tz=_shown_timezone(shown),
         start=start,
         end=start + (shown.booking.end_at - shown.booking.start_at),
         held_until=placed.hold.expires_at if placed else None,
@@ -232,36 +256,16 @@ def choose(token: str) -> Any:
 
 @attendee.route("/<token>/reschedule/confirm", methods=["POST"])
 def confirm(token: str) -> Any:
-    now = utcnow()
     form = ConfirmForm()
-    try:
-        shown = open_attendee_booking(token, now)
-    except ManageLinkUnusable as err:
-        return _unusable(err)
-    tz = _shown_timezone(shown)
-    if not form.validate_on_submit():
-        flash(FORM_EXPIRED)
-        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
-    try:
-        start = _chosen_start(form.start.data)
-        move_as_attendee(token, start, form.hold.data or None, now)
-        db.session.commit()
-    except TimeUnavailable as err:
-        db.session.rollback()
-        return _slots_page(
-            token,
-            shown,
-            now,
-            problem="That time was just taken. These are the nearest open times.",
-            suggested=err.suggested_slots,
-            status=409,
-        )
-    except (InvalidRequest, InvalidInstant) as err:
-        db.session.rollback()
-        flash(f"Not moved: {getattr(err, 'message', err)}")
-        return redirect(url_for("attendee.reschedule", token=token, tz=tz))
+    done = _moving_step(
+        token,
+        form,
+        lambda shown, start: move_as_attendee(token, start, form.hold.data or None, utcnow()),
+    )
+    if not isinstance(done, _Stepped):
+        return done
     flash("Your booking has moved. A new invitation is on its way to you.")
-    return redirect(_page_url(token, tz))
+    return redirect(_page_url(token, _shown_timezone(done.shown)))
 
 
 @attendee.errorhandler(RateLimitExceeded)

@@ -17,9 +17,9 @@ from app.dashboard.forms import FORM_EXPIRED
 from app.dashboard.views import dashboard
 from app.extensions import db
 from app.models.types import utcnow
-from app.scheduling.timezones import InstantInput, InvalidInstant, read_instant, zone
+from app.scheduling.timezones import InvalidInstant, read_instant, zone
 from app.services.accounts.users import open_sub_account
-from app.services.availability.open_time import AvailabilityQuery, check_availability
+from app.services.availability.open_time import slots_to_move_to
 from app.services.bookings.lifecycle import is_active
 from app.services.bookings.queries import get_booking
 from app.services.bookings.writes import BookingChanges, update_booking
@@ -55,18 +55,7 @@ def reschedule(sub_account_id: int, booking_id: int) -> str:
     days, problem, active = [], None, is_active(booking)
     if active:
         try:
-            days = check_availability(
-                sub_account,
-                AvailabilityQuery(
-                    start_date=InstantInput(first),
-                    end_date=InstantInput(first + timedelta(days=DAYS_SHOWN - 1)),
-                    event_type_id=booking.event_type_id,
-                    duration=int((booking.end_at - booking.start_at).total_seconds() // 60),
-                    timezone=tz_name,
-                    exclude_booking_id=booking.id,
-                ),
-                utcnow(),
-            )
+            days = slots_to_move_to(sub_account, booking, first, DAYS_SHOWN, tz_name, utcnow())
         except InvalidRequest as err:  # e.g. the event type was deactivated
             problem = err.message
     return render_template(

@@ -213,3 +213,23 @@ def test_requests_over_the_per_link_limit_are_refused(make_app, tenants):
         link = _link(_booked(client, tenant))
         statuses = [client.get(link).status_code for _ in range(3)]
     assert statuses == [200, 200, 429]
+
+
+def test_the_page_is_under_the_strict_policy_with_nothing_from_elsewhere(client, tenant):
+    booked = _booked(client, tenant)
+    page = client.get(_link(booked))
+    policy = page.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in policy or "default-src 'self'" in policy
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    sources = re.findall(r'(?:src|href)="([^"]+)"', page.get_data(as_text=True))
+    assert sources and all(s.startswith(("/", "#")) for s in sources), sources
+
+
+def test_requests_over_the_per_address_limit_are_refused_whatever_the_link(make_app, tenants):
+    app = make_app(ATTENDEE_PAGE_LIMIT_PER_ADDRESS="2/minute")
+    with app.app_context():
+        tenant = tenants.create()
+        client = app.test_client()
+        first, second = _link(_booked(client, tenant, 10)), _link(_booked(client, tenant, 11))
+        statuses = [client.get(link).status_code for link in (first, second, "/manage/guess")]
+    assert statuses == [200, 200, 429]

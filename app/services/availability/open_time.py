@@ -8,12 +8,12 @@ Booking writes read the same inputs through the same module, so both apply one r
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from itertools import chain
 from operator import attrgetter
 from zoneinfo import ZoneInfo
 
-from app.models import SubAccount
+from app.models import Booking, SubAccount
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.offered import HeldTime, SlotSet
 from app.scheduling.slots import open_slots, slots_by_day
@@ -46,6 +46,31 @@ class AvailabilityQuery:
 class AvailabilityDay:
     date: date
     slots: list[Interval]
+
+
+def slots_to_move_to(
+    sub_account: SubAccount,
+    booking: Booking,
+    first_day: date,
+    days: int,
+    timezone: str,
+    now: datetime,
+) -> list[AvailabilityDay]:
+    """Where ``booking`` could move: the open slots of its event type and length over ``days``
+    days from ``first_day`` (in ``timezone``), its own time counting as free. The dashboard's
+    reschedule and the attendee's page both offer these."""
+    return check_availability(
+        sub_account,
+        AvailabilityQuery(
+            start_date=InstantInput(first_day),
+            end_date=InstantInput(first_day + timedelta(days=days - 1)),
+            event_type_id=booking.event_type_id,
+            duration=int((booking.end_at - booking.start_at).total_seconds() // 60),
+            timezone=timezone,
+            exclude_booking_id=booking.id,
+        ),
+        now,
+    )
 
 
 def _wall_clock(instant: datetime, tz: ZoneInfo) -> datetime:

@@ -26,11 +26,7 @@ from app.extensions import db
 from app.models import ACTIVE_STATUSES, Booking, BookingStatus
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput
-from app.services.availability.open_time import (
-    AvailabilityDay,
-    AvailabilityQuery,
-    check_availability,
-)
+from app.services.availability.open_time import AvailabilityDay, slots_to_move_to
 from app.services.bookings.holds import NewHold, PlacedHold, place_hold
 from app.services.bookings.writes import BookingChanges, cancel_booking, update_booking
 from app.services.common.errors import ErrorCode, InvalidRequest
@@ -117,19 +113,9 @@ def open_slots_for_attendee(
     shown: AttendeeBooking, first_day: date, timezone: str, now: datetime
 ) -> list[AvailabilityDay]:
     """The open slots of ``DAYS_SHOWN`` days from ``first_day`` (in ``timezone``) the booking
-    could move to: its event type's, as long as it is now, its own time counting as free."""
-    booking = shown.booking
-    return check_availability(
-        shown.link.sub_account,
-        AvailabilityQuery(
-            start_date=InstantInput(first_day),
-            end_date=InstantInput(first_day + timedelta(days=DAYS_SHOWN - 1)),
-            event_type_id=booking.event_type_id,
-            duration=int((booking.end_at - booking.start_at).total_seconds() // 60),
-            timezone=timezone,
-            exclude_booking_id=booking.id,
-        ),
-        now,
+    could move to, as long as it is now."""
+    return slots_to_move_to(
+        shown.link.sub_account, shown.booking, first_day, DAYS_SHOWN, timezone, now
     )
 
 

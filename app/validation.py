@@ -223,3 +223,29 @@ def reminder_list(**kwargs: Any) -> fields.List:
         validate=[validate.Length(max=REMINDERS_MAX), _distinct_offsets],
         **kwargs,
     )
+
+
+class _PeriodLimitSchema(Schema):
+    count = fields.Integer(
+        load_default=None, allow_none=True, strict=True, validate=validate.Range(min=1, max=1000)
+    )
+    minutes = fields.Integer(
+        load_default=None,
+        allow_none=True,
+        strict=True,
+        validate=validate.Range(min=1, max=31 * 24 * 60),
+    )
+
+
+class BookingLimitsSchema(Schema):
+    """``bookingLimits``: at most ``count`` bookings and/or ``minutes`` minutes of bookings a
+    day, week (Monday to Sunday) and month, each part optional (``app.scheduling.caps``)."""
+
+    perDay = fields.Nested(_PeriodLimitSchema, allow_none=True)
+    perWeek = fields.Nested(_PeriodLimitSchema, allow_none=True)
+    perMonth = fields.Nested(_PeriodLimitSchema, allow_none=True)
+
+
+def booking_limits(**kwargs: Any) -> fields.Nested:
+    """The field of a ``bookingLimits`` document (null: no cap)."""
+    return fields.Nested(BookingLimitsSchema, allow_none=True, **kwargs)

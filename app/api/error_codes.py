@@ -33,6 +33,11 @@ ERROR_CODES: dict[ErrorCode, tuple[int, str]] = {
     ),
     ErrorCode.MINIMUM_NOTICE: (400, "`startTime` is sooner than the minimum notice allows"),
     ErrorCode.BEYOND_HORIZON: (400, "`startTime` is past the booking horizon"),
+    ErrorCode.LIMIT_REACHED: (
+        400,
+        "The day, week or month of `startTime` already has as many bookings (or minutes of"
+        " bookings) as the event type's or the calendar's cap allows; the message names the cap",
+    ),
     ErrorCode.IDEMPOTENCY_MISMATCH: (
         400,
         "The `idempotencyKey` was used with a different request",

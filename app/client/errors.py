@@ -24,6 +24,7 @@ TIME_UNAVAILABLE_CODES = frozenset(
         "outside_hours",
         "minimum_notice",
         "beyond_horizon",
+        "limit_reached",
     }
 )
 
@@ -55,7 +56,8 @@ class SlotUnavailable(InvalidRequest):
     """400: the time cannot be booked or held: taken by a booking (``code`` ``slot_taken``),
     held for another booking (``slot_held``), blocked (``blocked_time``), in a connected
     calendar's event (``external_busy``), outside the bookable hours (``outside_hours``),
-    within the minimum notice (``minimum_notice``) or beyond the horizon (``beyond_horizon``).
+    within the minimum notice (``minimum_notice``), beyond the horizon (``beyond_horizon``), or
+    on a day, week or month already at a cap (``limit_reached``).
 
     ``suggested_slots``: up to five open slots of the same event type and length nearest to
     the time asked for (the same day first), open when the answer was given; empty when none

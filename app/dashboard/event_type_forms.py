@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, IntegerField, SelectField, StringField
+from wtforms import BooleanField, FormField, IntegerField, SelectField, StringField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import InputRequired, Optional
 
-from app.dashboard.forms import reminder_rows, reminders_of_rows
+from app.dashboard.forms import BookingLimitsForm, limits_of, reminder_rows, reminders_of_rows
 from app.models import AvailabilityProfile
 
 # Service document field → form field.
@@ -56,6 +56,7 @@ class EventTypeForm(FlaskForm):
     )
     minimum_notice_minutes = _minutes("Minimum notice (minutes)", validators=[Optional()])
     booking_horizon_days = _minutes("Booking horizon (days ahead)", validators=[Optional()])
+    booking_limits = FormField(BookingLimitsForm, "Caps of this event type")
     own_reminders = BooleanField("Reminders of its own (else the calendar settings' apply)")
     reminders = reminder_rows("Its reminders")
 
@@ -82,6 +83,7 @@ class EventTypeForm(FlaskForm):
         for name in ("bufferBefore", "bufferAfter"):
             if document[name] is None:
                 del document[name]
+        document["bookingLimits"] = limits_of(self.booking_limits)
         document["reminders"] = (
             reminders_of_rows(self.reminders) if self.own_reminders.data else None
         )

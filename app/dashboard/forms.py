@@ -174,3 +174,30 @@ def reminders_of_rows(rows: FieldList) -> list[dict]:
         for row in rows
         if row.minutesBefore.data is not None
     ]
+
+
+class PeriodLimitForm(Form):
+    """One period's cap (a part of ``BookingLimitsForm``): named as the document names it."""
+
+    count = IntegerField("Bookings at most (empty: no cap)", validators=[Optional()])
+    minutes = IntegerField("Minutes of bookings at most (empty: no cap)", validators=[Optional()])
+
+
+class BookingLimitsForm(Form):
+    """``bookingLimits`` as a form: a day's, a week's and a month's caps."""
+
+    perDay = FormField(PeriodLimitForm, "A day")
+    perWeek = FormField(PeriodLimitForm, "A week (Monday to Sunday)")
+    perMonth = FormField(PeriodLimitForm, "A month")
+
+
+def limits_of(form: FormField) -> dict | None:
+    """The caps a person filled in, as the service's ``bookingLimits`` (none: None)."""
+    limits = {
+        name: {"count": part.count.data, "minutes": part.minutes.data}
+        for name, part in (
+            (p, getattr(form.form, p).form) for p in ("perDay", "perWeek", "perMonth")
+        )
+        if part.count.data is not None or part.minutes.data is not None
+    }
+    return limits or None

@@ -7,11 +7,11 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, EmailField, IntegerField, StringField
+from wtforms import BooleanField, EmailField, FormField, IntegerField, StringField
 from wtforms.validators import InputRequired, Optional
 
 from app.dashboard.changes import Page, save_form
-from app.dashboard.forms import reminder_rows, reminders_of_rows
+from app.dashboard.forms import BookingLimitsForm, limits_of, reminder_rows, reminders_of_rows
 from app.dashboard.views import dashboard
 from app.models import SubAccount
 from app.scheduling.timezones import timezone_names
@@ -36,6 +36,7 @@ FIELDS = {
     "autoCompleteBookings": "auto_complete",
     "attendeeChangeNoticeHours": "attendee_notice_hours",
     "attendeeMaxReschedules": "attendee_max_moves",
+    "bookingLimits": "booking_limits",
 }
 
 
@@ -49,6 +50,7 @@ class SettingsForm(FlaskForm):
     notify_on_booking = BooleanField("Email a notification for each booking")
     notification_email = EmailField("Notification email (optional)")
     reminders = reminder_rows("Reminders of every event type that has none of its own")
+    booking_limits = FormField(BookingLimitsForm, "Caps over all event types")
     auto_complete = BooleanField("Mark past bookings completed automatically")
     attendee_notice_hours = IntegerField(
         "Attendees may cancel or move until this many hours before the start (empty: 0)",
@@ -62,6 +64,7 @@ class SettingsForm(FlaskForm):
         """The service's document; blank optional text is "none"."""
         document = {name: getattr(self, field).data for name, field in FIELDS.items()}
         document["reminders"] = reminders_of_rows(self.reminders)
+        document["bookingLimits"] = limits_of(self.booking_limits)
         for name in ("name", "timezone"):
             document[name] = (document[name] or "").strip()
         for name in ("defaultLocation", "notificationEmail"):

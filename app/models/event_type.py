@@ -50,6 +50,9 @@ class EventType(Model):
     # The reminders of its bookings (``app.models.reminder.Reminder`` items); None: the sub
     # account's list.
     reminders: Mapped[list[Any] | None] = mapped_column(JSON)
+    # At most so many bookings / minutes a day, week, month (``app.scheduling.caps``):
+    # ``{"perDay": {"count": K, "minutes": M}, "perWeek": …, "perMonth": …}``; None: no cap.
+    booking_limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -159,6 +159,9 @@ class CalendarSettings(Model):
     # (``app.models.reminder.Reminder`` items); ``reminderMinutesBefore`` in documents is
     # shorthand for one attendee mail (migration 0021 moved the column it was into this).
     reminders: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    # The calendar's caps over all its event types, shaped as an event type's
+    # ``booking_limits``; None: no cap.
+    booking_limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     auto_complete_bookings: Mapped[bool] = mapped_column(Boolean, default=False)
     # How late an attendee may still cancel or move from their manage link (hours before the
     # start; 0: until it starts), and how many times they may move it (None: no limit).

@@ -49,6 +49,7 @@ from app.models import (
     SubAccount,
 )
 from app.models.types import UTCDateTime, utcnow
+from app.scheduling.caps import Cap, CountedBooking, Scope, Tally, caps_from, counting_span
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.slots import SlotRules
 from app.scheduling.timezones import zone
@@ -308,3 +309,47 @@ def slot_rules(
 
 def _first_set(value: int | None, default: int) -> int:
     return default if value is None else value
+
+
+@dataclass(frozen=True)
+class BookingCaps:
+    """The caps a booking of an event type (or, with none, of the calendar) must keep, and the
+    bookings that count against them (``app.scheduling.caps``)."""
+
+    caps: list[Cap]
+    timezone: str  # the calendar's: periods are its days, weeks and months
+    event_type_id: int | None
+    sub_account_id: int
+
+    def tally(self, span: Interval, exclude_booking_id: int | None = None) -> Tally:
+        """The active bookings whose periods ``span`` touches (the booking being moved does
+        not count)."""
+        counted = counting_span(span, self.caps, self.timezone) if self.caps else span
+        rows = (
+            db.session.execute(
+                select(Booking.start_at, Booking.end_at, Booking.event_type_id).where(
+                    Booking.sub_account_id == self.sub_account_id,
+                    Booking.status.in_(ACTIVE_STATUSES),
+                    Booking.start_at >= counted.start,
+                    Booking.start_at < counted.end,
+                    *([Booking.id != exclude_booking_id] if exclude_booking_id else []),
+                )
+            ).all()
+            if self.caps
+            else []
+        )
+        return Tally((CountedBooking(*row) for row in rows), self.event_type_id, self.timezone)
+
+
+def booking_caps(sub_account: SubAccount, event_type: EventType | None) -> BookingCaps:
+    """The event type's caps and the calendar's (``bookingLimits`` of each)."""
+    settings = sub_account.settings
+    caps = caps_from(settings.booking_limits, Scope.CALENDAR)
+    if event_type is not None:
+        caps = caps_from(event_type.booking_limits, Scope.EVENT_TYPE) + caps
+    return BookingCaps(
+        caps,
+        settings.timezone,
+        event_type.id if event_type is not None else None,
+        sub_account.id,
+    )

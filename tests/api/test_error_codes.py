@@ -1,7 +1,8 @@
 """Every error envelope names its cause with a stable ``code`` (README: "Error codes"), beside
 the spec's unchanged ``statusCode`` and ``message``. The time-rule codes (slot_taken, slot_held,
 blocked_time, external_busy, outside_hours, minimum_notice, beyond_horizon) and
-idempotency_mismatch are checked with their causes in tests/api/test_suggested_slots.py."""
+idempotency_mismatch are checked with their causes in tests/api/test_suggested_slots.py,
+limit_reached in tests/api/test_booking_caps.py."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-PINNED_SHA256 = "7f93aeb87a79df642d337950f4738d346aa931098f8895f40ca804c08e41f418"
+PINNED_SHA256 = "3e5fbc8432337341a59e30d11eb17675ede56399324b328b8530fbf2689f04f9"
 
 
 def without_examples(node: Any) -> Any:

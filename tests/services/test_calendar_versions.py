@@ -251,6 +251,12 @@ MOVES: dict[str, Callable] = {
     "the default duration": lambda t: committed(
         lambda: setattr(settings_of(t), "default_duration", 45)
     ),
+    "the calendar's caps": lambda t: committed(
+        lambda: setattr(settings_of(t), "booking_limits", {"perDay": {"count": 2}})
+    ),
+    "an event type's caps": lambda t: committed(
+        lambda: setattr(event_type_of(t), "booking_limits", {"perWeek": {"minutes": 120}})
+    ),
 }
 
 # The rows a change then changes, set up before the version is read (``prepare``).

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import Booking
+from app.models import Booking, EventType
 from tests.factories import next_monday, ny, z
 from tests.servers import gunicorn, post_all
 
@@ -102,3 +102,25 @@ def test_simultaneous_creates_for_different_slots_all_succeed(servers, tenant):
     results = post_all(requests, tenant.headers())
     assert [status for status, _ in results] == [201] * 16, results
     assert db.session.scalar(select(func.count()).select_from(Booking)) == 16
+
+
+@pytest.mark.slow
+def test_a_daily_cap_of_three_takes_exactly_three_of_twelve_simultaneous_creates(servers, tenant):
+    checkup = db.session.get(EventType, tenant.event_types["Checkup"])
+    checkup.booking_limits = {"perDay": {"count": 3}}
+    db.session.commit()
+    path = f"/v1/api/calendar/event-types/{checkup.id}/bookings"
+    requests = [  # twelve different free slots of one day: only the cap can refuse them
+        (
+            servers[i % 2] + path,
+            {
+                **slot_body(ny(MONDAY, 9) + timedelta(minutes=30 * i)),
+                "endTime": z(ny(MONDAY, 9) + timedelta(minutes=30 * i + 30)),
+            },
+        )
+        for i in range(12)
+    ]
+    results = post_all(requests, tenant.headers())
+    assert sorted(status for status, _ in results) == [201] * 3 + [400] * 9, results
+    assert {body["code"] for status, body in results if status == 400} == {"limit_reached"}
+    assert len(bookings_in_database(tenant)) == 3

@@ -168,6 +168,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
         notify_on_booking=settings["notifyOnBooking"],
         notification_email=settings["notificationEmail"],
         reminders=settings["reminders"],
+        booking_limits=settings["bookingLimits"],
         auto_complete_bookings=settings["autoCompleteBookings"],
         attendee_change_notice_hours=settings["attendeeChangeNoticeHours"],
         attendee_max_reschedules=settings["attendeeMaxReschedules"],
@@ -205,6 +206,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
             minimum_notice_minutes=et["minimumNoticeMinutes"],
             booking_horizon_days=et["bookingHorizonDays"],
             reminders=et.get("reminders"),
+            booking_limits=et.get("bookingLimits"),
         )
         db.session.add(event_types[et["name"]])
     connections = {

@@ -26,7 +26,7 @@ from app.services.availability.profiles import ProfileNotFound, get_profile
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
 from app.services.scheduling_inputs import get_event_type
-from app.validation import DURATION_MINUTES, Text, reminder_list
+from app.validation import DURATION_MINUTES, Text, booking_limits, reminder_list
 
 
 class EventTypeDoc(Schema):
@@ -50,6 +50,9 @@ class EventTypeDoc(Schema):
     # The reminders of its bookings; absent or null: the sub account's. Absent from a document
     # that replaces the event type: the list stays as it was.
     reminders = reminder_list(allow_none=True)
+    # Its caps (``app.scheduling.caps``); absent from a document that replaces the event type:
+    # they stay as they were.
+    bookingLimits = booking_limits()
 
 
 class EventTypeFields(EventTypeDoc):
@@ -118,6 +121,8 @@ def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) 
     event_type.booking_horizon_days = doc["bookingHorizonDays"]
     if "reminders" in doc:
         event_type.reminders = doc["reminders"]
+    if "bookingLimits" in doc:
+        event_type.booking_limits = doc["bookingLimits"]
 
 
 def _profile(sub_account: SubAccount, profile_id: int | None) -> AvailabilityProfile | None:

@@ -23,6 +23,7 @@ from app.services.common.errors import InvalidRequest
 from app.services.common.instants import resolve_instant
 from app.services.scheduling_inputs import (
     MAX_WINDOW,
+    booking_caps,
     get_event_type,
     load_busy,
     load_schedule,
@@ -130,6 +131,10 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
     busy = load_busy(sub_account.id, occupied_span, exclude_booking_id=query.exclude_booking_id)
     not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
     slots = open_slots(working_ranges(schedule, *window), not_held, unbounded, window)
+    caps = booking_caps(sub_account, event_type)
+    if caps.caps and slots:  # a slot whose day, week or month is full is not offered
+        tally = caps.tally(window, exclude_booking_id=query.exclude_booking_id)
+        slots = [slot for slot in slots if tally.broken_by(slot, caps.caps) is None]
 
     days: list[tuple[str, int, int]] = []
     index = 0

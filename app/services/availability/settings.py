@@ -30,6 +30,7 @@ from app.validation import (
     DURATION_MINUTES,
     Text,
     TimezoneField,
+    booking_limits,
     describe_errors,
     flatten_errors,
     reminder_list,
@@ -45,6 +46,7 @@ _COLUMNS = {
     "notifyOnBooking": "notify_on_booking",
     "notificationEmail": "notification_email",
     "reminders": "reminders",
+    "bookingLimits": "booking_limits",
     "autoCompleteBookings": "auto_complete_bookings",
     "attendeeChangeNoticeHours": "attendee_change_notice_hours",
     "attendeeMaxReschedules": "attendee_max_reschedules",
@@ -67,6 +69,7 @@ class SettingsDoc(Schema):
         load_default=None, allow_none=True, validate=validate.Length(max=EMAIL_MAX)
     )
     reminders = reminder_list(load_default=list)
+    bookingLimits = booking_limits(load_default=None)
     # Shorthand for ``reminders``: one mail to the attendees that many minutes before (null:
     # none); ``reminders`` wins when a document has both.
     reminderMinutesBefore = fields.Integer(

@@ -44,7 +44,9 @@ from app.services.common.instants import resolve_instant
 from app.services.integrations.calendars.live_check import ask_connected_calendars
 from app.services.scheduling_inputs import (
     MAX_WINDOW,
+    BookingCaps,
     BusyTime,
+    booking_caps,
     load_busy,
     load_schedule,
     profile_for,
@@ -92,6 +94,7 @@ class _Calendar:
     now: datetime
     exclude_booking_id: int | None
     exclude_hold_id: int | None
+    caps: BookingCaps
 
     def schedule(self, span: Interval) -> WeeklySchedule:
         return load_schedule(self.profile, self.sub_account.settings.timezone, span)
@@ -106,7 +109,11 @@ class _Calendar:
         )
 
     def open_in(self, window: Interval, schedule: WeeklySchedule, busy: BusyTime) -> list[Interval]:
-        return open_slots(working_ranges(schedule, *window), busy.all(), self.rules, window)
+        slots = open_slots(working_ranges(schedule, *window), busy.all(), self.rules, window)
+        if self.caps.caps and slots:  # none whose day, week or month is full
+            tally = self.caps.tally(window, self.exclude_booking_id)
+            slots = [slot for slot in slots if tally.broken_by(slot, self.caps.caps) is None]
+        return slots
 
     def load_open_in(self, window: Interval) -> list[Interval]:
         return self.open_in(window, self.schedule(window), self.busy(window))
@@ -139,6 +146,7 @@ class TimeClaim:
     day: Interval
     schedule: WeeklySchedule
     now: datetime
+    caps: BookingCaps
 
     def ask_connected_calendars(self) -> None:
         """Before the lock: ask the connected calendars about the time (buffers included), so
@@ -166,6 +174,7 @@ class TimeClaim:
             self.now,
             exclude_booking_id,
             consumed_hold_id,
+            self.caps,
         )
         busy = calendar.busy(Interval(min(day.start, slot.start), max(day.end, slot.end)))
 
@@ -186,6 +195,10 @@ class TimeClaim:
         ):
             if conflicting(slot, taken_by, rules) is not None:
                 raise refuse(BookingConflict, message, code, cause)
+        if self.caps.caps:
+            cap = self.caps.tally(slot, exclude_booking_id).broken_by(slot, self.caps.caps)
+            if cap is not None:
+                raise refuse(TimeUnavailable, cap.describe(), ErrorCode.LIMIT_REACHED)
         occupied = rules.occupied_interval(slot)
         if busy.expired_holds:
             _clear_expired_holds(self.sub_account.id, occupied, self.now)
@@ -222,6 +235,7 @@ def plan_claim(
         day,
         load_schedule(profile, sub_account.settings.timezone, span),
         now,
+        booking_caps(sub_account, event_type),
     )
 
 

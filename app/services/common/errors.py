@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "invalid_request"
     INVALID_TIME_RANGE = "invalid_time_range"
     SLOT_TAKEN = "slot_taken"
+    LIMIT_REACHED = "limit_reached"
     SLOT_HELD = "slot_held"
     BLOCKED_TIME = "blocked_time"
     EXTERNAL_BUSY = "external_busy"

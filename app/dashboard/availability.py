@@ -43,6 +43,7 @@ class PreviewDay:
     date: date
     label: str
     times: list[str]
+    capped: str | None = None  # why a day without open time has none, if a cap closed it
 
 
 @dashboard.route("/s/<int:sub_account_id>/availability")
@@ -158,6 +159,7 @@ def _preview(sub_account: SubAccount) -> dict:
             date=day.date,
             label=f"{day.date:%a} {day.date.day} {day.date:%b}",
             times=[f"{slot.start.astimezone(tz):%H:%M}" for slot in day.slots],
+            capped=day.capped,
         )
         for day in preview_open_slots(sub_account, event_type_id, utcnow())
     ]

@@ -32,6 +32,7 @@ class Scope(StrEnum):
 
 
 _PERIOD_WORDS = {Period.DAY: "day", Period.WEEK: "week", Period.MONTH: "month"}
+_PERIOD_ADJECTIVES = {Period.DAY: "daily", Period.WEEK: "weekly", Period.MONTH: "monthly"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ class Cap:
             parts.append(f"{self.minutes} minutes of bookings")
         whose = "this event type" if self.scope is Scope.EVENT_TYPE else "the calendar"
         return f"Limit of {' and '.join(parts)} a {_PERIOD_WORDS[self.period]} reached for {whose}"
+
+    def short(self) -> str:
+        """``daily cap reached``: why a day shows no open time."""
+        return f"{_PERIOD_ADJECTIVES[self.period]} cap reached"
 
 
 @dataclass(frozen=True)

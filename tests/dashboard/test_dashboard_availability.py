@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
 
@@ -18,6 +18,7 @@ from app.models import (
     BlockedTime,
     BlockedTimeSource,
     DateOverride,
+    EventType,
     SubAccount,
     WeeklyHours,
 )
@@ -25,7 +26,7 @@ from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
 from app.services.availability.open_time import AvailabilityQuery, check_availability
 from tests.dashboard_users import csrf_token, owner_email, sign_in
-from tests.factories import NEW_YORK, make_blocked_time, next_monday, ny
+from tests.factories import NEW_YORK, make_blocked_time, make_booking, next_monday, ny
 
 MONDAY = next_monday()
 CHECKUP_ONLY = [{"name": "Checkup", "duration": 60}]  # no event type uses the profile
@@ -455,6 +456,17 @@ def test_the_preview_shows_the_slots_check_availability_finds(signed_in, tenant)
     )
     shown = preview_of(page.get_data(as_text=True), day)
     assert f"{len(times)} open slots" in shown and " ".join(times) in shown
+
+
+@pytest.mark.date_sensitive
+def test_the_preview_says_when_a_cap_closed_a_day(signed_in, tenant):
+    day = first_weekday_after_today()
+    cleaning = db.session.get(EventType, tenant.event_types["Cleaning"])
+    cleaning.booking_limits = {"perDay": {"count": 1}}
+    db.session.commit()
+    make_booking(tenant, datetime.combine(day, time(10), tzinfo=NEW_YORK).astimezone(UTC))
+    page = signed_in.get(page_of(tenant), query_string={"event_type": cleaning.id})
+    assert "no open slots (daily cap reached)" in preview_of(page.get_data(as_text=True), day)
 
 
 @pytest.mark.date_sensitive

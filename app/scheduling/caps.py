@@ -10,11 +10,12 @@ all its minutes there), as people count "appointments on Monday".
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
+from functools import lru_cache
 
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc, zone
@@ -107,40 +108,142 @@ def counting_span(window: Interval, caps: Iterable[Cap], tz_name: str) -> Interv
     return Interval(local_to_utc(first, time(0), tz), local_to_utc(last, time(0), tz))
 
 
+@lru_cache(maxsize=64)
+def _local_days(
+    first: date, last: date, tz_name: str
+) -> tuple[list[date], list[float], dict[date, int]]:
+    """The days from ``first`` to ``last``, their local midnights (epoch seconds) and each
+    day's index: the same few spans are asked for again and again."""
+    tz = zone(tz_name)
+    days = [first + timedelta(days=n) for n in range((last - first).days + 1)]
+    midnights = [local_to_utc(day, time(0), tz).timestamp() for day in days]
+    return days, midnights, {day: n for n, day in enumerate(days)}
+
+
 class Tally:
-    """The bookings counted per period: how many, and their minutes, for the whole calendar and
-    for one event type."""
+    """The bookings counted per local day of a span, for the whole calendar and for one event
+    type; a week's or a month's count is the sum of its days'.
 
-    def __init__(self, bookings: Iterable[CountedBooking], event_type_id: int | None, tz_name: str):
-        self._tz = zone(tz_name)
-        self._event_type_id = event_type_id
-        self._count: Counter[tuple[Scope, Period, date]] = Counter()
-        self._minutes: Counter[tuple[Scope, Period, date]] = Counter()
-        for booking in bookings:
-            self.add(booking)
+    Built from instants as epoch seconds: each booking's local day is found by bisecting the
+    span's local midnights (no timezone arithmetic per booking), since a month of a busy
+    calendar is a thousand bookings and availability counts them for every answer.
+    """
 
-    def _keys(self, start: datetime, event_type_id: int | None):
-        day = start.astimezone(self._tz).date()
-        for period in Period:
-            first = period_start(day, period)
-            yield Scope.CALENDAR, period, first
-            if event_type_id is not None and event_type_id == self._event_type_id:
-                yield Scope.EVENT_TYPE, period, first
+    def __init__(
+        self,
+        bookings: Iterable[tuple[float, float, int]],
+        event_type_id: int | None,
+        tz_name: str,
+        span: Interval,
+    ):
+        tz = zone(tz_name)
+        first = span.start.astimezone(tz).date() - timedelta(days=1)
+        last = span.end.astimezone(tz).date() + timedelta(days=1)
+        self._days, self._midnights, self._index = _local_days(first, last, tz_name)
+        self._tz = tz
+        size = len(self._days)
+        # [scope][0: count, 1: minutes][day index]
+        self._per_day = {
+            Scope.CALENDAR: ([0] * size, [0] * size),
+            Scope.EVENT_TYPE: ([0] * size, [0] * size),
+        }
+        calendar, own = self._per_day[Scope.CALENDAR], self._per_day[Scope.EVENT_TYPE]
+        for start, end, booking_event_type in bookings:
+            n = bisect_right(self._midnights, start) - 1
+            if not 0 <= n < size:
+                continue
+            minutes = int((end - start) // 60)
+            calendar[0][n] += 1
+            calendar[1][n] += minutes
+            if booking_event_type == event_type_id:
+                own[0][n] += 1
+                own[1][n] += minutes
+        self._sums: dict[tuple[Scope, Period, date], tuple[int, int]] = {}
+        self._broken: dict[tuple[date, int, int], Cap | None] = {}
 
-    def add(self, booking: CountedBooking) -> None:
-        minutes = int((booking.end - booking.start).total_seconds() // 60)
-        for key in self._keys(booking.start, booking.event_type_id):
-            self._count[key] += 1
-            self._minutes[key] += minutes
+    def add_days(self, days: Iterable[tuple[date, int, int, int, int]]) -> None:
+        """Counts already summed per local day (by the database): each day with the calendar's
+        bookings and minutes, then the event type's."""
+        for day, count, minutes, own_count, own_minutes in days:
+            n = self._index.get(day)
+            if n is None:
+                continue
+            self._per_day[Scope.CALENDAR][0][n] += count
+            self._per_day[Scope.CALENDAR][1][n] += minutes
+            self._per_day[Scope.EVENT_TYPE][0][n] += own_count
+            self._per_day[Scope.EVENT_TYPE][1][n] += own_minutes
 
-    def broken_by(self, slot: Interval, caps: Iterable[Cap]) -> Cap | None:
-        """The first of ``caps`` a booking of ``slot`` (of the tallied event type) would break."""
+    @classmethod
+    def of(
+        cls,
+        bookings: Iterable[CountedBooking],
+        event_type_id: int | None,
+        tz_name: str,
+        span: Interval,
+    ) -> Tally:
+        """A tally of ``CountedBooking``s (instants as datetimes)."""
+        return cls(
+            ((b.start.timestamp(), b.end.timestamp(), b.event_type_id) for b in bookings),
+            event_type_id,
+            tz_name,
+            span,
+        )
+
+    def _sum(self, scope: Scope, period: Period, first: date) -> tuple[int, int]:
+        key = (scope, period, first)
+        if key not in self._sums:
+            counts, minutes = self._per_day[scope]
+            days = range((period_end(first, period) - first).days)
+            indexes = [
+                self._index[first + timedelta(days=d)]
+                for d in days
+                if first + timedelta(days=d) in self._index
+            ]
+            self._sums[key] = (
+                sum(counts[i] for i in indexes),
+                sum(minutes[i] for i in indexes),
+            )
+        return self._sums[key]
+
+    def keep_open(self, slots: list[Interval], caps: Sequence[Cap]) -> list[Interval]:
+        """The slots (in time order, all one length) that break none of ``caps``: what
+        availability offers. Each day's answer is worked out once."""
+        if not slots or not caps:
+            return slots
+        minutes = int((slots[0].end - slots[0].start).total_seconds() // 60)
+        kept, day_end, broken = [], float("-inf"), None
+        for slot in slots:
+            start = slot.start.timestamp()
+            if start >= day_end:  # a new day: its midnights, and what breaks there
+                n = bisect_right(self._midnights, start) - 1
+                if not 0 <= n < len(self._days) - 1:
+                    broken = self.broken_by(slot, caps)
+                    day_end = float("-inf")
+                else:
+                    broken = self._first_broken(self._days[n], minutes, caps)
+                    day_end = self._midnights[n + 1]
+            if broken is None:
+                kept.append(slot)
+        return kept
+
+    def broken_by(self, slot: Interval, caps: Sequence[Cap]) -> Cap | None:
+        """The first of ``caps`` a booking of ``slot`` (of the tallied event type) would break.
+        Availability asks this of every slot of a window: the answer is the same for every
+        slot of one day and length, so it is worked out once for each."""
         minutes = int((slot.end - slot.start).total_seconds() // 60)
-        day = slot.start.astimezone(self._tz).date()
+        start = slot.start.timestamp()
+        n = bisect_right(self._midnights, start) - 1
+        day = self._days[n] if 0 <= n < len(self._days) else slot.start.astimezone(self._tz).date()
+        key = (day, minutes, id(caps))
+        if key not in self._broken:
+            self._broken[key] = self._first_broken(day, minutes, caps)
+        return self._broken[key]
+
+    def _first_broken(self, day: date, minutes: int, caps: Sequence[Cap]) -> Cap | None:
         for cap in caps:
-            key = (cap.scope, cap.period, period_start(day, cap.period))
-            if cap.count is not None and self._count[key] + 1 > cap.count:
+            count, booked = self._sum(cap.scope, cap.period, period_start(day, cap.period))
+            if cap.count is not None and count + 1 > cap.count:
                 return cap
-            if cap.minutes is not None and self._minutes[key] + minutes > cap.minutes:
+            if cap.minutes is not None and booked + minutes > cap.minutes:
                 return cap
         return None

@@ -19,12 +19,15 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Date,
     DateTime,
+    Float,
     Integer,
     SQLColumnExpression,
     and_,
     bindparam,
     case,
+    cast,
     func,
     literal,
     literal_column,
@@ -49,7 +52,7 @@ from app.models import (
     SubAccount,
 )
 from app.models.types import UTCDateTime, utcnow
-from app.scheduling.caps import Cap, CountedBooking, Scope, Tally, caps_from, counting_span
+from app.scheduling.caps import Cap, Scope, Tally, caps_from, counting_span
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.slots import SlotRules
 from app.scheduling.timezones import zone
@@ -323,22 +326,56 @@ class BookingCaps:
 
     def tally(self, span: Interval, exclude_booking_id: int | None = None) -> Tally:
         """The active bookings whose periods ``span`` touches (the booking being moved does
-        not count)."""
+        not count), read as epoch seconds: the tally needs no datetimes, and a busy month is
+        a thousand rows."""
         counted = counting_span(span, self.caps, self.timezone) if self.caps else span
-        rows = (
-            db.session.execute(
-                select(Booking.start_at, Booking.end_at, Booking.event_type_id).where(
-                    Booking.sub_account_id == self.sub_account_id,
-                    Booking.status.in_(ACTIVE_STATUSES),
-                    Booking.start_at >= counted.start,
-                    Booking.start_at < counted.end,
-                    *([Booking.id != exclude_booking_id] if exclude_booking_id else []),
-                )
-            ).all()
-            if self.caps
-            else []
+        if not self.caps:
+            return Tally((), self.event_type_id, self.timezone, counted)
+        where = (
+            Booking.sub_account_id == self.sub_account_id,
+            Booking.status.in_(ACTIVE_STATUSES),
+            Booking.start_at >= counted.start,
+            Booking.start_at < counted.end,
+            *([Booking.id != exclude_booking_id] if exclude_booking_id else []),
         )
-        return Tally((CountedBooking(*row) for row in rows), self.event_type_id, self.timezone)
+        # The session's connection, not the session: plain rows, without the ORM's row
+        # processing (a third of the time of a thousand rows).
+        connection = db.session.connection()
+        if connection.dialect.name == "postgresql":
+            # PostgreSQL knows the timezone: it sums per local day (a month is ~31 rows, not
+            # a thousand).
+            tally = Tally((), self.event_type_id, self.timezone, counted)
+            tally.add_days(connection.execute(self._per_day(where)).all())
+            return tally
+        rows = connection.execute(
+            select(_epoch(Booking.start_at), _epoch(Booking.end_at), Booking.event_type_id).where(
+                *where
+            )
+        ).all()
+        return Tally(rows, self.event_type_id, self.timezone, counted)
+
+    def _per_day(self, where: tuple[ColumnElement[bool], ...]) -> Any:
+        day = cast(func.timezone(self.timezone, Booking.start_at), Date)
+        minutes = cast(func.extract("epoch", Booking.end_at - Booking.start_at) / 60, Integer)
+        own = Booking.event_type_id == (self.event_type_id or 0)
+        return (
+            select(
+                day,
+                func.count(),
+                func.coalesce(func.sum(minutes), 0),
+                func.coalesce(func.sum(case((own, 1), else_=0)), 0),
+                func.coalesce(func.sum(case((own, minutes), else_=0)), 0),
+            )
+            .where(*where)
+            .group_by(day)
+        )
+
+
+def _epoch(column: Any) -> ColumnElement[float]:
+    """An instant column as seconds since the epoch, computed by the database."""
+    if db.session.get_bind().dialect.name == "postgresql":
+        return cast(func.extract("epoch", column), Float)
+    return cast(func.strftime("%s", column), Float)
 
 
 def booking_caps(sub_account: SubAccount, event_type: EventType | None) -> BookingCaps:

@@ -134,7 +134,7 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
     caps = booking_caps(sub_account, event_type)
     if caps.caps and slots:  # a slot whose day, week or month is full is not offered
         tally = caps.tally(window, exclude_booking_id=query.exclude_booking_id)
-        slots = [slot for slot in slots if tally.broken_by(slot, caps.caps) is None]
+        slots = tally.keep_open(slots, caps.caps)
 
     days: list[tuple[str, int, int]] = []
     index = 0

@@ -112,7 +112,7 @@ class _Calendar:
         slots = open_slots(working_ranges(schedule, *window), busy.all(), self.rules, window)
         if self.caps.caps and slots:  # none whose day, week or month is full
             tally = self.caps.tally(window, self.exclude_booking_id)
-            slots = [slot for slot in slots if tally.broken_by(slot, self.caps.caps) is None]
+            slots = tally.keep_open(slots, self.caps.caps)
         return slots
 
     def load_open_in(self, window: Interval) -> list[Interval]:

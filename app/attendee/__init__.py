@@ -27,7 +27,7 @@ from app.config import settings_of
 from app.extensions import db
 from app.models.limits import REASON_MAX
 from app.models.types import utcnow
-from app.scheduling.timezones import InvalidInstant, read_instant, zone
+from app.scheduling.timezones import InvalidInstant, is_timezone, read_instant, zone
 from app.services.bookings.attendee_changes import (
     DAYS_SHOWN,
     AttendeeBooking,
@@ -71,16 +71,12 @@ class WeekForm(FlaskForm):
 def _shown_timezone(shown: AttendeeBooking) -> str:
     """The browser's timezone when the page was told it (``tz``), else the attendee's."""
     asked = request.args.get("tz", "")
-    if asked:
-        try:
-            zone(asked)
-            return asked
-        except (KeyError, ValueError):
-            pass
-    return shown.link.attendee.timezone
+    return asked if is_timezone(asked) else shown.link.attendee.timezone
 
 
+@attendee.errorhandler(ManageLinkUnusable)
 def _unusable(err: ManageLinkUnusable) -> tuple[str, int]:
+    """A link that opens nothing, on any of the pages: it says why (forged 404, else 410)."""
     status = 404 if err.problem is LinkProblem.FORGED else 410
     return render_template("attendee/unusable.html", message=err.problem.value), status
 
@@ -99,10 +95,7 @@ def _page_url(token: str, tz: str) -> str:
 
 @attendee.route("/<token>")
 def page(token: str) -> Any:
-    try:
-        shown = open_attendee_booking(token, utcnow())
-    except ManageLinkUnusable as err:
-        return _unusable(err)
+    shown = open_attendee_booking(token, utcnow())
     return render_template(
         "attendee/booking.html",
         shown=shown,
@@ -116,16 +109,14 @@ def page(token: str) -> Any:
 @attendee.route("/<token>/cancel", methods=["POST"])
 def cancel(token: str) -> Any:
     form = CancelForm()
-    try:
-        shown = open_attendee_booking(token, utcnow())
-    except ManageLinkUnusable as err:
-        return _unusable(err)
+    now = utcnow()
+    shown = open_attendee_booking(token, now)
     back = _page_url(token, _shown_timezone(shown))
     if not form.validate_on_submit():
         flash(FORM_EXPIRED if "csrf_token" in form.errors else "The reason is too long.")
         return redirect(back)
     try:
-        cancel_as_attendee(token, (form.reason.data or "").strip() or None, utcnow())
+        cancel_as_attendee(shown, (form.reason.data or "").strip() or None, now)
         db.session.commit()
     except InvalidRequest as err:
         db.session.rollback()
@@ -138,17 +129,13 @@ def cancel(token: str) -> Any:
 @attendee.route("/<token>/reschedule")
 def reschedule(token: str) -> Any:
     now = utcnow()
-    try:
-        shown = open_attendee_booking(token, now)
-    except ManageLinkUnusable as err:
-        return _unusable(err)
-    return _slots_page(token, shown, now)
+    return _slots_page(token, open_attendee_booking(token, now), now)
 
 
 def _slots_page(
     token: str,
     shown: AttendeeBooking,
-    now: Any,
+    now: datetime,
     *,
     problem: str | None = None,
     suggested: list[Any] | None = None,
@@ -198,24 +185,23 @@ class _Stepped:
 
 
 def _moving_step(
-    token: str, form: ChoiceForm | ConfirmForm, step: Callable[[AttendeeBooking, datetime], Any]
+    token: str,
+    form: ChoiceForm | ConfirmForm,
+    step: Callable[[AttendeeBooking, datetime, datetime], Any],
 ) -> Any:
     """A POST of the move (the choice, then the confirmation) run alike: the link opened, the
-    form's token checked, ``step(shown, start)`` run and committed (``_Stepped``), or the
-    answer to give instead: the slots again with the nearest open
-    ones when the time was just taken (409), else back to the slots saying why."""
+    form's token checked, ``step(shown, start, now)`` run and committed (``_Stepped``), or the
+    answer to give instead: the slots again with the nearest open ones when the time was just
+    taken (409), else back to the slots saying why."""
     now = utcnow()
-    try:
-        shown = open_attendee_booking(token, now)
-    except ManageLinkUnusable as err:
-        return _unusable(err)
+    shown = open_attendee_booking(token, now)
     back = url_for("attendee.reschedule", token=token, tz=_shown_timezone(shown))
     if not form.validate_on_submit():
         flash(FORM_EXPIRED)
         return redirect(back)
     try:
         start = _chosen_start(form.start.data)
-        result = step(shown, start)
+        result = step(shown, start, now)
         db.session.commit()
     except TimeUnavailable as err:
         db.session.rollback()
@@ -232,9 +218,7 @@ def _moving_step(
 @attendee.route("/<token>/reschedule", methods=["POST"])
 def choose(token: str) -> Any:
     """The attendee picked a slot: hold it and ask them to confirm."""
-    done = _moving_step(
-        token, ChoiceForm(), lambda shown, start: hold_choice(token, start, utcnow())
-    )
+    done = _moving_step(token, ChoiceForm(), hold_choice)
     if not isinstance(done, _Stepped):
         return done
     shown, start, placed = done.shown, done.start, done.result
@@ -260,7 +244,7 @@ def confirm(token: str) -> Any:
     done = _moving_step(
         token,
         form,
-        lambda shown, start: move_as_attendee(token, start, form.hold.data or None, utcnow()),
+        lambda shown, start, now: move_as_attendee(shown, start, form.hold.data or None, now),
     )
     if not isinstance(done, _Stepped):
         return done

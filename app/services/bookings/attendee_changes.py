@@ -32,6 +32,7 @@ from app.services.bookings.writes import BookingChanges, cancel_booking, update_
 from app.services.common.errors import ErrorCode, InvalidRequest
 from app.services.common.manage_links import OpenedLink, open_manage_link
 from app.services.integrations.events import Actor
+from app.services.scheduling_inputs import slot_rules
 
 # How long a chosen slot is held while the attendee confirms the move.
 CHOICE_HOLD_SECONDS = 10 * 60
@@ -100,9 +101,8 @@ def _require(allowed: bool, why: str | None) -> None:
         raise InvalidRequest(why or "Not possible", code=ErrorCode.BOOKING_NOT_ACTIVE)
 
 
-def cancel_as_attendee(token: str, reason: str | None, now: datetime) -> Booking:
-    """Cancel the booking from its attendee's link."""
-    shown = open_attendee_booking(token, now)
+def cancel_as_attendee(shown: AttendeeBooking, reason: str | None, now: datetime) -> Booking:
+    """Cancel the booking its attendee's link opened (``open_attendee_booking``)."""
     _require(shown.can_cancel, shown.locked_because)
     return cancel_booking(
         shown.link.sub_account, shown.booking.id, reason or None, now=now, actor=Actor.ATTENDEE
@@ -119,18 +119,15 @@ def open_slots_for_attendee(
     )
 
 
-def hold_choice(token: str, start: datetime, now: datetime) -> PlacedHold | None:
+def hold_choice(shown: AttendeeBooking, start: datetime, now: datetime) -> PlacedHold | None:
     """Hold the slot the attendee picked while they confirm; refused (``TimeUnavailable``,
     with suggestions) when it was taken meanwhile. None when the slot overlaps the booking's
     own time, which no hold may (the booking keeps that part of it until the move)."""
-    shown = open_attendee_booking(token, now)
     _require(shown.can_move, shown.locked_because or shown.moves_used_up)
-    booking, event_type = shown.booking, shown.booking.event_type
+    booking = shown.booking
     end = start + (booking.end_at - booking.start_at)
-    occupied = Interval(
-        start - timedelta(minutes=event_type.buffer_before),
-        end + timedelta(minutes=event_type.buffer_after),
-    )
+    rules = slot_rules(shown.link.sub_account, booking.event_type, now)
+    occupied = rules.occupied_interval(Interval(start, end))
     if occupied.overlaps(Interval(booking.occupied_start, booking.occupied_end)):
         return None
     return place_hold(
@@ -146,10 +143,11 @@ def hold_choice(token: str, start: datetime, now: datetime) -> PlacedHold | None
     )
 
 
-def move_as_attendee(token: str, start: datetime, hold_token: str | None, now: datetime) -> Booking:
-    """Move the booking to ``start`` (keeping its length) from its attendee's link, consuming
-    the hold placed while they chose."""
-    shown = open_attendee_booking(token, now)
+def move_as_attendee(
+    shown: AttendeeBooking, start: datetime, hold_token: str | None, now: datetime
+) -> Booking:
+    """Move the booking its attendee's link opened to ``start`` (keeping its length),
+    consuming the hold placed while they chose."""
     _require(shown.can_move, shown.locked_because or shown.moves_used_up)
     booking = update_booking(
         shown.link.sub_account,

@@ -19,9 +19,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.models import Booking, BookingStatus
 from app.scheduling.timezones import zone
+from app.services.integrations.events import BookingEventKind
 from app.services.integrations.ical import Organizer, booking_calendar
 
-REMINDER = "booking.reminder"
+# A reminder's mail tells of its event, ``booking.reminder``.
+REMINDER = BookingEventKind.REMINDER
 
 # Every mail's templates (``templates/`` beside this module): HTML parts are escaped,
 # plain-text parts are not (as Flask would render them).

@@ -24,6 +24,7 @@ from app.models.limits import (
     NAME_MAX,
     PHONE_MAX,
     REASON_MAX,
+    SEATS_MAX,
     UID_MAX,
 )
 from app.models.types import MAX_ID
@@ -48,6 +49,14 @@ class SlotSchema(Schema):
 
     start = UTCTimestamp(required=True)
     end = UTCTimestamp(required=True)
+    # Only in availability, and only for an event type with seats (``seats`` > 1).
+    seatsRemaining = fields.Integer(
+        validate=validate.Range(min=1, max=SEATS_MAX),
+        metadata={
+            "description": "Event types with seats only: how many bookings the slot still "
+            "takes (live holds count as taken seats)"
+        },
+    )
 
 
 class AttendeeSchema(Schema):

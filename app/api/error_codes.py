@@ -38,6 +38,10 @@ ERROR_CODES: dict[ErrorCode, tuple[int, str]] = {
         "The day, week or month of `startTime` already has as many bookings (or minutes of"
         " bookings) as the event type's or the calendar's cap allows; the message names the cap",
     ),
+    ErrorCode.SEATS_FULL: (
+        400,
+        "Every seat of the slot (an event type with `seats`) is taken by bookings and live holds",
+    ),
     ErrorCode.IDEMPOTENCY_MISMATCH: (
         400,
         "The `idempotencyKey` was used with a different request",

@@ -25,6 +25,7 @@ TIME_UNAVAILABLE_CODES = frozenset(
         "minimum_notice",
         "beyond_horizon",
         "limit_reached",
+        "seats_full",
     }
 )
 
@@ -57,7 +58,8 @@ class SlotUnavailable(InvalidRequest):
     held for another booking (``slot_held``), blocked (``blocked_time``), in a connected
     calendar's event (``external_busy``), outside the bookable hours (``outside_hours``),
     within the minimum notice (``minimum_notice``), beyond the horizon (``beyond_horizon``), or
-    on a day, week or month already at a cap (``limit_reached``).
+    on a day, week or month already at a cap (``limit_reached``), or in a slot whose seats are
+    all taken (``seats_full``).
 
     ``suggested_slots``: up to five open slots of the same event type and length nearest to
     the time asked for (the same day first), open when the answer was given; empty when none

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Self
 
+# A field's metadata key: the API leaves the field out (rather than null) when it has no value.
+OMITTED = "omitted_when_none"
+
 
 def without_none(fields: dict[str, Any]) -> dict[str, Any]:
     """The fields that have a value: the API reads a field left out as "not given"."""
@@ -78,6 +81,9 @@ class FromJson:
 class Slot(FromJson):
     start: datetime
     end: datetime
+    # Availability of an event type with seats: how many bookings the slot still takes. The
+    # API leaves it out for other slots, and so does the JSON made of a model (``OMITTED``).
+    seats_remaining: int | None = field(default=None, metadata={OMITTED: True})
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,8 @@ def calendar_feed(sub_account_id: int) -> Response | tuple[Response, int]:
         # With whom, unless the title names them already ("Cleaning with Carol").
         named = b.attendee and b.attendee.casefold() in b.title.casefold()
         title = f"{b.title} · {b.attendee}" if b.attendee and not named else b.title
+        if b.seats:
+            title = f"{title} · {b.seats}"
         status = b.status.replace("_", " ").capitalize()
         when = _span(b.start, b.end, tz_name)
         events.append(

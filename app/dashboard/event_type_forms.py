@@ -12,7 +12,7 @@ from wtforms.fields.choices import SelectChoice
 from wtforms.validators import InputRequired, Optional
 
 from app.dashboard.forms import BookingLimitsForm, limits_of, reminder_rows, reminders_of_rows
-from app.models import AvailabilityProfile
+from app.models import AvailabilityProfile, LocationKind
 
 # Service document field → form field.
 FIELDS = {
@@ -22,6 +22,8 @@ FIELDS = {
     "bufferAfter": "buffer_after",
     "slotInterval": "slot_interval",
     "location": "location",
+    "locationKind": "location_kind",
+    "seats": "seats",
     "availabilityProfileId": "availability_profile_id",
     "minimumNoticeMinutes": "minimum_notice_minutes",
     "bookingHorizonDays": "booking_horizon_days",
@@ -37,6 +39,11 @@ def optional_id(value: Any) -> int | None:
     return int(value)
 
 
+def _kind_value(value: Any) -> str:
+    """A location kind as the form shows it (the model's member or the posted text)."""
+    return value.value if isinstance(value, LocationKind) else str(value)
+
+
 def _minutes(label: str, **kwargs: Any) -> IntegerField:
     return IntegerField(label, invalid_value_message=WHOLE_NUMBER, **kwargs)
 
@@ -50,7 +57,27 @@ class EventTypeForm(FlaskForm):
     slot_interval = _minutes(
         "Slot interval (minutes; empty: the duration)", validators=[Optional()]
     )
+    location_kind = SelectField(
+        "Where it happens",
+        choices=[
+            SelectChoice(LocationKind.IN_PERSON.value, "In person (the location is the address)"),
+            SelectChoice(LocationKind.PHONE.value, "Phone (the location is the number)"),
+            SelectChoice(LocationKind.GOOGLE_MEET.value, "Google Meet (a link made per booking)"),
+            SelectChoice(
+                LocationKind.MICROSOFT_TEAMS.value, "Microsoft Teams (a link made per booking)"
+            ),
+            SelectChoice(LocationKind.LINK.value, "A fixed link (the location is the link)"),
+        ],
+        coerce=_kind_value,
+        default=LocationKind.IN_PERSON.value,
+        validate_choice=False,
+    )
     location = StringField("Location (optional)")
+    seats = _minutes(
+        "Seats (how many bookings one slot takes; empty or 1: one booking a slot)",
+        default=1,
+        validators=[Optional()],
+    )
     availability_profile_id = SelectField(
         "Availability profile", coerce=optional_id, validate_choice=False
     )
@@ -75,12 +102,12 @@ class EventTypeForm(FlaskForm):
         ]
 
     def document(self) -> dict[str, Any]:
-        """The service's document; blank buffers are the schema's default (none), blank
+        """The service's document; blank buffers and seats are the schema's default (none), blank
         location is none."""
         document = {name: getattr(self, field).data for name, field in FIELDS.items()}
         document["name"] = (document["name"] or "").strip()
         document["location"] = (document["location"] or "").strip() or None
-        for name in ("bufferBefore", "bufferAfter"):
+        for name in ("bufferBefore", "bufferAfter", "seats"):
             if document[name] is None:
                 del document[name]
         document["bookingLimits"] = limits_of(self.booking_limits)

@@ -41,7 +41,7 @@ from app.client import (
     SlotUnavailable,
 )
 from app.client.client import API_KEY_HEADER
-from app.client.models import api_name
+from app.client.models import OMITTED, api_name
 
 INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).
@@ -119,7 +119,9 @@ def as_api_json(value: Any) -> Any:
     ISO 8601 strings, UTC with Z."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            api_name(f.name): as_api_json(getattr(value, f.name)) for f in dataclasses.fields(value)
+            api_name(f.name): as_api_json(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if not (f.metadata.get(OMITTED) and getattr(value, f.name) is None)
         }
     if isinstance(value, list):
         return [as_api_json(item) for item in value]
@@ -316,8 +318,10 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
         "create_booking or a move with update_booking, and book exactly one of the returned "
         "slots (start and end). Pass eventTypeId so the slots have that appointment's length "
         "and rules. Returns [{date: YYYY-MM-DD, slots: [{start, end}]}]; a day without open "
-        "time has an empty slots list. The owner's connected calendars are as fresh as the "
-        "last push or read (seconds for Google and Microsoft, a minute for the others), and "
+        "time has an empty slots list. A class-like event type with seats adds seatsRemaining "
+        "to each slot (several people may book the same slot until it is full: seats_full). "
+        "The owner's connected calendars are as fresh as the last push or read (seconds for "
+        "Google and Microsoft, a minute for the others), and "
         "booking asks them again, so a slot may still be refused as external_busy. Needs the "
         "key's canCheckAvailability permission.",
     )

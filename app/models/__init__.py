@@ -19,7 +19,7 @@ from app.models.calendar_connection import (
     WrittenEvent,
 )
 from app.models.calendar_version import CalendarVersion
-from app.models.event_type import EventType
+from app.models.event_type import MEETING_KINDS, EventType, LocationKind
 from app.models.hold import SlotHold
 from app.models.notification import MailMessage, MailStatus
 from app.models.operations import WorkerHeartbeat
@@ -44,6 +44,7 @@ from app.models.webhook import (
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "MEETING_KINDS",
     "Agency",
     "ApiKey",
     "Attendee",
@@ -65,6 +66,7 @@ __all__ = [
     "DeliveryStatus",
     "EventType",
     "Invitation",
+    "LocationKind",
     "MailMessage",
     "MailStatus",
     "OAuthConsent",

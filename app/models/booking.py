@@ -15,11 +15,12 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
-from app.models.event_type import EventType
+from app.models.event_type import EventType, LocationKind
 from app.models.limits import (
     DIGEST_LENGTH,
     EMAIL_MAX,
@@ -27,6 +28,7 @@ from app.models.limits import (
     NAME_MAX,
     PHONE_MAX,
     REASON_MAX,
+    SEAT_GROUP_MAX,
     TIMEZONE_MAX,
     UID_MAX,
 )
@@ -43,6 +45,9 @@ class BookingStatus(StrEnum):
 
 # Bookings in these states hold their time; the others free it.
 ACTIVE_STATUSES = (BookingStatus.PENDING, BookingStatus.CONFIRMED)
+ACTIVE_SQL = f"status IN ({', '.join(repr(status.value) for status in ACTIVE_STATUSES)})"
+# A seat's number is one of its group's seats.
+SEAT_CHECK = "seat_group IS NULL OR seat_number BETWEEN 1 AND seat_count"
 
 
 class Booking(Model):
@@ -66,6 +71,17 @@ class Booking(Model):
             "ix_bookings_sub_account_occupied", "sub_account_id", "occupied_end", "occupied_start"
         ),
         Index("uq_bookings_idempotency_key", "sub_account_id", "idempotency_key", unique=True),
+        # One active booking per seat of a group: with the CHECK, a group never holds more
+        # bookings than its seats, whatever the application does (migration 0023).
+        CheckConstraint(SEAT_CHECK, name="seat"),
+        Index(
+            "uq_bookings_seat",
+            "seat_group",
+            "seat_number",
+            unique=True,
+            postgresql_where=text(ACTIVE_SQL),
+            sqlite_where=text(ACTIVE_SQL),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -86,6 +102,18 @@ class Booking(Model):
     title: Mapped[str] = mapped_column(String(NAME_MAX))
     description: Mapped[str | None] = mapped_column(Text)
     location: Mapped[str | None] = mapped_column(String(LOCATION_MAX))
+    # The event type's when the booking was made: Google Meet and Microsoft Teams have the
+    # worker ask for a meeting when it writes the booking's event.
+    location_kind: Mapped[LocationKind] = mapped_column(
+        stored_enum(LocationKind, "location_kind", 16),
+        default=LocationKind.IN_PERSON,
+        server_default=LocationKind.IN_PERSON.value,
+    )
+    # A seat of a seated event type's slot (``app.scheduling.seats``): the slot's group, which
+    # of its seats, and how many seats the group had when this one was taken. None: unseated.
+    seat_group: Mapped[str | None] = mapped_column(String(SEAT_GROUP_MAX))
+    seat_number: Mapped[int | None] = mapped_column(Integer)
+    seat_count: Mapped[int | None] = mapped_column(Integer)
     timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
     start_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Integer, String
@@ -10,8 +11,31 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
 from app.models.availability import AvailabilityProfile
-from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES, LOCATION_MAX, NAME_MAX
-from app.models.types import UTCDateTime, utcnow
+from app.models.limits import (
+    DURATION_MAX_MINUTES,
+    DURATION_MIN_MINUTES,
+    LOCATION_MAX,
+    NAME_MAX,
+    SEATS_MAX,
+)
+from app.models.types import UTCDateTime, stored_enum, utcnow
+
+
+class LocationKind(StrEnum):
+    """Where an event type's meetings happen. For Google Meet and Microsoft Teams the worker
+    has the provider make a meeting with the booking's calendar event, and the join link
+    becomes the booking's location; the others are the ``location`` text as typed (an
+    address, a phone number, a fixed link)."""
+
+    IN_PERSON = "in_person"
+    PHONE = "phone"
+    GOOGLE_MEET = "google_meet"
+    MICROSOFT_TEAMS = "microsoft_teams"
+    LINK = "link"
+
+
+# The kinds whose link the provider makes when the booking's event is written.
+MEETING_KINDS = (LocationKind.GOOGLE_MEET, LocationKind.MICROSOFT_TEAMS)
 
 
 class EventType(Model):
@@ -29,6 +53,7 @@ class EventType(Model):
             f"{DURATION_MIN_MINUTES} AND {DURATION_MAX_MINUTES}",
             name="step",
         ),
+        CheckConstraint(f"seats BETWEEN 1 AND {SEATS_MAX}", name="seats"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -41,6 +66,14 @@ class EventType(Model):
     buffer_after: Mapped[int] = mapped_column(Integer, default=0)
     slot_interval: Mapped[int | None] = mapped_column(Integer)
     location: Mapped[str | None] = mapped_column(String(LOCATION_MAX))
+    location_kind: Mapped[LocationKind] = mapped_column(
+        stored_enum(LocationKind, "location_kind", 16),
+        default=LocationKind.IN_PERSON,
+        server_default=LocationKind.IN_PERSON.value,
+    )
+    # How many bookings one slot takes (a class, a webinar): 1 is one booking a slot. The
+    # seats of a slot share its time (``app.scheduling.seats``).
+    seats: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     availability_profile_id: Mapped[int | None] = mapped_column(
         ForeignKey("availability_profiles.id", ondelete="SET NULL")
     )

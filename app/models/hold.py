@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, String
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import Model
-from app.models.limits import DIGEST_LENGTH, TIMEZONE_MAX
+from app.models.booking import SEAT_CHECK
+from app.models.limits import DIGEST_LENGTH, SEAT_GROUP_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
 
@@ -40,6 +41,9 @@ class SlotHold(Model):
             "occupied_end",
             "occupied_start",
         ),
+        # A held seat is one seat of its group, like a booking's (migration 0023).
+        CheckConstraint(SEAT_CHECK, name="seat"),
+        Index("uq_slot_holds_seat", "seat_group", "seat_number", unique=True),
         # Ids are never reused (SQLite reuses the highest deleted rowid otherwise): a stale
         # release of a consumed hold must not release a newer one.
         {"sqlite_autoincrement": True},
@@ -55,6 +59,10 @@ class SlotHold(Model):
     occupied_start: Mapped[datetime] = mapped_column(UTCDateTime)
     occupied_end: Mapped[datetime] = mapped_column(UTCDateTime)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    # A seat of a seated slot, as ``Booking.seat_*``.
+    seat_group: Mapped[str | None] = mapped_column(String(SEAT_GROUP_MAX))
+    seat_number: Mapped[int | None] = mapped_column(Integer)
+    seat_count: Mapped[int | None] = mapped_column(Integer)
     token_digest: Mapped[str] = mapped_column(String(DIGEST_LENGTH), unique=True)
     timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     api_key_id: Mapped[int | None] = mapped_column(

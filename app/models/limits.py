@@ -57,3 +57,7 @@ HORIZON_MAX_DAYS = 3650
 REMINDER_MAX_MINUTES = 7 * 24 * 60
 # The most moves a sub account may allow its attendees per booking (a number, not "unlimited").
 ATTENDEE_MOVES_MAX = 100
+# The most seats one slot of an event type may have (a webinar's size, not a stadium's).
+SEATS_MAX = 1000
+# A seat group's key (``app.scheduling.seats.seat_group``): event type id and the slot's bounds.
+SEAT_GROUP_MAX = 64

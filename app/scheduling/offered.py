@@ -19,17 +19,22 @@ travel to other processes cheaply, and comparisons on numbers are the cheapest t
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass(frozen=True)
 class HeldTime:
-    """A slot hold as availability sees it: its occupied time and when it stops counting."""
+    """A slot hold as availability sees it: its occupied time and when it stops counting;
+    for a seat of the set's seated event type, the slot it holds a seat of (``seat_start``,
+    ``seat_end``): that slot loses a seat, not its place."""
 
     start: int
     end: int
     expires_at: float
+    seat_start: int | None = None
+    seat_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,8 @@ class Offer:
     last: int
     expired_holds: int
     held_out: frozenset[int] = frozenset()
+    # Seated sets: slot index → seats live holds take in it.
+    seats_held: Mapping[int, int] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -66,6 +73,10 @@ class SlotSet:
     horizon_seconds: int
     buffer_before_seconds: int
     buffer_after_seconds: int
+    # A seated event type's seats per slot (1: unseated), and, when seated, the seats bookings
+    # take in each slot (by index; holds are applied at each question, as for unseated sets).
+    seats: int = 1
+    booked_seats: list[int] = field(default_factory=list)
     # Whatever a reader keeps beside the set (the API's rendered slots): lives with it.
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -78,9 +89,34 @@ class SlotSet:
         expiries = [hold.expires_at for hold in self.holds]
         expired = bisect_right(expiries, now)
         held_out: set[int] = set()
+        seats_held: dict[int, int] = {}
         for hold in self.holds[expired:]:
-            held_out.update(self._meeting(hold, first, last))
-        return Offer(first, last, expired, frozenset(held_out))
+            seat = self._seat_of(hold)
+            if seat is None:
+                held_out.update(self._meeting(hold, first, last))
+                continue
+            # A held seat: its slot keeps its place while seats remain; the others it meets
+            # are busy, as for any hold.
+            seats_held[seat] = seats_held.get(seat, 0) + 1
+            held_out.update(i for i in self._meeting(hold, first, last) if i != seat)
+        for seat, held in seats_held.items():
+            if self.booked_seats[seat] + held >= self.seats:
+                held_out.add(seat)
+        return Offer(first, last, expired, frozenset(held_out), seats_held)
+
+    def seats_remaining(self, offer: Offer, index: int) -> int | None:
+        """The seats slot ``index`` has left at ``offer`` (None: not a seated set)."""
+        if self.seats <= 1:
+            return None
+        return self.seats - self.booked_seats[index] - offer.seats_held.get(index, 0)
+
+    def _seat_of(self, hold: HeldTime) -> int | None:
+        """The index of the slot ``hold`` holds a seat of, if it is one of the set's."""
+        if hold.seat_start is None or self.seats <= 1:
+            return None
+        i = bisect_left(self.starts, hold.seat_start)
+        found = i < len(self.starts) and self.starts[i] == hold.seat_start
+        return i if found and self.ends[i] == hold.seat_end else None
 
     def _meeting(self, hold: HeldTime, first: int, last: int) -> range:
         """Indexes of the slots in ``[first, last)`` whose occupied time overlaps ``hold``:
@@ -116,7 +152,8 @@ class SlotSet:
             "starts": self.starts,
             "ends": self.ends,
             "days": self.days,
-            "holds": [[h.start, h.end, h.expires_at] for h in self.holds],
+            "holds": [[h.start, h.end, h.expires_at, h.seat_start, h.seat_end] for h in self.holds],
+            "seats": [self.seats, self.booked_seats],
             "rules": [
                 self.notice_seconds,
                 self.horizon_seconds,
@@ -132,9 +169,11 @@ class SlotSet:
             starts=plain["starts"],
             ends=plain["ends"],
             days=[(day, first, last) for day, first, last in plain["days"]],
-            holds=[HeldTime(start, end, expires) for start, end, expires in plain["holds"]],
+            holds=[HeldTime(*hold) for hold in plain["holds"]],
             notice_seconds=notice,
             horizon_seconds=horizon,
             buffer_before_seconds=before,
             buffer_after_seconds=after,
+            seats=plain["seats"][0],
+            booked_seats=plain["seats"][1],
         )

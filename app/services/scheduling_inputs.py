@@ -54,6 +54,7 @@ from app.models import (
 from app.models.types import UTCDateTime, utcnow
 from app.scheduling.caps import Cap, Scope, Tally, caps_from, counting_span
 from app.scheduling.intervals import Interval, merge
+from app.scheduling.seats import SeatedSlots, group_slot
 from app.scheduling.slots import SlotRules
 from app.scheduling.timezones import zone
 from app.scheduling.working_hours import WeeklySchedule
@@ -74,9 +75,13 @@ class BusyTime:
     held: list[Interval] = field(default_factory=list)
     # Expired holds whose rows are still stored in the span: a write over them deletes them.
     expired_holds: bool = False
-    # Every hold stored in the span, live or expired, with its expiry (availability kept for a
-    # calendar version applies them at each question: ``app.scheduling.offered``).
-    hold_rows: list[tuple[Interval, datetime]] = field(default_factory=list)
+    # Every hold stored in the span, live or expired, with its expiry and, for a seat of the
+    # seated event type asked about, its slot (availability kept for a calendar version applies
+    # them at each question: ``app.scheduling.offered``).
+    hold_rows: list[tuple[Interval, datetime, Interval | None]] = field(default_factory=list)
+    # The seated event type's groups (``app.scheduling.seats``), when one was asked about: its
+    # seats' bookings and live holds are counted here, not in ``bookings`` and ``held``.
+    seated: SeatedSlots | None = None
 
     def all(self) -> list[Interval]:
         return merge(chain(self.bookings, self.blocked, self.external, self.held))
@@ -161,6 +166,7 @@ def load_busy(
     now: datetime | None = None,
     exclude_booking_id: int | None = None,
     exclude_hold_id: int | None = None,
+    seated: tuple[int, int] | None = None,
 ) -> BusyTime:
     """Busy time overlapping ``span``: bookings, blocked time and holds, read in one statement
     (a ``UNION ALL`` of one range query per table: one round trip, and, in a write, one less
@@ -176,6 +182,10 @@ def load_busy(
     are led by the interval's end (0003), so the index bounds ``end > span.start`` and reads
     only what ends after the window starts (the near past and the future, which the booking
     horizon keeps short), never the whole history.
+
+    ``seated``: (event type id, seats) of a seated event type whose time is asked about: the
+    bookings and holds of its own groups are counted as taken seats (``BusyTime.seated``), and
+    only other groups' are busy time.
     """
     now = now or utcnow()
     if db.session.get_bind().dialect.name == "postgresql":
@@ -202,13 +212,16 @@ def load_busy(
         instant(SlotHold.occupied_start),
         instant(SlotHold.occupied_end),
         instant(SlotHold.expires_at),
+        SlotHold.seat_group,
     ).where(
         SlotHold.sub_account_id == sub_account_id,
         overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
     )
     if exclude_hold_id is not None:
         holds = holds.where(SlotHold.id != exclude_hold_id)
-    bookings = select(_kind(_BOOKING), Booking.occupied_start, Booking.occupied_end, null()).where(
+    bookings = select(
+        _kind(_BOOKING), Booking.occupied_start, Booking.occupied_end, null(), Booking.seat_group
+    ).where(
         Booking.sub_account_id == sub_account_id,
         active,
         overlaps(Booking.occupied_start, Booking.occupied_end, span),
@@ -223,21 +236,27 @@ def load_busy(
         BlockedTime.start_at,
         BlockedTime.end_at,
         null(),
+        null(),
     ).where(
         BlockedTime.sub_account_id == sub_account_id,
         overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
     )
     by_kind: tuple[list[Interval], ...] = ([], [], [], [])
     expired_holds = False
-    hold_rows: list[tuple[Interval, datetime]] = []
+    hold_rows: list[tuple[Interval, datetime, Interval | None]] = []
+    seats = SeatedSlots(seated[1]) if seated else None
     # Fetched at once (one fetchall, not a fetch per row: a busy month is ~1,500 rows).
     rows = db.session.execute(union_all(holds, bookings, blocked)).all()
-    for kind, start, end, expires_at in rows:
+    for kind, start, end, expires_at, group in rows:
+        seat_slot = group_slot(group, seated[0]) if group and seated else None
         if kind == _HOLD:
-            hold_rows.append((Interval(start, end), expires_at))
+            hold_rows.append((Interval(start, end), expires_at, seat_slot))
             if expires_at <= now:
                 expired_holds = True
                 continue
+        if seat_slot is not None and seats is not None:
+            seats.add(seat_slot, Interval(start, end), held=kind == _HOLD)
+            continue
         by_kind[kind].append(Interval(start, end))
     return BusyTime(
         bookings=merge(by_kind[_BOOKING]),
@@ -246,6 +265,7 @@ def load_busy(
         held=merge(by_kind[_HOLD]),
         expired_holds=expired_holds,
         hold_rows=hold_rows,
+        seated=seats,
     )
 
 
@@ -308,6 +328,28 @@ def slot_rules(
         earliest_start=now + timedelta(minutes=notice),
         latest_start=now + timedelta(days=horizon),
     )
+
+
+def seated(event_type: EventType | None) -> tuple[int, int] | None:
+    """(id, seats) of an event type whose slots take more than one booking, else None: its
+    time is read with ``load_busy(seated=...)``."""
+    if event_type is None or event_type.seats <= 1:
+        return None
+    return event_type.id, event_type.seats
+
+
+def seat_numbers_taken(group: str, *, exclude_booking_id: int | None, now: datetime) -> list[int]:
+    """The seat numbers of ``group`` that active bookings and live holds have (the booking
+    being moved does not count)."""
+    bookings = select(Booking.seat_number).where(
+        Booking.seat_group == group, Booking.status.in_(ACTIVE_STATUSES)
+    )
+    if exclude_booking_id is not None:
+        bookings = bookings.where(Booking.id != exclude_booking_id)
+    holds = select(SlotHold.seat_number).where(
+        SlotHold.seat_group == group, SlotHold.expires_at > now
+    )
+    return [number for number in db.session.scalars(union_all(bookings, holds)) if number]
 
 
 def _first_set(value: int | None, default: int) -> int:

@@ -2,7 +2,7 @@
 the spec's unchanged ``statusCode`` and ``message``. The time-rule codes (slot_taken, slot_held,
 blocked_time, external_busy, outside_hours, minimum_notice, beyond_horizon) and
 idempotency_mismatch are checked with their causes in tests/api/test_suggested_slots.py,
-limit_reached in tests/api/test_booking_caps.py."""
+limit_reached in tests/api/test_booking_caps.py, seats_full in tests/api/test_seats.py."""
 
 from __future__ import annotations
 

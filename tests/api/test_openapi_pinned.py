@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-PINNED_SHA256 = "3e5fbc8432337341a59e30d11eb17675ede56399324b328b8530fbf2689f04f9"
+PINNED_SHA256 = "5e6d50052f2ca16dfc3e07eedb8f6c934e2d60b9043eaf07718d51527f4d4cda"
 
 
 def without_examples(node: Any) -> Any:

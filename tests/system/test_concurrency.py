@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import httpx
 import pytest
 from sqlalchemy import func, select
 
@@ -124,3 +125,27 @@ def test_a_daily_cap_of_three_takes_exactly_three_of_twelve_simultaneous_creates
     assert sorted(status for status, _ in results) == [201] * 3 + [400] * 9, results
     assert {body["code"] for status, body in results if status == 400} == {"limit_reached"}
     assert len(bookings_in_database(tenant)) == 3
+
+
+@pytest.mark.slow
+def test_a_five_seat_class_takes_exactly_five_of_twelve_simultaneous_creates(servers, tenant):
+    cleaning = db.session.get(EventType, tenant.event_types["Cleaning"])
+    cleaning.seats = 5
+    db.session.commit()
+    path = f"/v1/api/calendar/event-types/{cleaning.id}/bookings"
+    requests = [  # twelve agents, each with their own attendee, for one slot of the class
+        (
+            servers[i % 2] + path,
+            slot_body(ny(MONDAY, 10), attendees=[{"email": f"student{i}@example.test"}]),
+        )
+        for i in range(12)
+    ]
+    results = post_all(requests, tenant.headers())
+    assert sorted(status for status, _ in results) == [201] * 5 + [400] * 7, results
+    assert {body["code"] for status, body in results if status == 400} == {"seats_full"}
+    seats = sorted(booking.seat_number for booking in bookings_in_database(tenant))
+    assert seats == [1, 2, 3, 4, 5]
+    shown = servers[0] + "/v1/api/calendar/availability"
+    query = {"startDate": str(MONDAY), "endDate": str(MONDAY), "eventTypeId": cleaning.id}
+    (day,) = httpx.get(shown, params=query, headers=tenant.headers()).json()
+    assert z(ny(MONDAY, 10)) not in [slot["start"] for slot in day["slots"]]

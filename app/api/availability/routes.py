@@ -138,12 +138,20 @@ class AvailabilityViews(MethodView):
 
 def _body(answer: KeptAnswer) -> str:
     """The answer as ``AvailabilityDaySchema(many=True)`` dumps it, from the kept slots."""
-    slots = _rendered_slots(answer.slot_set)
+    slot_set, offer = answer.slot_set, answer.offer
+    rendered = _rendered_slots(slot_set)
+
+    def slot(i: int) -> str:
+        if slot_set.seats <= 1:
+            return rendered[i]
+        # A seated slot says how many seats it has left at this instant.
+        return f'{rendered[i][:-1]},"seatsRemaining":{slot_set.seats_remaining(offer, i)}}}'
+
     return (
         "["
         + ",".join(
-            f'{{"date":"{day}","slots":[{",".join(slots[i] for i in indexes)}]}}'
-            for day, indexes in answer.slot_set.offered_days(answer.offer)
+            f'{{"date":"{day}","slots":[{",".join(slot(i) for i in indexes)}]}}'
+            for day, indexes in slot_set.offered_days(offer)
         )
         + "]"
     )

@@ -207,6 +207,8 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
             booking_horizon_days=et["bookingHorizonDays"],
             reminders=et.get("reminders"),
             booking_limits=et.get("bookingLimits"),
+            location_kind=et["locationKind"],
+            seats=et["seats"],
         )
         db.session.add(event_types[et["name"]])
     connections = {

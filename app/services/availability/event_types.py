@@ -14,13 +14,14 @@ from marshmallow import Schema, fields, validate
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import AvailabilityProfile, EventType, SubAccount
+from app.models import AvailabilityProfile, EventType, LocationKind, SubAccount
 from app.models.limits import (
     BUFFER_MAX_MINUTES,
     HORIZON_MAX_DAYS,
     LOCATION_MAX,
     NAME_MAX,
     NOTICE_MAX_MINUTES,
+    SEATS_MAX,
 )
 from app.services.availability.profiles import ProfileNotFound, get_profile
 from app.services.common.errors import InvalidRequest
@@ -40,6 +41,15 @@ class EventTypeDoc(Schema):
     )
     slotInterval = fields.Integer(load_default=None, allow_none=True, validate=DURATION_MINUTES)
     location = Text(load_default=None, allow_none=True, validate=validate.Length(max=LOCATION_MAX))
+    # Where its meetings happen (``LocationKind``); Google Meet and Microsoft Teams need a
+    # connected calendar that can make the meeting.
+    locationKind = fields.Enum(
+        LocationKind, by_value=True, load_default=LocationKind.IN_PERSON.value
+    )
+    # How many bookings one slot takes (``app.scheduling.seats``).
+    seats = fields.Integer(
+        load_default=1, strict=True, validate=validate.Range(min=1, max=SEATS_MAX)
+    )
     availabilityProfile = Text(load_default=None, allow_none=True)
     minimumNoticeMinutes = fields.Integer(
         load_default=None, allow_none=True, validate=validate.Range(min=0, max=NOTICE_MAX_MINUTES)
@@ -116,6 +126,8 @@ def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) 
     event_type.buffer_after = doc["bufferAfter"]
     event_type.slot_interval = doc["slotInterval"]
     event_type.location = doc["location"]
+    event_type.location_kind = doc["locationKind"]
+    event_type.seats = doc["seats"]
     event_type.availability_profile = profile
     event_type.minimum_notice_minutes = doc["minimumNoticeMinutes"]
     event_type.booking_horizon_days = doc["bookingHorizonDays"]

@@ -28,6 +28,7 @@ from app.services.scheduling_inputs import (
     load_busy,
     load_schedule,
     profile_for,
+    seated,
     slot_rules,
 )
 
@@ -128,9 +129,18 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
     unbounded = replace(rules, earliest_start=None, latest_start=None)
     schedule = load_schedule(profile, sub_account.settings.timezone, window)
     occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
-    busy = load_busy(sub_account.id, occupied_span, exclude_booking_id=query.exclude_booking_id)
+    seats = seated(event_type)
+    busy = load_busy(
+        sub_account.id,
+        occupied_span,
+        exclude_booking_id=query.exclude_booking_id,
+        seated=seats,
+    )
     not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
     slots = open_slots(working_ranges(schedule, *window), not_held, unbounded, window)
+    groups = busy.seated.booked_only() if busy.seated is not None else None
+    if groups is not None:  # a seated type: its groups' own slots stay open while seats remain
+        slots = groups.keep_open(slots, unbounded)
     caps = booking_caps(sub_account, event_type)
     if caps.caps and slots:  # a slot whose day, week or month is full is not offered
         tally = caps.tally(window, exclude_booking_id=query.exclude_booking_id)
@@ -147,8 +157,13 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
         days=days,
         holds=sorted(
             (
-                HeldTime(int(held.start.timestamp()), int(held.end.timestamp()), expiry.timestamp())
-                for held, expiry in busy.hold_rows
+                HeldTime(
+                    int(held.start.timestamp()),
+                    int(held.end.timestamp()),
+                    expiry.timestamp(),
+                    *((int(seat.start.timestamp()), int(seat.end.timestamp())) if seat else ()),
+                )
+                for held, expiry, seat in busy.hold_rows
             ),
             key=attrgetter("expires_at"),
         ),
@@ -156,6 +171,8 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
         horizon_seconds=int(horizon.total_seconds()),
         buffer_before_seconds=int(rules.buffer_before.total_seconds()),
         buffer_after_seconds=int(rules.buffer_after.total_seconds()),
+        seats=seats[1] if seats else 1,
+        booked_seats=[groups.booked_in(slot) for slot in slots] if groups is not None else [],
     )
 
 

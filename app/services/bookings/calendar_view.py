@@ -6,10 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import BlockedTime, BlockedTimeSource, Booking, CalendarConnection, SubAccount
+from app.models import (
+    ACTIVE_STATUSES,
+    BlockedTime,
+    BlockedTimeSource,
+    Booking,
+    CalendarConnection,
+    SubAccount,
+)
 from app.services.common.errors import InvalidRequest
 
 # A month view shows six weeks; a little more lets a view start on either weekday.
@@ -25,6 +32,8 @@ class BookingEntry:
     status: str
     start: datetime
     end: datetime
+    seats: str | None = None
+    """A seat of a seated slot: "3 of 5 seats taken" (active bookings of its slot)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,17 @@ def calendar_entries(
             Booking.end_at > start,
         )
         .order_by(Booking.start_at, Booking.id)
+    ).all()
+    taken = dict(
+        db.session.execute(
+            select(Booking.seat_group, func.count())
+            .where(
+                Booking.sub_account_id == sub_account.id,
+                Booking.seat_group.in_({b.seat_group for b in bookings if b.seat_group}),
+                Booking.status.in_(ACTIVE_STATUSES),
+            )
+            .group_by(Booking.seat_group)
+        ).all()
     )
     blocked = db.session.execute(
         select(BlockedTime, CalendarConnection.name)
@@ -71,6 +91,9 @@ def calendar_entries(
                 b.status,
                 b.start_at,
                 b.end_at,
+                f"{taken.get(b.seat_group, 0)} of {b.seat_count} seats taken"
+                if b.seat_group
+                else None,
             )
             for b in bookings
         ],

@@ -23,7 +23,7 @@ from app.api_terms import MAX_TTL_SECONDS as MAX_TTL_SECONDS  # for app.api.hold
 from app.extensions import db
 from app.models import EventType, SlotHold, SubAccount
 from app.scheduling.timezones import InstantInput
-from app.services.bookings.time_claims import flush_claimed, plan_claim, requested_slot
+from app.services.bookings.time_claims import flush_claimed, plan_claim, requested_slot, take_seat
 from app.services.common.errors import HoldNotFound
 from app.services.common.locking import lock_calendar
 from app.services.common.tokens import token_digest
@@ -79,7 +79,8 @@ def place_hold(
     plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
     plan.ask_connected_calendars()
     lock_calendar(sub_account.id)
-    occupied = plan.claim()
+    claimed = plan.claim()
+    occupied = claimed.occupied
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)
     hold = SlotHold(
         sub_account_id=sub_account.id,
@@ -94,6 +95,7 @@ def place_hold(
         api_key_id=api_key_id,
         created_at=now,
     )
+    take_seat(hold, claimed.seat)
     db.session.add(hold)
     flush_claimed()
     return PlacedHold(hold, token)

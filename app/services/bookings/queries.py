@@ -108,7 +108,13 @@ class ShownBooking:
     confirmed_at: datetime | None
     cancelled_at: datetime | None
     completed_at: datetime | None
+    # A seat of a seated slot (the dashboard shows them; the API does not): its group, its
+    # number and the group's seats, and (lists) how many of its seats active bookings take.
+    seat_group: str | None
+    seat_number: int | None
+    seat_count: int | None
     attendees: list[ShownAttendee] = field(default_factory=list)
+    seats_taken: int | None = None
 
 
 _SHOWN_BOOKING = (
@@ -125,6 +131,9 @@ _SHOWN_BOOKING = (
     Booking.confirmed_at,
     Booking.cancelled_at,
     Booking.completed_at,
+    Booking.seat_group,
+    Booking.seat_number,
+    Booking.seat_count,
 )
 _SHOWN_ATTENDEE = (
     Attendee.id,
@@ -164,7 +173,25 @@ def list_bookings(
             .order_by(Attendee.booking_id, Attendee.id)
         ).all():
             by_id[booking_id].attendees.append(ShownAttendee(*attendee))
+        _count_seats(page)
     return page, total or 0
+
+
+def _count_seats(page: list[ShownBooking]) -> None:
+    """Each seated booking's ``seats_taken``: the active bookings of its slot's group."""
+    groups = {booking.seat_group for booking in page if booking.seat_group}
+    if not groups:
+        return
+    taken = dict(
+        db.session.execute(
+            select(Booking.seat_group, func.count())
+            .where(Booking.seat_group.in_(groups), Booking.status.in_(ACTIVE_STATUSES))
+            .group_by(Booking.seat_group)
+        ).all()
+    )
+    for booking in page:
+        if booking.seat_group:
+            booking.seats_taken = taken.get(booking.seat_group, 0)
 
 
 def show_booking(sub_account: SubAccount, booking_id: int) -> ShownBooking:

@@ -26,8 +26,9 @@ from sqlalchemy.exc import IntegrityError
 
 from app.counters import BOOKING_CONFLICTS
 from app.extensions import db
-from app.models import AvailabilityProfile, EventType, SlotHold, SubAccount
+from app.models import AvailabilityProfile, Booking, EventType, SlotHold, SubAccount
 from app.scheduling.intervals import Interval
+from app.scheduling.seats import Seat, SeatProblem, first_free_seat, seat_group
 from app.scheduling.slots import (
     MAX_BOOKING_LENGTH,
     SlotRules,
@@ -50,6 +51,8 @@ from app.services.scheduling_inputs import (
     load_busy,
     load_schedule,
     profile_for,
+    seat_numbers_taken,
+    seated,
     slot_rules,
 )
 
@@ -57,6 +60,13 @@ CONFLICT_BOOKING = "Time slot conflicts with an existing booking"
 CONFLICT_HELD = "Time slot is held for another booking"
 CONFLICT_BLOCKED = "Time slot conflicts with blocked time"
 CONFLICT_EXTERNAL = "Time slot conflicts with an event in a connected calendar"
+# A seated slot with no seat left: the code, and the metric's cause.
+SEATS_FULL = (ErrorCode.SEATS_FULL, "seats_full")
+
+
+def seats_full(seats: int) -> str:
+    return f"All {seats} seats of this slot are taken"
+
 
 # Codes of the time rule's refusals; the others (the interval itself is wrong) get no
 # suggestions.
@@ -95,6 +105,7 @@ class _Calendar:
     exclude_booking_id: int | None
     exclude_hold_id: int | None
     caps: BookingCaps
+    seated: tuple[int, int] | None
 
     def schedule(self, span: Interval) -> WeeklySchedule:
         return load_schedule(self.profile, self.sub_account.settings.timezone, span)
@@ -106,10 +117,13 @@ class _Calendar:
             now=self.now,
             exclude_booking_id=self.exclude_booking_id,
             exclude_hold_id=self.exclude_hold_id,
+            seated=self.seated,
         )
 
     def open_in(self, window: Interval, schedule: WeeklySchedule, busy: BusyTime) -> list[Interval]:
         slots = open_slots(working_ranges(schedule, *window), busy.all(), self.rules, window)
+        if busy.seated is not None:  # a seated type: its groups' slots with seats left
+            slots = busy.seated.keep_open(slots, self.rules)
         if self.caps.caps and slots:  # none whose day, week or month is full
             tally = self.caps.tally(window, self.exclude_booking_id)
             slots = tally.keep_open(slots, self.caps.caps)
@@ -135,6 +149,15 @@ def requested_slot(start: InstantInput, end: InstantInput, timezone: str) -> Int
 
 
 @dataclass(frozen=True)
+class ClaimedTime:
+    """What a claim gives the write: the occupied interval it stores, and, for a seated event
+    type, the seat it takes."""
+
+    occupied: Interval
+    seat: Seat | None = None
+
+
+@dataclass(frozen=True)
 class TimeClaim:
     """A write's time with what the calendar's lock does not guard already loaded: the rules,
     the profile and the working hours of the day. ``claim`` does the rest under the lock."""
@@ -147,6 +170,7 @@ class TimeClaim:
     schedule: WeeklySchedule
     now: datetime
     caps: BookingCaps
+    seated: tuple[int, int] | None
 
     def ask_connected_calendars(self) -> None:
         """Before the lock: ask the connected calendars about the time (buffers included), so
@@ -159,9 +183,10 @@ class TimeClaim:
 
     def claim(
         self, *, exclude_booking_id: int | None = None, consumed_hold_id: int | None = None
-    ) -> Interval:
+    ) -> ClaimedTime:
         """Check the time against busy time and clear the expired holds under it; returns its
-        occupied interval. Call with the calendar's write lock held. ``exclude_booking_id``
+        occupied interval and, for a seated event type, the seat it takes (the lowest free).
+        Call with the calendar's write lock held. ``exclude_booking_id``
         (the booking being moved) and ``consumed_hold_id`` (the hold the write brings the token
         of) do not count as busy; the consumed hold is deleted once the time is claimed, before
         the write inserts (PostgreSQL's hold trigger would refuse it otherwise)."""
@@ -175,6 +200,7 @@ class TimeClaim:
             exclude_booking_id,
             consumed_hold_id,
             self.caps,
+            self.seated,
         )
         busy = calendar.busy(Interval(min(day.start, slot.start), max(day.end, slot.end)))
 
@@ -195,6 +221,12 @@ class TimeClaim:
         ):
             if conflicting(slot, taken_by, rules) is not None:
                 raise refuse(BookingConflict, message, code, cause)
+        if busy.seated is not None:
+            seat_problem = busy.seated.problem(slot, rules)
+            if seat_problem is SeatProblem.OVERLAPS:  # another slot's seats
+                raise refuse(BookingConflict, CONFLICT_BOOKING, ErrorCode.SLOT_TAKEN, "booking")
+            if seat_problem is SeatProblem.FULL:
+                raise refuse(BookingConflict, seats_full(busy.seated.seats), *SEATS_FULL)
         if self.caps.caps:
             cap = self.caps.tally(slot, exclude_booking_id).broken_by(slot, self.caps.caps)
             if cap is not None:
@@ -204,7 +236,22 @@ class TimeClaim:
             _clear_expired_holds(self.sub_account.id, occupied, self.now)
         if consumed_hold_id is not None:
             db.session.execute(delete(SlotHold).where(SlotHold.id == consumed_hold_id))
-        return occupied
+        seat = None
+        if self.seated is not None:
+            event_type_id, seats = self.seated
+            group = seat_group(event_type_id, slot)
+            taken = seat_numbers_taken(group, exclude_booking_id=exclude_booking_id, now=self.now)
+            seat = first_free_seat(group, seats, taken)
+            if seat is None:  # counted above as free: a row the count missed
+                raise refuse(BookingConflict, seats_full(seats), *SEATS_FULL)
+        return ClaimedTime(occupied, seat)
+
+
+def take_seat(row: Booking | SlotHold, seat: Seat | None) -> None:
+    """Give a booking or hold the seat its claim found (or none: unseated)."""
+    row.seat_group = seat.group if seat else None
+    row.seat_number = seat.number if seat else None
+    row.seat_count = seat.count if seat else None
 
 
 def plan_claim(
@@ -236,6 +283,7 @@ def plan_claim(
         load_schedule(profile, sub_account.settings.timezone, span),
         now,
         booking_caps(sub_account, event_type),
+        seated(event_type),
     )
 
 
@@ -248,9 +296,9 @@ def claim_time(
     now: datetime,
     exclude_booking_id: int | None = None,
     consumed_hold_id: int | None = None,
-) -> Interval:
+) -> ClaimedTime:
     """``plan_claim`` and ``TimeClaim.claim`` at once, for a write that already holds the
-    lock; returns the occupied interval."""
+    lock."""
     return plan_claim(sub_account, event_type, slot, timezone=timezone, now=now).claim(
         exclude_booking_id=exclude_booking_id, consumed_hold_id=consumed_hold_id
     )
@@ -302,6 +350,8 @@ _CONSTRAINT_CONFLICTS = {
     "ex_bookings_no_hold_overlap": (CONFLICT_HELD, ErrorCode.SLOT_HELD, "hold"),
     "ex_slot_holds_no_overlap": (CONFLICT_HELD, ErrorCode.SLOT_HELD, "hold"),
 }
+# The unique indexes that give each seat of a group one row (migration 0023).
+_SEAT_INDEXES = ("uq_bookings_seat", "uq_slot_holds_seat")
 
 
 def flush_claimed() -> None:
@@ -317,8 +367,11 @@ def flush_claimed() -> None:
 
 
 def refused_by_database(err: IntegrityError) -> BookingConflict | None:
-    """The conflict a PostgreSQL exclusion violation stands for (the last line of defence
-    behind the lock, so it comes without suggestions), or None for any other error."""
+    """The conflict a database refusal stands for (the last line of defence behind the lock,
+    so it comes without suggestions): a PostgreSQL exclusion violation, or a seat taken twice
+    (a unique index on either database); None for any other error."""
+    if _seat_taken_twice(err):
+        return BookingConflict("This seat was taken meanwhile", *SEATS_FULL, [])
     if getattr(err.orig, "sqlstate", None) != "23P01":  # exclusion_violation
         return None
     constraint = getattr(getattr(err.orig, "diag", None), "constraint_name", None)
@@ -326,3 +379,11 @@ def refused_by_database(err: IntegrityError) -> BookingConflict | None:
         constraint or "", _CONSTRAINT_CONFLICTS["ex_bookings_no_overlap"]
     )
     return BookingConflict(message, code, cause, [])
+
+
+def _seat_taken_twice(err: IntegrityError) -> bool:
+    if getattr(err.orig, "sqlstate", None) == "23505":  # PostgreSQL's unique_violation
+        constraint = getattr(getattr(err.orig, "diag", None), "constraint_name", None)
+        return constraint in _SEAT_INDEXES
+    # SQLite names the columns: "UNIQUE constraint failed: bookings.seat_group, ..."
+    return "seat_group, " in str(err.orig) and "UNIQUE" in str(err.orig)

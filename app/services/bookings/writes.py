@@ -40,6 +40,7 @@ from app.services.bookings.time_claims import (
     flush_claimed,
     plan_claim,
     requested_slot,
+    take_seat,
 )
 from app.services.common.errors import BookingNotFound, ErrorCode, EventTypeNotFound, InvalidRequest
 from app.services.common.ids import is_storable_id
@@ -261,7 +262,8 @@ def create_booking(
     if plan is None:
         raise refusal or InvalidRequest()
     slot = plan.slot
-    occupied = plan.claim(consumed_hold_id=hold_id)
+    claimed = plan.claim(consumed_hold_id=hold_id)
+    occupied = claimed.occupied
     first = new.attendees[0]
     booking = Booking(
         uid=secrets.token_urlsafe(16),
@@ -271,6 +273,7 @@ def create_booking(
         title=new.title or f"{event_type.name} with {first.display_name()}"[:NAME_MAX],
         description=new.description,
         location=event_type.location or sub_account.settings.default_location,
+        location_kind=event_type.location_kind,
         timezone=timezone,
         meta=dict(new.metadata),
         start_at=slot.start,
@@ -283,6 +286,7 @@ def create_booking(
         created_at=now,
         updated_at=now,
     )
+    take_seat(booking, claimed.seat)
     booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
     db.session.add(booking)
     flush_claimed()
@@ -323,7 +327,7 @@ def update_booking(
     rescheduled = (start, end) != (booking.start_at, booking.end_at)
     if rescheduled:
         hold_id = find_hold_to_consume(sub_account, event_type, changes.hold_token, now)
-        occupied = claim_time(
+        claimed = claim_time(
             sub_account,
             event_type,
             Interval(start, end),
@@ -333,7 +337,8 @@ def update_booking(
             consumed_hold_id=hold_id,
         )
         booking.start_at, booking.end_at = start, end
-        booking.occupied_start, booking.occupied_end = occupied
+        booking.occupied_start, booking.occupied_end = claimed.occupied
+        take_seat(booking, claimed.seat)  # one seat moves, not the group
         changed += EVENT_TIME_FIELDS
     for name, attr in (("title", "title"), ("description", "description")):
         value = getattr(changes, name)

@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     INVALID_TIME_RANGE = "invalid_time_range"
     SLOT_TAKEN = "slot_taken"
     LIMIT_REACHED = "limit_reached"
+    SEATS_FULL = "seats_full"
     SLOT_HELD = "slot_held"
     BLOCKED_TIME = "blocked_time"
     EXTERNAL_BUSY = "external_busy"

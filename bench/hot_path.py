@@ -143,6 +143,8 @@ LATENCY = {
     "availability": "GET /availability, 31 d, after a booking",
     "availability_again": "GET /availability, 31 d, again",
     "availability_304": "GET /availability, 31 d, 304",
+    "availability_seated": "GET /availability, seats + caps, after",
+    "availability_seated_again": "GET /availability, seats + caps, again",
     "list": f"GET /bookings?limit={LIST_LIMIT}",
     "create": "POST create, busy calendar",
     "sql_pk": "  raw SQL: floor B's PK SELECT",
@@ -158,14 +160,29 @@ HTTP_KINDS = (
     "availability",
     "availability_again",
     "availability_304",
+    "availability_seated",
+    "availability_seated_again",
     "list",
     "create",
 )
 # Timed in this order, at a shuffled place of each iteration: a booking on the busy calendar
 # (after the window, so the window's slots stay as seeded, but the calendar has a new version),
 # the first question after it (computed), the same question again (kept) and asked with the
-# last answer's ETag (304).
-AFTER_A_BOOKING = ("create", "availability", "availability_again", "availability_304")
+# last answer's ETag (304); then the same for the seated, capped "Class" (computed, kept).
+AFTER_A_BOOKING = (
+    "create",
+    "availability",
+    "availability_again",
+    "availability_304",
+    "availability_seated",
+    "availability_seated_again",
+)
+# "Class": "Cleaning" with seats and caps on it per day, week and month, high enough to close
+# nothing (so it offers the same slots, each with every seat free), but counted all the same.
+CLASS_SEATS = 5
+CLASS_LIMITS = {
+    period: {"count": 1000, "minutes": 44640} for period in ("perDay", "perWeek", "perMonth")
+}
 THROUGHPUT = {
     "floor_a": "floor A: GET, bare JSON",
     "floor_b": "floor B: GET, one PK SELECT",
@@ -195,6 +212,23 @@ TARGETS = (
     Target("creates over 4 calendars/s ÷ floor C's", "rate", "create_4", "floor_c", 0.33, True),
     Target("creates on 1 calendar/s ÷ floor C's", "rate", "create_1", "floor_c", 0.25, True),
     Target(f"list of {LIST_LIMIT} median ÷ floor B's", "latency", "list", "floor_b", 4, False),
+    # Issue 41: seats and caps cost availability at most 10 % (computed, and kept).
+    Target(
+        "availability seats+caps ÷ without",
+        "latency",
+        "availability_seated",
+        "availability",
+        1.10,
+        False,
+    ),
+    Target(
+        "again, seats+caps ÷ without",
+        "latency",
+        "availability_seated_again",
+        "availability_again",
+        1.10,
+        False,
+    ),
 )
 
 
@@ -241,6 +275,7 @@ class Setup:
     slots: list[OfficeSlots]
     booking_ids: list[int]  # the busy calendar's seeded bookings
     availability_path: str
+    seated_path: str  # the same question of "Class"
     expected_slots: int
     sub_account_id: int
     occupied: list[Interval]  # the busy time in the window, as the engine takes it
@@ -315,6 +350,17 @@ def prepare(url: str) -> Setup:
             "SELECT id FROM event_types WHERE sub_account_id = %s AND name = 'Quick check'",
             (sub_account_id,),
         ).fetchone()
+        (seated_class,) = conn.execute(
+            "INSERT INTO event_types (sub_account_id, name, duration, buffer_before,"
+            " buffer_after, slot_interval, location, availability_profile_id,"
+            " minimum_notice_minutes, booking_horizon_days, active, created_at, updated_at,"
+            " seats, booking_limits)"
+            " SELECT sub_account_id, 'Class', duration, buffer_before, buffer_after,"
+            " slot_interval, location, availability_profile_id, minimum_notice_minutes,"
+            " booking_horizon_days, active, created_at, updated_at, %s, %s::json"
+            " FROM event_types WHERE id = %s RETURNING id",
+            (CLASS_SEATS, json.dumps(CLASS_LIMITS), tenant.event_type_id),
+        ).fetchone()
         booking_ids = [
             row[0]
             for row in conn.execute(
@@ -330,19 +376,23 @@ def prepare(url: str) -> Setup:
     occupied = future.occupied
     expected = availability.slot_count(availability.engine_path(window, occupied, future.blocked))
     active = sum(row.status in ("pending", "confirmed") for row in past.bookings + future.bookings)
+
+    def asked(event_type_id: int) -> str:
+        return "/v1/api/calendar/availability?" + urlencode(
+            {
+                "startDate": window.first_day.isoformat(),
+                "endDate": window.last_day.isoformat(),
+                "eventTypeId": event_type_id,
+            }
+        )
+
     return Setup(
         window=window,
         calendars=calendars,
         slots=[OfficeSlots(after_window) for _ in calendars],
         booking_ids=booking_ids,
-        availability_path="/v1/api/calendar/availability?"
-        + urlencode(
-            {
-                "startDate": window.first_day.isoformat(),
-                "endDate": window.last_day.isoformat(),
-                "eventTypeId": tenant.event_type_id,
-            }
-        ),
+        availability_path=asked(tenant.event_type_id),
+        seated_path=asked(seated_class),
         expected_slots=expected,
         sub_account_id=sub_account_id,
         occupied=occupied,
@@ -602,6 +652,7 @@ class Sequential:
         self.tallies = tallies
         self.turn = 0
         self.etag = ""
+        self.seated_etag = ""
 
     def close(self) -> None:
         self.api.close()
@@ -656,6 +707,16 @@ class Sequential:
             if kind == "availability_again" and etag != self.etag:
                 raise Failed(f"availability asked again: tag {etag}, was {self.etag}")
             self.etag = etag
+            return elapsed
+        if kind in ("availability_seated", "availability_seated_again"):
+            elapsed, answer = self.http(self.api, "GET", setup.seated_path, None, 200)
+            seats = [slot["seatsRemaining"] for day in json.loads(answer) for slot in day["slots"]]
+            if len(seats) != setup.expected_slots or set(seats) != {CLASS_SEATS}:
+                raise Failed(f"seated availability: {len(seats)} slots, seats {set(seats)}")
+            etag = self.api.last_headers["ETag"]
+            if kind == "availability_seated_again" and etag != self.seated_etag:
+                raise Failed(f"seated availability asked again: tag {etag}")
+            self.seated_etag = etag
             return elapsed
         if kind == "availability_304":
             elapsed, _, answer = self.api.send(

@@ -142,10 +142,10 @@ def _body(answer: KeptAnswer) -> str:
     rendered = _rendered_slots(slot_set)
 
     def slot(i: int) -> str:
-        if slot_set.seats <= 1:
+        if i not in offer.seats_held:
             return rendered[i]
-        # A seated slot says how many seats it has left at this instant.
-        return f'{rendered[i][:-1]},"seatsRemaining":{slot_set.seats_remaining(offer, i)}}}'
+        # A seat of it is held at this instant: it says how many seats it has left now.
+        return _slot_json(slot_set, i, slot_set.seats_remaining(offer, i))
 
     return (
         "["
@@ -158,12 +158,21 @@ def _body(answer: KeptAnswer) -> str:
 
 
 def _rendered_slots(slot_set: SlotSet) -> list[str]:
-    """Each slot of the set as JSON, rendered once and kept with the set."""
+    """Each slot of the set as JSON (a seated one with the seats its bookings leave), rendered
+    once and kept with the set."""
     rendered = slot_set.memo.get("json")
     if rendered is None:
+        seated = slot_set.seats > 1
         rendered = [
-            f'{{"start":"{format_utc_seconds(start)}","end":"{format_utc_seconds(end)}"}}'
-            for start, end in zip(slot_set.starts, slot_set.ends, strict=True)
+            _slot_json(slot_set, i, slot_set.seats - slot_set.booked_seats[i] if seated else None)
+            for i in range(len(slot_set.starts))
         ]
         slot_set.memo["json"] = rendered
     return rendered
+
+
+def _slot_json(slot_set: SlotSet, i: int, seats_remaining: int | None) -> str:
+    start, end = format_utc_seconds(slot_set.starts[i]), format_utc_seconds(slot_set.ends[i])
+    if seats_remaining is None:
+        return f'{{"start":"{start}","end":"{end}"}}'
+    return f'{{"start":"{start}","end":"{end}","seatsRemaining":{seats_remaining}}}'

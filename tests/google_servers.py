@@ -28,6 +28,20 @@ takes a client ``id`` (base32hex, 5–1024 characters; 409 ``duplicate`` when th
 or had it); delete answers 204, then 410 ``deleted``; errors are
 ``{"error": {"errors": [{"domain", "reason", "message"}], "code", "message"}}``.
 
+Conferences, as the events reference and "Add video and phone conferences to events" document
+them: with ``conferenceDataVersion=1`` (insert, update, patch) a body's ``conferenceData`` is
+read, else ignored (the stored one kept). ``conferenceData.createRequest`` (``requestId``
+required, ``conferenceSolutionKey.type`` ``hangoutsMeet``) makes a Google Meet conference:
+``conferenceData`` answers ``conferenceId`` (``abc-defg-hij``), ``entryPoints`` (a ``video``
+one, ``https://meet.google.com/{id}``, and a ``more`` one), ``conferenceSolution`` (``key``,
+``name``, ``iconUri``) and the ``createRequest`` with ``status.statusCode`` ``success``, and
+the event's ``hangoutLink``. A create request whose ``requestId`` the event's conference was
+made by is ignored (the same conference stays); a later write that leaves ``conferenceData`` out
+keeps it; ``conferenceData: null`` (version 1) removes it. Every conference made is counted
+(``conferences_made``); with ``conferences_pending`` on, a new conference answers
+``statusCode: pending`` without entry points until ``finish_conferences`` (as Google may
+answer while it is still making one). Deleting the event ends its conference.
+
 Push notifications, as the guide documents them: events.watch takes ``{"id", "type":
 "web_hook", "address", "token"?, "expiration"? (ms), "params"?: {"ttl"}}`` and answers the
 channel (``kind: api#channel``, ``resourceId``, the same for every channel of a calendar,
@@ -99,6 +113,14 @@ CHANNEL_LIFETIME = timedelta(days=7)  # the longest an events channel lives, and
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 USER_AGENT = "APIs-Google; (+https://developers.google.com/webmasters/APIs-Google.html)"
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([Zz]|[+-]\d\d:\d\d)")
+MEET_SOLUTION = {
+    "key": {"type": "hangoutsMeet"},
+    "name": "Google Meet",
+    "iconUri": "https://fonts.gstatic.com/s/i/productlogos/meet_2020q4/v6/web-512dp/"
+    "logo_meet_2020q4_color_2x_web_512dp.png",
+}
+# Fields of an event the server writes from a conference (a client's are ignored).
+CONFERENCE_FIELDS = frozenset({"conferenceData", "hangoutLink"})
 SYNC_TOKEN_RESTRICTIONS = (
     "iCalUID",
     "orderBy",
@@ -175,6 +197,13 @@ def time_field(value: datetime | date, time_zone: str | None = None) -> dict[str
     if time_zone is None:
         return {"dateTime": rfc3339(value)}
     return {"dateTime": rfc3339(value.astimezone(iana_zone(time_zone))), "timeZone": time_zone}
+
+
+def meet_code() -> str:
+    """A Meet conference id as Google makes them: ``abc-defg-hij``."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    parts = (3, 4, 3)
+    return "-".join("".join(secrets.choice(letters) for _ in range(n)) for n in parts)
 
 
 def moment(when: dict[str, Any], which: str) -> datetime | date:
@@ -256,6 +285,8 @@ class FakeGoogle(OAuthFake):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.watches: list[Channel] = []  # every channel made, ended ones too
         self.resource_ids: dict[str, str] = {}  # a calendar's id -> its channels' resourceId
+        self.conferences_made: list[dict[str, Any]] = []  # every conference, as first made
+        self.conferences_pending = False  # new conferences answer "pending" until finished
         super().__init__(*args, **kwargs)
 
     # The URLs the app is configured with
@@ -319,7 +350,7 @@ class FakeGoogle(OAuthFake):
         if recurrence is not None:
             body["recurrence"] = recurrence
         with self.lock:
-            return self._insert(self.calendars[calendar_id], body)["id"]
+            return self._insert(self.calendars[calendar_id], body, conference_version=1)["id"]
 
     @locked
     def events(self, calendar_id: str, *, include_deleted: bool = False) -> list[dict[str, Any]]:
@@ -331,6 +362,22 @@ class FakeGoogle(OAuthFake):
     def event(self, calendar_id: str, event_id: str) -> dict[str, Any]:
         """One stored event (deleted ones too, as ``status: cancelled``)."""
         return copy.deepcopy(self.calendars[calendar_id].events[event_id])
+
+    # Control: conferences
+    @locked
+    def finish_conferences(self) -> None:
+        """Every conference still being made is made: its entry points appear and its
+        create request's status is ``success`` (new ones are made at once again)."""
+        self.conferences_pending = False
+        for calendar in self.calendars.values():
+            for event in calendar.events.values():
+                conference = event.get("conferenceData")
+                status = (conference or {}).get("createRequest", {}).get("status", {})
+                if status.get("statusCode") == "pending":
+                    self._made(event, conference)
+                    event.update(
+                        etag=f'"{self.next_version()}"', updated=stamp(self.current_datetime())
+                    )
 
     # Control: push notifications
     @locked
@@ -467,7 +514,8 @@ class FakeGoogle(OAuthFake):
         if request.method == "GET":
             return self._list(calendar, request.args)
         body = self.json_body(request)
-        return self._answer_event(calendar, lambda: self._insert(calendar, body))
+        version = self._conference_version(request)
+        return self._answer_event(calendar, lambda: self._insert(calendar, body, version))
 
     @route(
         "/calendar/v3/calendars/<calendar_id>/events/<event_id>", "GET", "PATCH", "PUT", "DELETE"
@@ -484,8 +532,9 @@ class FakeGoogle(OAuthFake):
             return self._answer_event(calendar, lambda: calendar.events[event_id])
         body = self.json_body(request)
         replace = request.method == "PUT"
+        version = self._conference_version(request)
         return self._answer_event(
-            calendar, lambda: self.change_event(calendar, event_id, body, replace)
+            calendar, lambda: self.change_event(calendar, event_id, body, replace, version)
         )
 
     @route("/calendar/v3/calendars/<calendar_id>/events/watch", "POST")
@@ -564,6 +613,78 @@ class FakeGoogle(OAuthFake):
                 "calendars": found,
             }
         )
+
+    # Conferences
+    def _conference_version(self, request: Request) -> int:
+        text = request.args.get("conferenceDataVersion", "0")
+        if text not in ("0", "1"):
+            message = f"Invalid value '{text}'. Values must be within the range: [0, 1]"
+            raise google_error(400, "invalidParameter", message)
+        return int(text)
+
+    def _conference(
+        self, event: dict[str, Any], body: dict[str, Any], stored: dict[str, Any], version: int
+    ) -> None:
+        """Set ``event``'s conference from a write's ``body`` (``stored``: the event as it was,
+        {} for a new one): kept as stored unless version 1 and the body names one."""
+        for key in CONFERENCE_FIELDS:
+            event.pop(key, None)
+            if key in stored:
+                event[key] = copy.deepcopy(stored[key])
+        if version != 1 or "conferenceData" not in body:
+            return
+        asked = body["conferenceData"]
+        if asked is None:
+            for key in CONFERENCE_FIELDS:
+                event.pop(key, None)
+            return
+        if not isinstance(asked, dict):
+            raise Invalid("invalid", "Invalid conference data.")
+        request = asked.get("createRequest")
+        if request is None:  # conference data copied from another event, as given
+            event["conferenceData"] = copy.deepcopy(asked)
+            return
+        if not isinstance(request, dict) or not request.get("requestId"):
+            raise Invalid("required", "Missing conference create request id.")
+        solution = (request.get("conferenceSolutionKey") or {}).get("type")
+        if solution != "hangoutsMeet":
+            raise Invalid("invalid", "Invalid conference type value.")
+        made = (stored.get("conferenceData") or {}).get("createRequest") or {}
+        if made.get("requestId") == request["requestId"]:
+            return  # a create request this conference was made by: ignored
+        conference: dict[str, Any] = {
+            "createRequest": {
+                "requestId": request["requestId"],
+                "conferenceSolutionKey": {"type": solution},
+                "status": {"statusCode": "pending"},
+            },
+        }
+        if self.conferences_pending:
+            event.pop("hangoutLink", None)
+            event["conferenceData"] = conference
+        else:
+            self._made(event, conference)
+        self.conferences_made.append(copy.deepcopy(event["conferenceData"]))
+
+    def _made(self, event: dict[str, Any], conference: dict[str, Any]) -> None:
+        """The conference made: its id, entry points and solution, the request succeeded."""
+        code = meet_code()
+        link = f"https://meet.google.com/{code}"
+        conference.update(
+            conferenceId=code,
+            entryPoints=[
+                {"entryPointType": "video", "uri": link, "label": f"meet.google.com/{code}"},
+                {
+                    "entryPointType": "more",
+                    "uri": f"https://tel.meet/{code}?pin={secrets.randbelow(10**13):013d}",
+                    "pin": f"{secrets.randbelow(10**13):013d}",
+                },
+            ],
+            conferenceSolution=copy.deepcopy(MEET_SOLUTION),
+        )
+        conference["createRequest"]["status"] = {"statusCode": "success"}
+        event["conferenceData"] = conference
+        event["hangoutLink"] = link
 
     # Push notifications
     def _new_channel(
@@ -924,7 +1045,9 @@ class FakeGoogle(OAuthFake):
             event.pop("recurrence", None)
         return event
 
-    def _insert(self, calendar: GoogleCalendar, body: dict[str, Any]) -> dict[str, Any]:
+    def _insert(
+        self, calendar: GoogleCalendar, body: dict[str, Any], conference_version: int = 0
+    ) -> dict[str, Any]:
         event_id = body.get("id") or base32hex_id()
         if not isinstance(event_id, str) or not EVENT_ID.fullmatch(event_id):
             raise Invalid("invalid", "Invalid resource id value.")
@@ -946,13 +1069,19 @@ class FakeGoogle(OAuthFake):
             **{key: value for key, value in body.items() if key not in SERVER_FIELDS},
         }
         event = self._validated(calendar, event)
+        self._conference(event, body, {}, conference_version)
         event.update(etag=f'"{self.next_version()}"', updated=now)
         calendar.events[event_id] = event
         self._notify(calendar)
         return event
 
     def change_event(
-        self, calendar: GoogleCalendar, event_id: str, body: dict[str, Any], replace: bool = False
+        self,
+        calendar: GoogleCalendar,
+        event_id: str,
+        body: dict[str, Any],
+        replace: bool = False,
+        conference_version: int = 0,
     ) -> dict[str, Any]:
         stored = calendar.events[event_id]
         if stored["status"] == "cancelled":
@@ -978,6 +1107,7 @@ class FakeGoogle(OAuthFake):
             else:
                 event[key] = value
         event = self._validated(calendar, event)
+        self._conference(event, body, stored, conference_version)
         if any(event.get(key) != stored.get(key) for key in ("start", "end", "recurrence")):
             event["sequence"] = stored.get("sequence", 0) + 1
         event.update(etag=f'"{self.next_version()}"', updated=stamp(self.current_datetime()))

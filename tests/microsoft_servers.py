@@ -36,6 +36,17 @@ answers that event; errors are ``{"error": {"code", "message", "innerError"}}``,
 same items as a delta round of the same window, afresh at each request, in pages linked by
 ``@odata.nextLink`` (``$skip``), of ``$top`` or ``Prefer: odata.maxpagesize`` items.
 
+Online meetings, as "Create or set an event as an online meeting in an Outlook calendar"
+documents them: a calendar lists ``allowedOnlineMeetingProviders`` (``teamsForBusiness`` unless
+``set_online_meeting_providers`` says otherwise) and its ``defaultOnlineMeetingProvider``. An
+event created, or patched, with ``isOnlineMeeting: true`` and an ``onlineMeetingProvider`` the
+calendar allows (absent: its default) gets a Teams meeting: ``onlineMeeting`` with ``joinUrl``
+(``https://teams.microsoft.com/l/meetup-join/…``), ``conferenceId`` and ``tollNumber``. Once
+online, an event keeps its meeting: a later write cannot change ``onlineMeetingProvider`` nor
+set ``isOnlineMeeting`` back to false (both are ignored), and a write without them keeps it. A
+provider the calendar does not allow makes no meeting (the event stays ``isOnlineMeeting:
+false``). Every meeting made is counted (``meetings_made``); the meeting goes with its event.
+
 Change notifications, as documented: ``POST subscriptions`` takes ``changeType`` (a comma list
 of ``created``, ``updated``, ``deleted``), ``notificationUrl``, ``lifecycleNotificationUrl``?,
 ``resource`` (``me/events``: every calendar of the mailbox; ``me/calendar/events``;
@@ -174,8 +185,11 @@ SERVER_FIELDS = frozenset(
         "webLink",
         "originalStartTimeZone",
         "originalEndTimeZone",
+        "onlineMeeting",
+        "onlineMeetingUrl",
     }
 )
+ONLINE_MEETING_FIELDS = ("isOnlineMeeting", "onlineMeetingProvider", "onlineMeeting")
 # kind -> (status, error, AADSTS number, text), as the v2.0 token endpoint answers.
 OAUTH_REFUSALS = {
     "invalid_client": (
@@ -340,6 +354,8 @@ class GraphCalendar:
     name: str
     is_default: bool
     events: dict[str, GraphEvent] = field(default_factory=dict)
+    # The online meeting providers its events may use; the first is the default.
+    online_meeting_providers: tuple[str, ...] = ("teamsForBusiness",)
 
 
 @dataclass
@@ -380,6 +396,7 @@ class FakeMicrosoft(OAuthFake):
         self.answer_time_zone: str | None = None
         self.held_subscriptions: dict[str, Subscription] = {}
         self.validations: list[Push] = []  # every validation request sent, and its answer
+        self.meetings_made: list[dict[str, Any]] = []  # every online meeting, as made
         super().__init__(*args, **kwargs)
 
     # The URLs the app is configured with
@@ -419,6 +436,12 @@ class FakeMicrosoft(OAuthFake):
         if name is not None:
             graph_zone(name)
         self.answer_time_zone = name
+
+    @locked
+    def set_online_meeting_providers(self, calendar_id: str, providers: tuple[str, ...]) -> None:
+        """The online meeting providers the calendar allows (``()``: none, as a personal
+        account's calendar without Teams)."""
+        self.calendars[calendar_id].online_meeting_providers = tuple(providers)
 
     @locked
     def add_calendar(self, email: str, name: str) -> str:
@@ -1011,8 +1034,12 @@ class FakeMicrosoft(OAuthFake):
             "canEdit": True,
             "isRemovable": not calendar.is_default,
             "isTallyingResponses": True,
-            "allowedOnlineMeetingProviders": ["teamsForBusiness"],
-            "defaultOnlineMeetingProvider": "teamsForBusiness",
+            "allowedOnlineMeetingProviders": list(calendar.online_meeting_providers),
+            "defaultOnlineMeetingProvider": (
+                calendar.online_meeting_providers[0]
+                if calendar.online_meeting_providers
+                else "unknown"
+            ),
             "owner": {"name": account.name, "address": account.email},
         }
 
@@ -1319,7 +1346,9 @@ class FakeMicrosoft(OAuthFake):
         }
         if not resource.get("transactionId"):
             resource.pop("transactionId", None)
-        resource = self._stamped(self._validated(resource))
+        resource = self._validated(resource)
+        self._online_meeting(calendar, resource, body, {})
+        resource = self._stamped(resource)
         calendar.events[event_id] = GraphEvent(resource, calendar.id)
         self._notify(calendar.id, "created", resource)
         return resource
@@ -1328,14 +1357,49 @@ class FakeMicrosoft(OAuthFake):
         event, key = found
         changes = {k: v for k, v in body.items() if k not in SERVER_FIELDS | {"transactionId"}}
         if key is None:
-            merged = {**copy.deepcopy(event.resource), **changes}
-            event.resource = self._stamped(self._validated(merged))
+            merged = self._validated({**copy.deepcopy(event.resource), **changes})
+            calendar = self.calendars[event.calendar_id]
+            self._online_meeting(calendar, merged, body, event.resource)
+            event.resource = self._stamped(merged)
         else:
             occurrence = {**self._occurrence(event, key), **changes, "recurrence": None}
             self._validated(occurrence)
             own = {k: occurrence[k] for k in (*changes, "start", "end")}
             event.exceptions[key] = self._stamped({**(event.exceptions.get(key) or {}), **own})
         self._notify(event.calendar_id, "updated", event.resource)
+
+    def _online_meeting(
+        self,
+        calendar: GraphCalendar,
+        resource: dict[str, Any],
+        body: dict[str, Any],
+        stored: dict[str, Any],
+    ) -> None:
+        """Set ``resource``'s online meeting from a write's ``body`` (``stored``: the event as
+        it was, {} for a new one): an online event keeps its meeting whatever the write says;
+        one asked to go online with a provider its calendar allows gets a Teams meeting."""
+        if stored.get("isOnlineMeeting"):
+            for key in ONLINE_MEETING_FIELDS:
+                resource[key] = copy.deepcopy(stored[key])
+            return
+        resource["isOnlineMeeting"] = False
+        resource["onlineMeetingProvider"] = "unknown"
+        resource["onlineMeeting"] = None
+        if body.get("isOnlineMeeting") is not True:
+            return
+        allowed = calendar.online_meeting_providers
+        provider = body.get("onlineMeetingProvider") or (allowed[0] if allowed else None)
+        if provider not in allowed or provider != "teamsForBusiness":
+            return  # this fake makes Teams meetings only
+        thread = f"19%3ameeting_{uuid.uuid4().hex}%40thread.v2"
+        context = f"%7b%22Tid%22%3a%22{TENANT_ID}%22%7d"
+        meeting = {
+            "joinUrl": f"https://teams.microsoft.com/l/meetup-join/{thread}/0?context={context}",
+            "conferenceId": str(uuid.uuid4().int)[:9],
+            "tollNumber": "+1 323-555-0166",
+        }
+        resource.update(isOnlineMeeting=True, onlineMeetingProvider=provider, onlineMeeting=meeting)
+        self.meetings_made.append(copy.deepcopy(meeting))
 
     def change_event(self, calendar: GraphCalendar, event_id: str, fields: dict[str, Any]) -> None:
         self._patch(self._found(calendar, event_id), fields)

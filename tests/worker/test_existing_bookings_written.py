@@ -158,10 +158,10 @@ def test_a_failed_write_is_tried_again_at_the_next_run_from_that_booking(
     connection_id = connect_later(tenant, google_doc(google))
     put_event = GoogleProvider.put_event
 
-    def refusing_the_second(self, access, uid, data, event_id=None):
+    def refusing_the_second(self, access, uid, data, event_id=None, **kwargs):
         if uid == second.uid:
             raise ServerUnreachable("cannot connect to the calendar API")
-        return put_event(self, access, uid, data, event_id)
+        return put_event(self, access, uid, data, event_id, **kwargs)
 
     monkeypatch.setattr(GoogleProvider, "put_event", refusing_the_second)
     worker_runs(connection_id)

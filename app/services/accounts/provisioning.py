@@ -33,6 +33,7 @@ from app.services.availability.profiles import (
 from app.services.availability.settings import SettingsDoc, SubAccountNameDoc
 from app.services.common.errors import InvalidRequest
 from app.services.integrations.calendars.connections import CalendarConnectionDoc, create_connection
+from app.services.integrations.calendars.meetings import Connected, missing_meeting_connection
 from app.services.integrations.webhooks.subscriptions import WebhookDoc, create_subscription
 from app.validation import (
     Text,
@@ -107,6 +108,14 @@ class SubAccountDoc(SubAccountNameDoc):
         }
         if unknown:
             errors.setdefault("eventTypes", {}).update(unknown)
+        # A Google Meet or Teams event type needs a connection of this document that makes it.
+        connected = [Connected(c["kind"], c["writeBack"]) for c in data["calendarConnections"]]
+        for index, et in enumerate(data["eventTypes"]):
+            problem = missing_meeting_connection(et["locationKind"], connected)
+            if problem is not None:
+                errors.setdefault("eventTypes", {}).setdefault(index, {})["locationKind"] = [
+                    problem
+                ]
         if sum(1 for p in data["availabilityProfiles"] if p["default"]) > 1:
             errors["availabilityProfiles"] = ["At most one profile may be the default."]
         if errors:

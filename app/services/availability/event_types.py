@@ -26,6 +26,7 @@ from app.models.limits import (
 from app.services.availability.profiles import ProfileNotFound, get_profile
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
+from app.services.integrations.calendars.meetings import require_meeting_connection
 from app.services.scheduling_inputs import get_event_type
 from app.validation import DURATION_MINUTES, Text, booking_limits, reminder_list
 
@@ -120,6 +121,7 @@ def set_event_type_offered(sub_account: SubAccount, event_type_id: int, offered:
 
 def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) -> None:
     profile = _profile(sub_account, doc["availabilityProfileId"])
+    require_meeting_connection(sub_account.id, doc["locationKind"])
     event_type.name = doc["name"]
     event_type.duration = doc["duration"]
     event_type.buffer_before = doc["bufferBefore"]

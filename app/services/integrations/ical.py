@@ -7,21 +7,34 @@ booking's ``sequence``, raised by each change a calendar shows. Times are writte
 booking's timezone (``DTSTART;TZID=…`` with its VTIMEZONE), so a calendar shows the time the
 booking was made in (UTC for a local time a fall-back repeats, which iCalendar cannot tell
 apart); the instants are the booking's, to the second.
+
+A booking held online (Google Meet, Microsoft Teams, a fixed link) whose location is a web
+address (``join_link``: a Meet or Teams booking's, once the worker has the meeting's link) has
+that link as LOCATION, as URL (the manage link, otherwise URL, stays in the description) and as
+an RFC 7986 ``CONFERENCE;VALUE=URI;FEATURE=VIDEO;LABEL=…`` property, which calendar clients
+that know it show as a "join" button.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import icalendar
 
-from app.models import Booking, BookingStatus
+from app.models import Booking, BookingStatus, LocationKind
 from app.scheduling.timezones import zone
 
 PRODID = "-//Calendar Booking API//Bookings//EN"
 MANAGE_LINE = "Reschedule or cancel"
+# The location kinds held online, and what their join link is called (CONFERENCE's LABEL).
+ONLINE_KINDS = {
+    LocationKind.GOOGLE_MEET: "Google Meet",
+    LocationKind.MICROSOFT_TEAMS: "Microsoft Teams",
+    LocationKind.LINK: "Online meeting",
+}
 
 
 @dataclass(frozen=True)
@@ -64,14 +77,19 @@ def booking_vevent(
     event.add("dtend", _written_time(booking.end_at, tz))
     event.add("summary", booking.title)
     description = booking.description or ""
+    link = join_link(booking)
+    if link or manage_url:
+        event.add("url", link or manage_url)
     if manage_url:
-        event.add("url", manage_url)
         line = f"{MANAGE_LINE}: {manage_url}"
         description = f"{description}\n\n{line}" if description else line
     if description:
         event.add("description", description)
     if booking.location:
         event.add("location", booking.location)
+    if link:
+        label = ONLINE_KINDS[LocationKind(booking.location_kind)]
+        event.conferences = [icalendar.Conference(link, feature="VIDEO", label=label)]
     event.add("status", _STATUS[BookingStatus(booking.status)])
     event.add("transp", "OPAQUE")
     if organizer is not None:
@@ -87,6 +105,20 @@ def booking_vevent(
             address.params["SCHEDULE-AGENT"] = "CLIENT"
         event.add("attendee", address)
     return event
+
+
+def join_link(booking: Booking) -> str | None:
+    """The link attendees join the booking by: its location, when the booking is held online
+    (``ONLINE_KINDS``) and the location is an http(s) address. None otherwise, and for a Meet
+    or Teams booking whose link the worker does not have yet (its location is still the event
+    type's text, if any)."""
+    if booking.location_kind not in ONLINE_KINDS:
+        return None
+    location = (booking.location or "").strip()
+    parts = urlsplit(location)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or " " in location:
+        return None
+    return location
 
 
 def _written_time(instant: datetime, tz: ZoneInfo) -> datetime:

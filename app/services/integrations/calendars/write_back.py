@@ -14,6 +14,19 @@ connections are read in a short session of their own, the servers are written, t
 is recorded on each connection (``last_write_at``, ``last_write_error``). A failure raises
 ``DeliveryFailed``, so the outbox offers the event again later with backoff.
 
+A booking of a Google Meet or Microsoft Teams event type (its ``location_kind``) has its event
+written with a meeting in one connection: the first active write-back connection (by id) whose
+provider makes that kind (``CalendarProvider.meetings``). The provider answers the meeting's
+join link; when it differs from the booking's ``location``, it becomes the location in the
+transaction that records the outcome (``sequence`` raised), with a ``booking.updated`` event
+changing ``("location",)``: webhooks, a mail to the attendees and the calendars' copies follow
+it. A link the provider is still making fails the delivery, so the outbox writes the event
+again later, which answers it. Every write of the event carries the same meeting request
+(Google's ``requestId``, Graph's ``isOnlineMeeting`` on an event it keeps by id), so a retry
+or a reschedule keeps the meeting and a cancel deletes it with the event. Without such a
+connection (removed after the event type was saved) no meeting is made and the location stays
+the event type's text.
+
 Bookings made before a connection wrote back (it was connected later, or write-back was
 switched on later) have no event to deliver: ``write_existing_bookings`` writes the sub
 account's future active bookings into that one connection once, when the connection asks for
@@ -34,18 +47,20 @@ from sqlalchemy.orm import Session
 from app.extensions import db
 from app.models import (
     ACTIVE_STATUSES,
+    MEETING_KINDS,
     Booking,
     BookingStatus,
     CalendarConnection,
     SubAccount,
     WrittenEvent,
 )
+from app.models.limits import LOCATION_MAX
 from app.services.common.transactions import owns_transactions
 from app.services.common.upserts import upsert_into
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.providers import provider_for
-from app.services.integrations.events import BookingEventKind
+from app.services.integrations.events import BookingEvent, BookingEventKind, emit
 from app.services.integrations.ical import booking_calendar
 from app.services.integrations.outbox import Delivery, DeliveryFailed
 
@@ -72,6 +87,7 @@ class _Target:
     access: Any
     access_error: CalendarSyncError | None
     event_id: str | None  # where the event was written before (``WrittenEvent``), if kept
+    meeting: str | None = None  # the online meeting its event carries (the booking's kind)
 
 
 @dataclass(frozen=True)
@@ -92,6 +108,8 @@ class WriteOutcome:
     action: str  # "stored" or "deleted"
     error: str | None = None
     event_id: str | None = None  # the event's id, for providers that choose it
+    join_url: str | None = None  # the link of the meeting the event carries, once made
+    meeting_pending: bool = False  # a meeting was asked for and is still being made
 
 
 def write_back_delivery(delivery: Delivery, now: datetime) -> None:
@@ -99,9 +117,14 @@ def write_back_delivery(delivery: Delivery, now: datetime) -> None:
     if delivery.kind in _NOT_SHOWN:
         return
     outcomes = write_back_booking(delivery.booking_id, now=now)
-    failed = [o for o in outcomes if o.error]
+    failed = [f"{o.name}: {o.error}" for o in outcomes if o.error]
+    failed += [
+        f"{o.name}: the meeting's link is not ready yet (asking again)"
+        for o in outcomes
+        if o.meeting_pending
+    ]
     if failed:
-        raise DeliveryFailed("; ".join(f"{o.name}: {o.error}" for o in failed))
+        raise DeliveryFailed("; ".join(failed))
 
 
 def write_back_booking(
@@ -114,7 +137,8 @@ def write_back_booking(
     """Store (or, once cancelled, delete) the booking's event in every active write-back
     connection of its sub account (or only in ``connection_id``, if it is one of them); record
     each outcome on its connection (flushed, not committed). Never raises for a server's sake:
-    failures are in the outcomes."""
+    failures are in the outcomes. A meeting's new join link becomes the booking's location,
+    with a ``booking.updated`` event (flushed too)."""
     outcomes: list[WriteOutcome] = []
     plan = None
     learned: dict[int, str | None] = {}  # event ids answered in an earlier round
@@ -261,9 +285,14 @@ def _plan(
         )
         .order_by(CalendarConnection.id)
     )
-    if only is not None:
-        query = query.where(CalendarConnection.id == only)
     connections = session.scalars(query).all()
+    meeting = booking.location_kind if booking.location_kind in MEETING_KINDS else None
+    # The one connection whose calendar's event carries the booking's meeting.
+    meeting_connection = next(
+        (c.id for c in connections if meeting in provider_for(c.kind).meetings), None
+    )
+    if only is not None:
+        connections = [c for c in connections if c.id == only]
     written = {
         **dict(
             session.execute(
@@ -281,6 +310,7 @@ def _plan(
             connection.kind,
             *connection_access(connection, timeout),
             event_id=written.get(connection.id),
+            meeting=meeting if connection.id == meeting_connection else None,
         )
         for connection in connections
         if provider_for(connection.kind).writes
@@ -312,9 +342,11 @@ def _write(plan: _Plan, target: _Target) -> WriteOutcome:
         provider = provider_for(target.kind)
         if plan.data is None:
             provider.delete_event(target.access, plan.uid, target.event_id)
-            event_id = None
+            stored = None
         else:
-            event_id = provider.put_event(target.access, plan.uid, plan.data, target.event_id)
+            stored = provider.put_event(
+                target.access, plan.uid, plan.data, target.event_id, meeting=target.meeting
+            )
     except CalendarSyncError as err:
         message = redacted(err.message, target.access)
         log.warning(
@@ -328,7 +360,16 @@ def _write(plan: _Plan, target: _Target) -> WriteOutcome:
         log.exception("calendar connection %s: unexpected write-back error", target.connection_id)
         message = f"unexpected error: {type(err).__name__}"
         return WriteOutcome(target.connection_id, target.name, action, message)
-    return WriteOutcome(target.connection_id, target.name, action, event_id=event_id)
+    if stored is None:
+        return WriteOutcome(target.connection_id, target.name, action)
+    return WriteOutcome(
+        target.connection_id,
+        target.name,
+        action,
+        event_id=stored.event_id,
+        join_url=stored.join_url,
+        meeting_pending=stored.meeting_pending,
+    )
 
 
 def _sequence_now(booking_id: int) -> int | None:
@@ -355,7 +396,48 @@ def _record(plan: _Plan, outcomes: list[WriteOutcome], now: datetime) -> None:
         )
         if outcome.error is None:
             _keep_event_id(plan.booking_id, outcome)
+    join_url = next((o.join_url for o in outcomes if o.error is None and o.join_url), None)
+    if join_url is not None:
+        _keep_join_url(plan, join_url, now)
     db.session.flush()
+
+
+def _keep_join_url(plan: _Plan, join_url: str, now: datetime) -> None:
+    """The meeting's join link as the booking's location, unless it is so already or the
+    booking is no longer active (a cancel deleted the meeting meanwhile); a change raises
+    the booking's sequence and emits ``booking.updated`` (changed: ``location``). One
+    conditional UPDATE: of two deliveries recording the same link, one changes the row."""
+    if len(join_url) > LOCATION_MAX:
+        log.warning(
+            "booking %s: a meeting link of %s characters is longer than a location may be",
+            plan.booking_id,
+            len(join_url),
+        )
+        return
+    result = cast(
+        CursorResult[Any],  # an UPDATE's result, typed as a plain Result
+        db.session.execute(
+            update(Booking)
+            .where(
+                Booking.id == plan.booking_id,
+                Booking.status.in_(ACTIVE_STATUSES),
+                (Booking.location.is_(None)) | (Booking.location != join_url),
+            )
+            .values(location=join_url, sequence=Booking.sequence + 1, updated_at=now)
+            .execution_options(synchronize_session=False)
+        ),
+    )
+    if result.rowcount != 1:
+        return
+    booking = db.session.get(Booking, plan.booking_id, populate_existing=True)
+    assert booking is not None  # just updated, in this transaction
+    log.info("booking %s: the meeting's link is its location now", plan.booking_id)
+    emit(
+        db.session,
+        BookingEvent(
+            BookingEventKind.UPDATED, booking.id, booking.sub_account_id, now, ("location",)
+        ),
+    )
 
 
 def _keep_event_id(booking_id: int, outcome: WriteOutcome) -> None:

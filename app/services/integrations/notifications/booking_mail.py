@@ -1,9 +1,10 @@
 """Who hears about a booking, and when: the outbox handler for booking events, and the reminders.
 
-- **Booking events** (``booking.created``, ``rescheduled``, ``confirmed``, ``cancelled``): with
-  the sub account's ``notifyOnBooking`` on, each attendee and the sub account's
-  ``notificationEmail`` get one message. Other events (an edit of the title, completion, no-show)
-  send nothing.
+- **Booking events** (``booking.created``, ``rescheduled``, ``confirmed``, ``cancelled``, and
+  ``booking.updated`` when the location changed: the worker has the link of the booking's
+  Google Meet or Teams meeting): with the sub account's ``notifyOnBooking`` on, each attendee
+  and the sub account's ``notificationEmail`` get one message. Other events (an edit of the
+  title, completion, no-show) send nothing.
 - **Reminders** (``booking.reminder`` events, which ``app.services.bookings.reminders`` writes
   when one is due): each attendee gets one when the reminder's channels name
   ``attendeeEmail``, and the sub account's ``notificationEmail`` one when they name
@@ -40,7 +41,7 @@ from app.models import (
 )
 from app.services.common.manage_links import manage_url
 from app.services.integrations.event_schema import booking_from_snapshot
-from app.services.integrations.events import Actor, reminder_channels
+from app.services.integrations.events import Actor, BookingEventKind, reminder_channels
 from app.services.integrations.ical import Organizer
 from app.services.integrations.notifications.mail_log import keep_regardless, logged
 from app.services.integrations.notifications.mailer import MailNotSent, send_mail, smtp_settings
@@ -73,9 +74,21 @@ class _Letter:
     event_id: int | None
 
 
+# A ``booking.updated`` that changed one of these is mailed too (the place to meet, or the link
+# to join by).
+NOTIFIED_CHANGES = frozenset({"location"})
+
+
+def notified(kind: str, changed: tuple[str, ...]) -> bool:
+    """Whether an event of ``kind`` that changed ``changed`` is mailed."""
+    if kind == BookingEventKind.UPDATED:
+        return bool(NOTIFIED_CHANGES & set(changed))
+    return kind in NOTIFIED_KINDS or kind == REMINDER
+
+
 def notify_delivery(delivery: Delivery, now: datetime) -> None:
     """Outbox handler: tell the attendees and the calendar's owner about a booking event."""
-    if delivery.kind not in NOTIFIED_KINDS and delivery.kind != REMINDER:
+    if not notified(delivery.kind, delivery.changed):
         return
     with Session(db.engine) as session:
         current = session.get(Booking, delivery.booking_id)
@@ -85,6 +98,7 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
         # tells of that moment, not of a later change that has its own message.
         if delivery.snapshot:
             booking = booking_from_snapshot(delivery.snapshot, delivery.sub_account_id)
+            booking.location_kind = current.location_kind  # a booking's kind never changes
         else:
             booking = current
         settings = session.get(CalendarSettings, booking.sub_account_id)

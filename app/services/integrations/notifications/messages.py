@@ -20,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from app.models import Booking, BookingStatus
 from app.scheduling.timezones import zone
 from app.services.integrations.events import BookingEventKind
-from app.services.integrations.ical import Organizer, booking_calendar
+from app.services.integrations.ical import Organizer, booking_calendar, join_link
 
 # A reminder's mail tells of its event, ``booking.reminder``.
 REMINDER = BookingEventKind.REMINDER
@@ -34,6 +34,7 @@ MAIL_TEMPLATES = Environment(
 
 _LABELS = {
     "booking.created": "Booked",
+    "booking.updated": "Updated",
     "booking.rescheduled": "Moved",
     "booking.confirmed": "Confirmed",
     "booking.cancelled": "Cancelled",
@@ -50,6 +51,11 @@ _HEADLINES = {  # (to an attendee, to the calendar's owner)
     "booking.confirmed": ("Your booking is confirmed.", "A booking was confirmed."),
     "booking.cancelled": ("Your booking is cancelled.", "A booking was cancelled."),
     REMINDER: ("A reminder of your booking.", "A reminder of a booking."),
+}
+# ``booking.updated`` is mailed when the location changed: the worker has the meeting's link.
+_LOCATION_HEADLINES = {  # (to an attendee, to the calendar's owner), by whether it is a link
+    True: ("The link to join your booking is ready.", "The link to join a booking is ready."),
+    False: ("Your booking has a new location.", "A booking has a new location."),
 }
 
 
@@ -98,12 +104,19 @@ def compose(
     subject = f"{_LABELS[kind]}: {booking.title} — {when}"
     headlines = _ATTENDEE_HEADLINES if by_attendee and kind in _ATTENDEE_HEADLINES else _HEADLINES
     link = None if cancelled else recipient.manage_url
+    # A meeting's link is shown as the way to join (not once cancelled: the meeting is gone).
+    to_join = join_link(booking)
+    if kind == "booking.updated":
+        headline = _LOCATION_HEADLINES[to_join is not None][1 if recipient.is_owner else 0]
+    else:
+        headline = headlines[kind][1 if recipient.is_owner else 0]
     context = {
         "subject": subject,
-        "headline": headlines[kind][1 if recipient.is_owner else 0],
+        "headline": headline,
         "title": booking.title,
         "when": when,
-        "location": booking.location,
+        "location": None if to_join else booking.location,
+        "join_url": None if cancelled else to_join,
         "description": booking.description,
         "attendees": ", ".join(a.name or a.email for a in booking.attendees),
         "reason": booking.cancellation_reason if cancelled else None,

@@ -12,6 +12,7 @@ from app.services.integrations.calendars.providers.base import (
     Cursor,
     ItemRead,
     RemoteCalendar,
+    StoredEvent,
 )
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider
 from app.services.integrations.calendars.providers.feed import FeedProvider
@@ -41,5 +42,6 @@ __all__ = [
     "Cursor",
     "ItemRead",
     "RemoteCalendar",
+    "StoredEvent",
     "provider_for",
 ]

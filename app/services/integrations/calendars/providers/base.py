@@ -82,6 +82,19 @@ class CalendarChanges:
 
 
 @dataclass(frozen=True)
+class StoredEvent:
+    """What storing a booking's event answered. ``event_id``: the event's id, for providers
+    that choose it themselves (Microsoft; None for the others, which find the event by its
+    UID). ``join_url``: the online meeting's join link, when one was asked for and the provider
+    has made it; ``meeting_pending``: one was asked for and the provider is still making it (a
+    later write of the same event answers it)."""
+
+    event_id: str | None = None
+    join_url: str | None = None
+    meeting_pending: bool = False
+
+
+@dataclass(frozen=True)
 class RemoteCalendar:
     """A calendar a person may choose: its id (or URL) and the name the provider shows."""
 
@@ -101,6 +114,9 @@ class CalendarProvider(Protocol[Access]):
 
     kind: str
     writes: bool  # it can receive bookings (a feed cannot)
+    # The online meetings it makes with an event it writes (``LocationKind`` values: Google
+    # makes Google Meet, Microsoft makes Teams); none for the others.
+    meetings: frozenset[str]
 
     def calendars(self, access: Access, limit: int) -> list[RemoteCalendar]:
         """The account's calendars, at most ``limit``."""
@@ -124,12 +140,20 @@ class CalendarProvider(Protocol[Access]):
         ``CalendarSyncError``s."""
 
     def put_event(
-        self, access: Access, uid: str, data: bytes, event_id: str | None = None
-    ) -> str | None:
+        self,
+        access: Access,
+        uid: str,
+        data: bytes,
+        event_id: str | None = None,
+        *,
+        meeting: str | None = None,
+    ) -> StoredEvent:
         """Store the booking's event (UID ``uid``, iCalendar ``data``), replacing an earlier
         version. Providers that choose an event's id themselves (Microsoft) are given the id
-        they answered last time (``event_id``; None: not written yet) and return the event's
-        id now; the others find the event by its UID and return None."""
+        they answered last time (``event_id``; None: not written yet) and answer the event's
+        id now; the others find the event by its UID. ``meeting`` (one of ``meetings``): the
+        event carries an online meeting, made with its first write and kept by every later
+        one (a retried write makes no second meeting); the answer carries its join link."""
 
     def delete_event(self, access: Access, uid: str, event_id: str | None = None) -> None:
         """Remove the booking's event (``event_id``: as ``put_event`` answered it); one

@@ -110,6 +110,7 @@ from app.services.integrations.calendars.providers.base import (
     Cursor,
     ItemRead,
     RemoteCalendar,
+    StoredEvent,
     ical_item,
 )
 from app.services.integrations.webhooks.http import shut_down
@@ -344,6 +345,7 @@ class CalDAVProvider:
 
     kind = "caldav"
     writes = True
+    meetings: frozenset[str] = frozenset()  # CalDAV makes no online meetings
 
     @_within_deadline("calendar listing")
     def calendars(self, access: CalendarAccess, limit: int) -> list[RemoteCalendar]:
@@ -410,10 +412,17 @@ class CalDAVProvider:
 
     @_within_deadline("write")
     def put_event(
-        self, access: CalendarAccess, uid: str, data: bytes, event_id: str | None = None
-    ) -> None:
+        self,
+        access: CalendarAccess,
+        uid: str,
+        data: bytes,
+        event_id: str | None = None,
+        *,
+        meeting: str | None = None,
+    ) -> StoredEvent:
         """Store the iCalendar object ``data`` (one event, UID ``uid``) in the calendar,
-        replacing any earlier version (found by its UID: ``event_id`` is not needed)."""
+        replacing any earlier version (found by its UID: ``event_id`` is not needed). CalDAV
+        makes no meetings: ``meeting`` is never asked of it."""
         with _translated_errors(access), _client(access) as client:
             calendar = _writable(client, access)
             try:
@@ -423,6 +432,7 @@ class CalDAVProvider:
                     raise
                 calendar = _find(client, access)  # the remembered URL is gone: look it up
                 _event_at(client, calendar, uid, data).save(increase_seqno=False)
+        return StoredEvent()
 
     @_within_deadline("write")
     def delete_event(self, access: CalendarAccess, uid: str, event_id: str | None = None) -> None:

@@ -43,6 +43,7 @@ from app.services.integrations.calendars.providers.base import (
     Cursor,
     ItemRead,
     RemoteCalendar,
+    StoredEvent,
     ical_item,
     zone_by_name,
 )
@@ -78,6 +79,7 @@ class FeedProvider:
 
     kind = "ics"
     writes = False
+    meetings: frozenset[str] = frozenset()
 
     def calendars(self, access: FeedAccess, limit: int) -> list[RemoteCalendar]:
         """A feed is one calendar; its name is the file's ``X-WR-CALNAME`` when it has one."""
@@ -117,8 +119,14 @@ class FeedProvider:
         raise NotImplementedError("a calendar feed is not asked live")
 
     def put_event(
-        self, access: FeedAccess, uid: str, data: bytes, event_id: str | None = None
-    ) -> None:
+        self,
+        access: FeedAccess,
+        uid: str,
+        data: bytes,
+        event_id: str | None = None,
+        *,
+        meeting: str | None = None,
+    ) -> StoredEvent:
         raise NotImplementedError("a calendar feed is read-only")
 
     def delete_event(self, access: FeedAccess, uid: str, event_id: str | None = None) -> None:

@@ -13,11 +13,21 @@ timezone.
 A booking's event has an id derived from the booking's UID (base32hex, as Google requires), so
 writing it is an insert that, when the event exists (a retry, a change), becomes an update; its
 ``iCalUID`` is the booking's UID, so the sync knows it as the service's own.
+
+A booking of a Google Meet event type has its event written with a conference: every write
+(insert, or the update that follows a 409) carries ``conferenceDataVersion=1`` and
+``conferenceData.createRequest`` with a ``requestId`` derived from the booking's UID and
+``conferenceSolutionKey.type: hangoutsMeet``. Google makes the conference with the first
+write and ignores a create request whose id it has seen, so a retried or later write keeps
+the same meeting. The join link is the answer's ``conferenceData.entryPoints`` entry of
+``entryPointType: video``; a ``createRequest.status.statusCode`` of ``pending`` means Google
+is still making it (the next write answers it), ``failure`` that it will not.
 """
 
 from __future__ import annotations
 
 import base64
+import uuid
 from datetime import UTC, date, datetime, time
 from typing import Any
 from urllib.parse import quote
@@ -25,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 import icalendar
 
+from app.models import LocationKind
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc
 from app.services.integrations.calendars.busy_time import BusyPeriod
@@ -35,10 +46,14 @@ from app.services.integrations.calendars.providers.base import (
     Cursor,
     ItemRead,
     RemoteCalendar,
+    StoredEvent,
 )
 from app.services.integrations.calendars.providers.http_json import ApiAccess, ApiSession, Gone
 
 PAGE_SIZE = 2500  # events.list's largest page
+# A namespace for the request ids of the service's Meet conferences (a create request whose id
+# Google has seen for the event is ignored: the conference made first stays).
+_MEET_NAMESPACE = uuid.UUID("3b0f7c52-9e1d-5c8a-a6f4-71d2e98c0b3a")
 
 
 def google_event_id(uid: str) -> str:
@@ -46,9 +61,16 @@ def google_event_id(uid: str) -> str:
     return base64.b32hexencode(uid.encode()).decode().rstrip("=").lower()
 
 
+def meet_request_id(uid: str) -> str:
+    """The ``conferenceData.createRequest.requestId`` of the booking with UID ``uid``: the same
+    for every write of its event, so Google makes one Meet conference for it."""
+    return str(uuid.uuid5(_MEET_NAMESPACE, uid))
+
+
 class GoogleProvider:
     kind = "google"
     writes = True
+    meetings = frozenset({LocationKind.GOOGLE_MEET.value})
 
     def calendars(self, access: ApiAccess, limit: int) -> list[RemoteCalendar]:
         found: list[RemoteCalendar] = []
@@ -140,23 +162,65 @@ class GoogleProvider:
             api.request("POST", "channels/stop", json=body, accept=(404,))
 
     def put_event(
-        self, access: ApiAccess, uid: str, data: bytes, event_id: str | None = None
-    ) -> None:
+        self,
+        access: ApiAccess,
+        uid: str,
+        data: bytes,
+        event_id: str | None = None,
+        *,
+        meeting: str | None = None,
+    ) -> StoredEvent:
         calendar_id = access.write_calendar or PRIMARY
         path = f"calendars/{quote(calendar_id, safe='')}/events"
         body = {"id": google_event_id(uid), "iCalUID": uid, **_event_body(data)}
+        params: dict[str, Any] | None = None
+        if meeting == LocationKind.GOOGLE_MEET:
+            # Version 1 on every write: with 0 Google ignores conferenceData in the body.
+            params = {"conferenceDataVersion": 1}
+            body["conferenceData"] = {
+                "createRequest": {
+                    "requestId": meet_request_id(uid),
+                    "conferenceSolutionKey": {"type": "hangoutsMeet"},
+                }
+            }
         with ApiSession(access) as api:
-            status, _ = api.request(
-                "POST", path, json=body, accept=(409,), what="the calendar to write into"
+            status, answer = api.request(
+                "POST",
+                path,
+                params=params,
+                json=body,
+                accept=(409,),
+                what="the calendar to write into",
             )
             if status == 409:  # written before: this is a change, or a retry
-                api.request("PUT", f"{path}/{google_event_id(uid)}", json=body)
+                _, answer = api.request(
+                    "PUT", f"{path}/{google_event_id(uid)}", params=params, json=body
+                )
+        return _meet(answer) if meeting == LocationKind.GOOGLE_MEET else StoredEvent()
 
     def delete_event(self, access: ApiAccess, uid: str, event_id: str | None = None) -> None:
         calendar_id = access.write_calendar or PRIMARY
         path = f"calendars/{quote(calendar_id, safe='')}/events/{google_event_id(uid)}"
         with ApiSession(access) as api:
             api.request("DELETE", path, accept=(404, 410))  # already gone: done
+
+
+def _meet(event: dict[str, Any]) -> StoredEvent:
+    """The Meet conference of a written event, as its answer shows it: the join link (the
+    ``video`` entry point), or that Google is still making it."""
+    conference = event.get("conferenceData")
+    if not isinstance(conference, dict):
+        raise ServerError("Google answered without the Google Meet meeting asked for")
+    for entry in conference.get("entryPoints") or []:
+        if isinstance(entry, dict) and entry.get("entryPointType") == "video" and entry.get("uri"):
+            return StoredEvent(join_url=str(entry["uri"]))
+    status = ((conference.get("createRequest") or {}).get("status") or {}).get("statusCode")
+    if status == "failure":
+        raise ServerError(
+            "Google did not make the Google Meet meeting (its create request failed):"
+            " check that the account may use Google Meet"
+        )
+    return StoredEvent(meeting_pending=True)
 
 
 def _pages(

@@ -22,6 +22,13 @@ created with a ``transactionId`` derived from the booking's UID (a retried creat
 event already made), and the id Graph gave it is returned to write-back, which keeps it
 (``WrittenEvent``) to update and delete that event later and to know it as the service's own
 when the sync reads it back.
+
+A booking of a Microsoft Teams event type has its event written with ``isOnlineMeeting: true``
+and ``onlineMeetingProvider: teamsForBusiness`` (on the create and on every change: Graph makes
+the meeting once and keeps it, and neither can be undone). The join link is the answer's
+``onlineMeeting.joinUrl``; an answer without it yet means Graph is still making it (the next
+write answers it). An event Graph answers as not online (the calendar offers no Teams, as a
+personal account's does not) is an error that says so.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from zoneinfo import ZoneInfo
 
 import icalendar
 
+from app.models import LocationKind
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import local_to_utc
 from app.services.integrations.calendars.busy_time import BusyPeriod
@@ -44,6 +52,7 @@ from app.services.integrations.calendars.providers.base import (
     Cursor,
     ItemRead,
     RemoteCalendar,
+    StoredEvent,
     zone_by_name,
 )
 from app.services.integrations.calendars.providers.http_json import ApiAccess, ApiSession, Gone
@@ -66,6 +75,7 @@ def transaction_id(uid: str, replacing: str | None = None) -> str:
 class MicrosoftProvider:
     kind = "microsoft"
     writes = True
+    meetings = frozenset({LocationKind.MICROSOFT_TEAMS.value})
 
     def calendars(self, access: ApiAccess, limit: int) -> list[RemoteCalendar]:
         found: list[RemoteCalendar] = []
@@ -181,16 +191,25 @@ class MicrosoftProvider:
             api.request("DELETE", path, accept=(404,))
 
     def put_event(
-        self, access: ApiAccess, uid: str, data: bytes, event_id: str | None = None
-    ) -> str:
+        self,
+        access: ApiAccess,
+        uid: str,
+        data: bytes,
+        event_id: str | None = None,
+        *,
+        meeting: str | None = None,
+    ) -> StoredEvent:
         body = _event_body(data)
+        teams = meeting == LocationKind.MICROSOFT_TEAMS
+        if teams:
+            body.update(isOnlineMeeting=True, onlineMeetingProvider="teamsForBusiness")
         with ApiSession(access, headers=ANSWER_IN_UTC) as api:
             if event_id is not None:
-                status, _ = api.request(
+                status, changed = api.request(
                     "PATCH", f"me/events/{quote(event_id, safe='')}", json=body, accept=(404,)
                 )
                 if status != 404:
-                    return event_id
+                    return _stored(event_id, changed, teams)
             # Not written yet, or the person deleted it: (again) a new event.
             calendar = access.write_calendar or PRIMARY
             path = (
@@ -202,14 +221,31 @@ class MicrosoftProvider:
             _, created = api.request("POST", path, json=body, what="the calendar to write into")
             new_id = str(created["id"])
             if not _shows(created, body):  # a retried create answers the event as first made
-                api.request("PATCH", f"me/events/{quote(new_id, safe='')}", json=body)
-        return new_id
+                _, created = api.request("PATCH", f"me/events/{quote(new_id, safe='')}", json=body)
+        return _stored(new_id, created, teams)
 
     def delete_event(self, access: ApiAccess, uid: str, event_id: str | None = None) -> None:
         if event_id is None:
             return  # never written (or written before its id was kept: see write_back)
         with ApiSession(access) as api:
             api.request("DELETE", f"me/events/{quote(event_id, safe='')}", accept=(404, 410))
+
+
+def _stored(event_id: str, event: dict[str, Any], teams: bool) -> StoredEvent:
+    """The written event's id and, when a Teams meeting was asked for, its join link as the
+    answer shows it (none yet: Graph is still making it)."""
+    if not teams:
+        return StoredEvent(event_id)
+    if event and event.get("isOnlineMeeting") is False:
+        raise ServerError(
+            "Microsoft 365 made no Teams meeting: the calendar does not offer Microsoft Teams"
+            " (a work or school account with Teams is needed)"
+        )
+    online = event.get("onlineMeeting")
+    join_url = online.get("joinUrl") if isinstance(online, dict) else None
+    if join_url:
+        return StoredEvent(event_id, join_url=str(join_url))
+    return StoredEvent(event_id, meeting_pending=True)
 
 
 def _subscription(answer: dict[str, Any]) -> tuple[str, datetime]:

@@ -418,6 +418,8 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
         "offer one of those and call again with it, or check availability again for other "
         "times. external_busy means the owner's own calendar has an event then, possibly one "
         "added seconds ago (the connected calendars are asked at the moment of booking). "
+        "For a Google Meet or Teams appointment the location becomes the join link seconds "
+        "after booking: get_booking a little later to read it. "
         "calendar_unreachable (only on servers set to strict) means a connected calendar did "
         "not answer in time: nothing was booked, try again shortly. Needs canBook.",
     )

@@ -8,7 +8,14 @@ from app.models.availability import (
     DateOverride,
     WeeklyHours,
 )
-from app.models.booking import ACTIVE_STATUSES, Attendee, Booking, BookingStatus, Contact
+from app.models.booking import (
+    ACTIVE_STATUSES,
+    Attendee,
+    Booking,
+    BookingDayCount,
+    BookingStatus,
+    Contact,
+)
 from app.models.calendar_connection import (
     CalendarConnection,
     CalendarItem,
@@ -52,6 +59,7 @@ __all__ = [
     "BlockedTime",
     "BlockedTimeSource",
     "Booking",
+    "BookingDayCount",
     "BookingReminder",
     "BookingStatus",
     "CalendarConnection",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -10,6 +10,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     CheckConstraint,
+    Date,
     ForeignKey,
     Index,
     Integer,
@@ -185,3 +186,24 @@ class Contact(Model):
     phone: Mapped[str | None] = mapped_column(String(PHONE_MAX))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class BookingDayCount(Model):
+    """How many active bookings of an event type start on a local day of the sub account's
+    timezone, and their minutes: what caps count (``app.scheduling.caps``), read as a few
+    dozen rows instead of summing the bookings of a month for every answer.
+
+    PostgreSQL keeps it exact by triggers on ``bookings`` and on the timezone of
+    ``calendar_settings`` (migration 0024), in the transaction of each write. SQLite has no
+    timezones to find a local day with: there it stays empty, and caps count the bookings.
+    """
+
+    __tablename__ = "booking_day_counts"
+
+    sub_account_id: Mapped[int] = mapped_column(
+        ForeignKey("sub_accounts.id", ondelete="CASCADE"), primary_key=True
+    )
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    event_type_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bookings: Mapped[int] = mapped_column(Integer)
+    minutes: Mapped[int] = mapped_column(Integer)

@@ -10,10 +10,10 @@ all its minutes there), as people count "appointments on Monday".
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from enum import StrEnum
 from functools import lru_cache
 
@@ -120,6 +120,10 @@ def _local_days(
     return days, midnights, {day: n for n, day in enumerate(days)}
 
 
+def _start(slot: Interval) -> datetime:
+    return slot.start
+
+
 class Tally:
     """The bookings counted per local day of a span, for the whole calendar and for one event
     type; a week's or a month's count is the sum of its days'.
@@ -147,19 +151,27 @@ class Tally:
             Scope.CALENDAR: ([0] * size, [0] * size),
             Scope.EVENT_TYPE: ([0] * size, [0] * size),
         }
-        calendar, own = self._per_day[Scope.CALENDAR], self._per_day[Scope.EVENT_TYPE]
+        self._event_type_id = event_type_id
         for start, end, booking_event_type in bookings:
-            n = bisect_right(self._midnights, start) - 1
-            if not 0 <= n < size:
-                continue
-            minutes = int((end - start) // 60)
-            calendar[0][n] += 1
-            calendar[1][n] += minutes
-            if booking_event_type == event_type_id:
-                own[0][n] += 1
-                own[1][n] += minutes
+            self._count(start, end, booking_event_type, 1)
         self._sums: dict[tuple[Scope, Period, date], tuple[int, int]] = {}
         self._broken: dict[tuple[date, int, int], Cap | None] = {}
+
+    def _count(self, start: float, end: float, event_type_id: int, sign: int) -> None:
+        n = bisect_right(self._midnights, start) - 1
+        if not 0 <= n < len(self._days):
+            return
+        minutes = int((end - start) // 60) * sign
+        calendar, own = self._per_day[Scope.CALENDAR], self._per_day[Scope.EVENT_TYPE]
+        calendar[0][n] += sign
+        calendar[1][n] += minutes
+        if event_type_id == self._event_type_id:
+            own[0][n] += sign
+            own[1][n] += minutes
+
+    def remove(self, start: float, end: float, event_type_id: int) -> None:
+        """Take one booking (epoch seconds) out again: the booking being moved."""
+        self._count(start, end, event_type_id, -1)
 
     def add_days(self, days: Iterable[tuple[date, int, int, int, int]]) -> None:
         """Counts already summed per local day (by the database): each day with the calendar's
@@ -190,40 +202,38 @@ class Tally:
         )
 
     def _sum(self, scope: Scope, period: Period, first: date) -> tuple[int, int]:
+        """The counts of the period starting on ``first``: its tallied days' (the days run on
+        one after another, so the period is a slice of them)."""
         key = (scope, period, first)
         if key not in self._sums:
             counts, minutes = self._per_day[scope]
-            days = range((period_end(first, period) - first).days)
-            indexes = [
-                self._index[first + timedelta(days=d)]
-                for d in days
-                if first + timedelta(days=d) in self._index
-            ]
-            self._sums[key] = (
-                sum(counts[i] for i in indexes),
-                sum(minutes[i] for i in indexes),
-            )
+            origin, size = self._days[0], len(self._days)
+            lo = min(max((first - origin).days, 0), size)
+            hi = min(max((period_end(first, period) - origin).days, 0), size)
+            self._sums[key] = (sum(counts[lo:hi]), sum(minutes[lo:hi]))
         return self._sums[key]
 
     def keep_open(self, slots: list[Interval], caps: Sequence[Cap]) -> list[Interval]:
         """The slots (in time order, all one length) that break none of ``caps``: what
-        availability offers. Each day's answer is worked out once."""
+        availability offers. Each day's answer is worked out once, and applies to the run of
+        its slots found by bisection."""
         if not slots or not caps:
             return slots
         minutes = int((slots[0].end - slots[0].start).total_seconds() // 60)
-        kept, day_end, broken = [], float("-inf"), None
-        for slot in slots:
-            start = slot.start.timestamp()
-            if start >= day_end:  # a new day: its midnights, and what breaks there
-                n = bisect_right(self._midnights, start) - 1
-                if not 0 <= n < len(self._days) - 1:
-                    broken = self.broken_by(slot, caps)
-                    day_end = float("-inf")
-                else:
-                    broken = self._first_broken(self._days[n], minutes, caps)
-                    day_end = self._midnights[n + 1]
-            if broken is None:
-                kept.append(slot)
+        kept: list[Interval] = []
+        i, count = 0, len(slots)
+        while i < count:
+            n = bisect_right(self._midnights, slots[i].start.timestamp()) - 1
+            if not 0 <= n < len(self._days) - 1:  # outside the tallied days: one by one
+                if self.broken_by(slots[i], caps) is None:
+                    kept.append(slots[i])
+                i += 1
+                continue
+            day_end = datetime.fromtimestamp(self._midnights[n + 1], UTC)
+            j = bisect_left(slots, day_end, lo=i, key=_start)
+            if self._first_broken(self._days[n], minutes, caps) is None:
+                kept.extend(slots[i:j])
+            i = j
         return kept
 
     def broken_by(self, slot: Interval, caps: Sequence[Cap]) -> Cap | None:

@@ -6,17 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from app.extensions import db
-from app.models import (
-    ACTIVE_STATUSES,
-    BlockedTime,
-    BlockedTimeSource,
-    Booking,
-    CalendarConnection,
-    SubAccount,
-)
+from app.models import BlockedTime, BlockedTimeSource, Booking, CalendarConnection, SubAccount
+from app.services.bookings.queries import seats_taken
 from app.services.common.errors import InvalidRequest
 
 # A month view shows six weeks; a little more lets a view start on either weekday.
@@ -61,17 +55,7 @@ def calendar_entries(
         )
         .order_by(Booking.start_at, Booking.id)
     ).all()
-    taken = dict(
-        db.session.execute(
-            select(Booking.seat_group, func.count())
-            .where(
-                Booking.sub_account_id == sub_account.id,
-                Booking.seat_group.in_({b.seat_group for b in bookings if b.seat_group}),
-                Booking.status.in_(ACTIVE_STATUSES),
-            )
-            .group_by(Booking.seat_group)
-        ).all()
-    )
+    taken = seats_taken(b.seat_group for b in bookings)
     blocked = db.session.execute(
         select(BlockedTime, CalendarConnection.name)
         .outerjoin(CalendarConnection, BlockedTime.calendar_connection_id == CalendarConnection.id)

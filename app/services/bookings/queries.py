@@ -8,6 +8,7 @@ of loading the same rows as objects. Writes load ``Booking``s (``get_booking``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -177,18 +178,23 @@ def list_bookings(
     return page, total or 0
 
 
+def seats_taken(groups: Iterable[str | None]) -> dict[str, int]:
+    """How many active bookings each seat group (``Booking.seat_group``) has; Nones (unseated
+    bookings) are skipped, and no group costs no query."""
+    named = {group for group in groups if group}
+    if not named:
+        return {}
+    rows = db.session.execute(
+        select(Booking.seat_group, func.count())
+        .where(Booking.seat_group.in_(named), Booking.status.in_(ACTIVE_STATUSES))
+        .group_by(Booking.seat_group)
+    ).tuples()
+    return {group: count for group, count in rows if group}
+
+
 def _count_seats(page: list[ShownBooking]) -> None:
     """Each seated booking's ``seats_taken``: the active bookings of its slot's group."""
-    groups = {booking.seat_group for booking in page if booking.seat_group}
-    if not groups:
-        return
-    taken = dict(
-        db.session.execute(
-            select(Booking.seat_group, func.count())
-            .where(Booking.seat_group.in_(groups), Booking.status.in_(ACTIVE_STATUSES))
-            .group_by(Booking.seat_group)
-        ).all()
-    )
+    taken = seats_taken(booking.seat_group for booking in page)
     for booking in page:
         if booking.seat_group:
             booking.seats_taken = taken.get(booking.seat_group, 0)

@@ -25,6 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from app.config import beside_database, settings, settings_of
 from app.extensions import db
+from app.services.integrations.calendars.freshness import poll_tick
 from app.services.integrations.events import BookingEvent
 from app.services.integrations.registry import init_registry
 
@@ -45,6 +46,11 @@ TASK_MODULES = [
 ]
 
 log = logging.getLogger(__name__)
+
+# How long a worker (or beat) waits on Redis before it gives a command up, and after how long
+# a silent connection is checked (``consumer_settings``).
+CONSUMER_SOCKET_TIMEOUT_S = 10.0
+CONSUMER_HEALTH_CHECK_S = 10
 
 # Periodic work: task name → interval.
 BEAT_SCHEDULE = {
@@ -101,13 +107,11 @@ def task_to_worker(task: str, args: list[Any], delay: float) -> None:
 
 
 def beat_schedule(sync_interval_seconds: int) -> dict[str, dict[str, Any]]:
-    return {
-        **BEAT_SCHEDULE,
-        "sync-calendars": {
-            "task": "calendars.sync_all",
-            "schedule": timedelta(seconds=sync_interval_seconds),
-        },
-    }
+    """The periodic tasks. The poll looks for the connections due every ``poll_tick`` (a few
+    seconds, or the interval if shorter) and hands each over to run at its own due instant,
+    so a connection is read at most one interval after its last read."""
+    every = poll_tick(timedelta(seconds=sync_interval_seconds))
+    return {**BEAT_SCHEDULE, "sync-calendars": {"task": "calendars.sync_all", "schedule": every}}
 
 
 def celery_settings(flask_app: Flask) -> dict[str, Any]:
@@ -158,6 +162,45 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
         "timezone": "UTC",
         "include": TASK_MODULES,
     }
+
+
+def consumer_settings(flask_app: Flask) -> dict[str, Any]:
+    """The broker options of the processes ``celery -A worker`` starts (the worker, and beat),
+    over ``celery_settings``: a consumer waits for its broker and comes back by itself, where a
+    request fails fast.
+
+    The web's 0.25 s socket timeout and single attempt are right for a publish inside a
+    request (its event waits for a sweep), wrong for a consumer: an acknowledgement that timed
+    out during a 5 s freeze of Redis held its task's place in the worker's prefetch window for
+    good, and a worker whose acks all did stopped taking tasks (issue 48). So the worker waits
+    out a brief freeze (``socket_timeout``); an acknowledgement Redis still does not answer is
+    owed, not held (``worker.broker``, named here as a string: this module imports nothing of
+    the worker); a connection that stays silent is dropped and made again
+    (``health_check_interval``); and the worker reconnects for as long as the broker is away,
+    never giving up (``broker_connection_max_retries``)."""
+    configured = celery_settings(flask_app)
+    consumer: dict[str, Any] = {
+        "broker_connection_retry": True,
+        "broker_connection_max_retries": None,  # retry for as long as the broker is away
+        # A task running when the connection is lost finishes and records what it did; its
+        # message, handed out again, finds that done. (Cancelling it could stop a mail after
+        # it left and before it was recorded.)
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+    }
+    if configured["broker_url"].startswith("redis"):
+        consumer["broker_transport"] = "worker.broker:Transport"
+        consumer["broker_transport_options"] = {
+            "visibility_timeout": configured["broker_transport_options"]["visibility_timeout"],
+            # Long enough to wait out a brief freeze of Redis (a failover, a slow fork), short
+            # enough that a hung connection is given up; kombu's own default is to wait forever.
+            "socket_timeout": CONSUMER_SOCKET_TIMEOUT_S,
+            "socket_connect_timeout": CONSUMER_SOCKET_TIMEOUT_S,
+            "socket_keepalive": True,
+            # The connection waiting for tasks (BRPOP) is dropped and made again once its answer
+            # is this much overdue; other connections PING first after this long idle.
+            "health_check_interval": CONSUMER_HEALTH_CHECK_S,
+        }
+    return consumer
 
 
 def celery_init_app(flask_app: Flask) -> Celery:

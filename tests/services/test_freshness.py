@@ -13,12 +13,13 @@ from sqlalchemy import update
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, PushChannel
 from app.services.integrations.calendars.freshness import (
+    POLL_TICK,
     SYNC_LEASE,
     begin_sync,
     busy_time_as_of,
     connections_to_poll,
     end_sync,
-    poll_delay,
+    next_poll,
     request_sync,
 )
 from app.services.integrations.registry import app_registry
@@ -131,25 +132,88 @@ def live_channel(connection_id: int, expires_at: datetime) -> None:
 
 
 def test_a_pushed_connection_is_polled_only_when_its_safety_net_read_is_due():
-    polled = a_connection(last_success_at=NOW - timedelta(minutes=5))
-    pushed = a_connection(last_success_at=NOW - timedelta(minutes=5))
-    live_channel(pushed, NOW + timedelta(days=3))
-    stale = a_connection(last_success_at=NOW - timedelta(minutes=40))
-    live_channel(stale, NOW + timedelta(days=3))
-    expired = a_connection(last_success_at=NOW - timedelta(minutes=5))
-    live_channel(expired, NOW - timedelta(minutes=1))
-    assert connections_to_poll(NOW) == [polled, stale, expired]
+    polled, pushed, stale, expired = (a_connection() for _ in range(4))
+    # The pushed one's safety-net read is due at ``due``, 20 minutes after its last read.
+    due = next_poll(pushed, NOW, PUSH_RESYNC)
+    set_fields(pushed, last_success_at=due - timedelta(minutes=20))
+    live_channel(pushed, due + timedelta(days=3))
+    set_fields(stale, last_success_at=due - timedelta(minutes=40))
+    live_channel(stale, due + timedelta(days=3))
+    set_fields(expired, last_attempt_at=due - timedelta(minutes=12))
+    live_channel(expired, due - timedelta(minutes=11))
+    early = due - timedelta(minutes=10)
+    assert [c for c, _ in connections_to_poll(early)] == [polled, stale, expired]
+    late = due - POLL_TICK + timedelta(seconds=1)
+    assert (pushed, due) in connections_to_poll(late)
+
+
+def set_fields(connection_id: int, **fields) -> None:
+    db.session.execute(
+        update(CalendarConnection).where(CalendarConnection.id == connection_id).values(**fields)
+    )
+    db.session.commit()
+
+
+INTERVAL = timedelta(seconds=60)  # SYNC_INTERVAL_SECONDS' default
+PUSH_RESYNC = timedelta(seconds=1800)  # PUSH_RESYNC_SECONDS' default
+
+
+def test_a_connection_is_polled_at_most_one_interval_after_its_last_read():
+    for connection_id in range(1, 1001):
+        for last_read in (NOW, NOW + timedelta(seconds=connection_id, microseconds=7)):
+            due = next_poll(connection_id, last_read, INTERVAL)
+            assert last_read < due <= last_read + INTERVAL
+            assert next_poll(connection_id, due, INTERVAL) == due + INTERVAL  # same phase
 
 
 def test_polls_spread_over_the_interval():
-    interval = timedelta(seconds=60)
-    delays = [poll_delay(connection_id, interval) for connection_id in range(1, 1001)]
-    assert all(0 <= delay < 60 for delay in delays)
+    offsets = [
+        (next_poll(connection_id, NOW, INTERVAL) - NOW).total_seconds()
+        for connection_id in range(1, 1001)
+    ]
     per_second = [0] * 60
-    for delay in delays:
-        per_second[int(delay)] += 1
+    for offset in offsets:
+        per_second[int(offset) % 60] += 1
     assert max(per_second) <= 2 * 1000 / 60  # no second has more than twice its share
-    assert poll_delay(7, interval) == poll_delay(7, interval)  # the same each time
+
+
+def test_a_connection_read_just_now_is_handed_over_to_run_when_its_poll_is_due(handed_over):
+    connection_id = a_connection(last_attempt_at=NOW)
+    due = next_poll(connection_id, NOW, INTERVAL)
+    assert connections_to_poll(due - POLL_TICK - timedelta(seconds=1)) == []
+    look = due - POLL_TICK
+    assert connections_to_poll(look) == [(connection_id, due)]
+    assert request_sync(connection_id, look, due=due)
+    db.session.commit()
+    assert handed_over[-1] == (connection_id, POLL_TICK.total_seconds())
+
+
+def test_a_connection_never_read_is_polled_at_once():
+    connection_id = a_connection()
+    assert connections_to_poll(NOW) == [(connection_id, NOW)]
+
+
+def test_a_running_sync_counts_as_a_read_begun_when_its_lease_was_taken():
+    connection_id = a_connection(last_attempt_at=NOW - timedelta(minutes=5))
+    request_sync(connection_id, NOW)
+    assert begin_sync(connection_id, NOW) == "begun"
+    db.session.commit()
+    assert connections_to_poll(NOW + timedelta(seconds=1)) == []  # not overdue: just begun
+    due = next_poll(connection_id, NOW, INTERVAL)
+    assert connections_to_poll(due - POLL_TICK) == [(connection_id, due)]
+
+
+def test_a_poll_is_not_asked_for_once_a_read_has_begun_since_it_was_due(handed_over):
+    connection_id = a_connection(last_attempt_at=NOW - timedelta(minutes=5))
+    [(_, due)] = connections_to_poll(NOW)
+    # A sync (a person's "Sync now") begins between the poll's look and its request.
+    request_sync(connection_id, NOW)
+    assert begin_sync(connection_id, NOW) == "begun"
+    db.session.commit()
+    assert not request_sync(connection_id, NOW, due=due)
+    end_sync(connection_id)
+    set_fields(connection_id, last_attempt_at=NOW)
+    assert not request_sync(connection_id, NOW, due=due)
 
 
 def test_busy_time_is_as_of_the_last_read_or_now_with_a_live_channel():

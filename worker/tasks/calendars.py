@@ -7,6 +7,7 @@ the bookings made before it wrote back, or tells its people once that it needs t
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from celery import shared_task
@@ -21,14 +22,14 @@ from app.services.integrations.calendars.freshness import (
     connections_to_poll,
     end_sync,
     mark_requested,
-    poll_delay,
     request_sync,
     requested_connection_ids,
-    sync_interval,
 )
 from app.services.integrations.calendars.push import connections_with_channels, keep_channels
 from app.services.integrations.calendars.upkeep import sync_and_follow_up
 from app.services.integrations.outbox import retry_delay
+
+log = logging.getLogger(__name__)
 
 # A failing connection is tried again after 1, 2, 4 … minutes (with jitter), then waits for
 # the next periodic run.
@@ -41,13 +42,12 @@ WAIT_FOR_RUNNING_SECONDS = 2.0
 
 @shared_task(name="calendars.sync_all")
 def sync_all() -> int:
-    """The poll: ask for a sync of every connection due (without a live push channel, or whose
-    channels' safety-net read is due), each delayed by its own share of the interval; returns
-    how many were queued (one already queued is not queued twice)."""
-    now, interval = utcnow(), sync_interval()
+    """The poll (beat, every ``freshness.poll_tick``): ask for a sync of every connection due
+    before the next look, to run at its due instant (``freshness.connections_to_poll``);
+    returns how many were queued (one already queued is not queued twice)."""
+    now = utcnow()
     return sum(
-        request_sync(connection_id, now, delay=poll_delay(connection_id, interval))
-        for connection_id in connections_to_poll(now)
+        request_sync(connection_id, now, due=due) for connection_id, due in connections_to_poll(now)
     )
 
 
@@ -74,13 +74,18 @@ def sync(self, connection_id: int) -> str:
     if state == "running":  # another sync of it runs: this one is read after it
         sync.apply_async((connection_id,), countdown=WAIT_FOR_RUNNING_SECONDS)
         return "waiting"
+    # Logged after the lease is committed and before it is given back: in the worker's log,
+    # one connection's "began" and "ended" lines alternate unless two syncs ran at once.
+    log.info("calendar connection %s: sync began", connection_id)
     try:
         result = sync_and_follow_up(connection_id, now=utcnow(), page=connection_page)
     except BaseException:
         db.session.rollback()
+        log.info("calendar connection %s: sync ended (raised)", connection_id)
         end_sync(connection_id)
         db.session.commit()
         raise
+    log.info("calendar connection %s: sync ended (%s)", connection_id, result.status)
     end_sync(connection_id)
     CALENDAR_SYNCS.labels(result.status).inc()
     if not result.ok and result.retryable and self.request.retries < self.max_retries:

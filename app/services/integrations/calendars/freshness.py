@@ -14,11 +14,16 @@ safety net.
   (``sync_running_until``) and clears the mark as it begins, so a notification that arrives
   during a sync queues one more, read after it. A sync that finds another running waits for it
   (its mark stays); a sync that finds no mark has nothing to do (another read it already).
-- **Polled** (``connections_to_poll``): a connection with no live push channel is read every
-  ``SYNC_INTERVAL_SECONDS`` (default 60), one with a live channel every
-  ``PUSH_RESYNC_SECONDS`` (default 1800) in case a notification was lost; each connection's
-  poll is delayed by its own share of the interval (``poll_delay``), so thousands of
-  connections do not all read in the same second.
+- **Polled** (``connections_to_poll``): a connection with no live push channel is read at
+  most ``SYNC_INTERVAL_SECONDS`` (default 60) after its last read began, one with a live
+  channel at most ``PUSH_RESYNC_SECONDS`` (default 1800) after its last successful read, in
+  case a notification was lost. Each connection is read at its own phase of the interval
+  (``next_poll``: the first instant after its last read at which its phase comes round), so
+  thousands of connections do not all read in the same second, and a change waits uniformly
+  (0, interval] plus a sync. Beat looks for the connections due every ``POLL_TICK`` (or
+  every interval, if shorter) and hands each over to run at its due instant, so neither
+  beat's own start nor its period adds to the wait (``worker.celery`` also looks once when
+  beat starts: Celery runs an interval entry first one period after it starts).
 - **How fresh** (``busy_time_as_of``): the instant up to which the connected calendars' busy
   time is known, for availability answers: now for a calendar with a live channel and a
   working connection, else its last successful read.
@@ -27,8 +32,9 @@ safety net.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import event, func, or_, select, update
 from sqlalchemy.orm import Session, SessionTransaction
@@ -46,8 +52,15 @@ REQUEST_RESENT_AFTER = timedelta(minutes=2)
 # How long a sync may hold its connection: the worker's hard task limit (app.celery_app), after
 # which a crashed worker's lease is taken over.
 SYNC_LEASE = timedelta(seconds=180)
+# How often beat looks for the connections due to be polled (``calendars.sync_all``), when the
+# interval is longer: a connection due before the next look is handed over now, to run at its
+# due instant, so the look's period adds nothing to a poll's wait.
+POLL_TICK = timedelta(seconds=5)
 # The golden ratio's fraction: successive ids land far apart in [0, 1).
 _SPREAD = 0.6180339887498949
+# Where every connection's phase is counted from (any fixed instant would do).
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 _PENDING = "pending_connection_tasks"
 # The worker's task that syncs one connection (``worker.tasks.calendars``).
@@ -66,26 +79,42 @@ def push_resync_interval() -> timedelta:
     return settings().duration("push_resync_seconds")
 
 
-def request_sync(connection_id: int, now: datetime, *, delay: float = 0.0) -> bool:
+def request_sync(connection_id: int, now: datetime, *, due: datetime | None = None) -> bool:
     """Ask for a sync of the connection: marked in the caller's transaction and handed to the
-    worker after its commit (to run ``delay`` seconds later), unless one is queued already.
-    Returns whether this call queued it. Flushes, never commits."""
+    worker after its commit, unless one is queued already. ``due``: a poll's instant
+    (``connections_to_poll``): the sync runs then, and is not asked for if a read has begun
+    since (between the poll's look and this call). Returns whether this call queued it.
+    Flushes, never commits."""
+    conditions = [
+        CalendarConnection.id == connection_id,
+        CalendarConnection.active.is_(True),
+        or_(
+            CalendarConnection.sync_requested_at.is_(None),
+            CalendarConnection.sync_requested_at < now - REQUEST_RESENT_AFTER,
+        ),
+    ]
+    if due is not None:
+        conditions += [
+            or_(
+                CalendarConnection.last_attempt_at.is_(None),
+                CalendarConnection.last_attempt_at < due,
+            ),
+            or_(  # a running sync began before ``due`` (its lease is taken as it begins)
+                CalendarConnection.sync_running_until.is_(None),
+                CalendarConnection.sync_running_until < due + SYNC_LEASE,
+            ),
+        ]
     queued = db.session.execute(
         update(CalendarConnection)
-        .where(
-            CalendarConnection.id == connection_id,
-            CalendarConnection.active.is_(True),
-            or_(
-                CalendarConnection.sync_requested_at.is_(None),
-                CalendarConnection.sync_requested_at < now - REQUEST_RESENT_AFTER,
-            ),
-        )
+        .where(*conditions)
         .values(sync_requested_at=now)
         .returning(CalendarConnection.id)
         .execution_options(synchronize_session=False)
     ).scalar()
     if queued is None:
         return False
+    # Rounded up to the millisecond: a poll run early would find its due instant still ahead.
+    delay = 0.0 if due is None else max(0.0, math.ceil((due - now) / _MICROSECOND / 1000) / 1000)
     hand_over_after_commit(SYNC_TASK, connection_id, delay)
     return True
 
@@ -175,25 +204,57 @@ def requested_connection_ids() -> list[int]:
     )
 
 
-def connections_to_poll(now: datetime) -> list[int]:
-    """The active connections of active sub accounts due for a poll: every one without a live
-    push channel on each of its calendars, and those with live channels whose last read is
-    older than ``PUSH_RESYNC_SECONDS`` (less one poll interval, so it is not missed by one)."""
-    resync_before = now - push_resync_interval() + sync_interval()
+def poll_tick(interval: timedelta) -> timedelta:
+    """How often beat looks for the connections due (``calendars.sync_all``), given the poll
+    interval: ``POLL_TICK``, or the interval if that is shorter."""
+    return min(POLL_TICK, interval)
+
+
+def connections_to_poll(now: datetime) -> list[tuple[int, datetime]]:
+    """The active connections of active sub accounts whose poll is due before beat looks
+    again (``poll_tick``), each with its due instant (``now`` if overdue or never read), in id
+    order: one without a live push channel on each of its calendars ``next_poll`` after its
+    last read began (``SYNC_INTERVAL_SECONDS``), one with live channels after its last
+    successful read (``PUSH_RESYNC_SECONDS``). A sync running now counts as a read begun when
+    its lease was taken."""
     live, calendars = _calendar_counts(now)
     rows = db.session.execute(
-        select(CalendarConnection.id, live, calendars, CalendarConnection.last_success_at)
+        select(
+            CalendarConnection.id,
+            live,
+            calendars,
+            CalendarConnection.last_success_at,
+            CalendarConnection.last_attempt_at,
+            CalendarConnection.sync_running_until,
+        )
         .join(SubAccount, SubAccount.id == CalendarConnection.sub_account_id)
         .where(CalendarConnection.active.is_(True), SubAccount.active.is_(True))
         .order_by(CalendarConnection.id)
     ).all()
-    return [
-        connection_id
-        for connection_id, live_count, calendar_count, last_success in rows
-        if not (calendar_count and live_count >= calendar_count)
-        or last_success is None
-        or last_success < resync_before
-    ]
+    polled, pushed_every = sync_interval(), push_resync_interval()
+    before = now + poll_tick(polled)
+    due: list[tuple[int, datetime]] = []
+    for connection_id, live_count, calendar_count, success, attempt, running_until in rows:
+        pushed = bool(calendar_count) and live_count >= calendar_count and success is not None
+        interval, last = (pushed_every, success) if pushed else (polled, attempt)
+        if running_until is not None and running_until > now:
+            began = running_until - SYNC_LEASE
+            last = began if last is None else max(last, began)
+        when = now if last is None else max(now, next_poll(connection_id, last, interval))
+        if when <= before:
+            due.append((connection_id, when))
+    return due
+
+
+def next_poll(connection_id: int, last_read: datetime, interval: timedelta) -> datetime:
+    """When the connection is next polled: the first instant after ``last_read`` at which its
+    own phase of ``interval`` comes round (the phases of successive ids spread evenly over
+    the interval, the same each time). Never more than ``interval`` after ``last_read``."""
+    period = interval // _MICROSECOND
+    phase = math.floor((connection_id * _SPREAD) % 1.0 * period)
+    since = (last_read - _EPOCH) // _MICROSECOND
+    cycles = (since - phase) // period + 1
+    return _EPOCH + (phase + cycles * period) * _MICROSECOND
 
 
 def _calendar_counts(now: datetime) -> tuple:
@@ -215,12 +276,6 @@ def _calendar_counts(now: datetime) -> tuple:
         .scalar_subquery()
     )
     return live, calendars
-
-
-def poll_delay(connection_id: int, interval: timedelta) -> float:
-    """Seconds a connection's poll waits after the beat: its own share of the interval (the
-    connections spread evenly over it, the same each time)."""
-    return round((connection_id * _SPREAD) % 1.0 * interval.total_seconds(), 3)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from flask import Blueprint, Flask, flash, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 from flask_limiter import RateLimitExceeded
 from flask_wtf import FlaskForm
 from wtforms import DateField, HiddenField, StringField, TextAreaField
@@ -72,6 +81,15 @@ def _shown_timezone(shown: AttendeeBooking) -> str:
     """The browser's timezone when the page was told it (``tz``), else the attendee's."""
     asked = request.args.get("tz", "")
     return asked if is_timezone(asked) else shown.link.attendee.timezone
+
+
+@attendee.after_request
+def _kept_nowhere(response: Response) -> Response:
+    """Every answer under a manage link is that attendee's booking, opened by a secret in the
+    address: no browser or proxy cache keeps it (a shared computer's history shows the page
+    only by asking the server again)."""
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @attendee.errorhandler(ManageLinkUnusable)
@@ -258,17 +276,22 @@ def _too_many(error: RateLimitExceeded) -> tuple[str, int]:
 
 
 def register_attendee_pages(app: Flask, limiter: Any) -> None:
-    """The attendee's pages, limited per link and per client address."""
+    """The attendee's pages, limited per link and per client address: one count across all
+    of the pages (shared limits), so a link's page, its slots, a choice, a confirmation and a
+    cancel all draw on the same allowance."""
     configured = settings_of(app)
     per_link, per_address = (
         configured.attendee_page_limit_per_link,
         configured.attendee_page_limit_per_address,
     )
-    limiter.limit(
+    limiter.shared_limit(
         lambda: per_link,
+        scope="attendee-pages-per-link",
         key_func=lambda: f"manage-link:{(request.view_args or {}).get('token', '')}",
     )(attendee)
-    limiter.limit(lambda: per_address, key_func=lambda: f"manage-address:{request.remote_addr}")(
-        attendee
-    )
+    limiter.shared_limit(
+        lambda: per_address,
+        scope="attendee-pages-per-address",
+        key_func=lambda: f"manage-address:{request.remote_addr}",
+    )(attendee)
     app.register_blueprint(attendee)

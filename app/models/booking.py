@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import date, datetime
 from enum import StrEnum
 from typing import Any
@@ -25,6 +26,7 @@ from app.models.event_type import EventType, LocationKind
 from app.models.limits import (
     DIGEST_LENGTH,
     EMAIL_MAX,
+    LINK_KEY_LENGTH,
     LOCATION_MAX,
     NAME_MAX,
     PHONE_MAX,
@@ -145,6 +147,11 @@ class Booking(Model):
     )
 
 
+def new_link_key() -> str:
+    """A new attendee's ``link_key``: 128 random bits."""
+    return secrets.token_urlsafe(16)
+
+
 class Attendee(Model):
     __tablename__ = "attendees"
 
@@ -162,6 +169,16 @@ class Attendee(Model):
     # Signed into the attendee's manage link (``app.services.common.manage_links``): raising
     # it re-issues the link, and every earlier one stops working.
     manage_link_version: Mapped[int] = mapped_column(Integer, default=0)
+    # Whom the manage link names: random, so a token says nothing about how many attendees
+    # there are or which came before (the row's id is sequential).
+    link_key: Mapped[str] = mapped_column(
+        String(LINK_KEY_LENGTH), unique=True, default=new_link_key
+    )
+    # The hold this attendee's manage link placed while they choose a new time: a link holds
+    # one choice at a time, so their next choice replaces it.
+    choice_hold_id: Mapped[int | None] = mapped_column(
+        ForeignKey("slot_holds.id", ondelete="SET NULL")
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

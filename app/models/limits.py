@@ -34,6 +34,8 @@ TIMEZONE_MAX = 64
 UID_MAX = 64
 # SHA-256 digests of tokens and keys, in hex.
 DIGEST_LENGTH = 64
+# The random key a manage link names its attendee by: 16 bytes, base64url without padding.
+LINK_KEY_LENGTH = 22
 # A webhook's target URL; a CalDAV server's or calendar's URL.
 WEBHOOK_URL_MAX = 2000
 CALDAV_URL_MAX = 1000

@@ -8,14 +8,19 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
+from itsdangerous import URLSafeSerializer
 from sqlalchemy import select
 
+from app.config import settings_of
 from app.extensions import db
 from app.models import Booking, CalendarSettings, OutboxEvent, SlotHold
 from app.models.types import utcnow
+from app.services.bookings.attendee_changes import move_as_attendee, open_attendee_booking
+from app.services.common.errors import InvalidRequest
 from app.services.common.manage_links import manage_url
 from tests.dashboard_users import csrf_token
 from tests.factories import (
+    availability_through_api,
     book_through_api,
     hold_through_api,
     make_booking,
@@ -233,3 +238,101 @@ def test_requests_over_the_per_address_limit_are_refused_whatever_the_link(make_
         first, second = _link(_booked(client, tenant, 10)), _link(_booked(client, tenant, 11))
         statuses = [client.get(link).status_code for link in (first, second, "/manage/guess")]
     assert statuses == [200, 200, 429]
+
+
+def _live_holds() -> list[SlotHold]:
+    db.session.expire_all()
+    return db.session.scalars(select(SlotHold).where(SlotHold.expires_at > utcnow())).all()
+
+
+def test_twelve_choices_through_one_link_hold_one_time_from_everyone_else(client, tenant):
+    booked = _booked(client, tenant)
+    link = _link(booked)
+    choices = [ny(MONDAY, 11) + timedelta(minutes=30 * n) for n in range(12)]  # 11:00–16:30
+    for start in choices:
+        assert _choose(client, link, start).status_code == 200
+    (held,) = _live_holds()
+    assert held.start_at == choices[-1]
+    (day,) = availability_through_api(client, tenant, MONDAY).json
+    open_starts = {slot["start"] for slot in day["slots"]}
+    assert z(choices[-1]) not in open_starts
+    # Every earlier choice is open again, but those the held time's buffers still reach.
+    assert {z(start) for start in choices[:-3]} <= open_starts
+
+
+def test_a_choice_of_a_time_beside_the_booking_releases_the_earlier_choice(client, tenant):
+    booked = _booked(client, tenant)
+    link = _link(booked)
+    assert _choose(client, link, ny(MONDAY, 14)).status_code == 200
+    # 10:15 overlaps the booking's own 10:00–10:30, which no hold may: it holds nothing new.
+    assert _choose(client, link, ny(MONDAY, 10, 15)).status_code == 200
+    assert _live_holds() == []
+
+
+def test_a_refused_choice_keeps_the_earlier_one(client, tenant):
+    booked = _booked(client, tenant)
+    link = _link(booked)
+    assert _choose(client, link, ny(MONDAY, 14)).status_code == 200
+    assert book_through_api(client, tenant, ny(MONDAY, 15)).status_code == 201  # someone else
+    assert _choose(client, link, ny(MONDAY, 15)).status_code == 409
+    (held,) = _live_holds()
+    assert held.start_at == ny(MONDAY, 14)
+
+
+def test_two_confirmations_beyond_the_move_limit_move_the_booking_once(client, tenant):
+    """The second confirmation opened the link before the first moved the booking (both saw
+    no move yet), as two at once do; the count under the calendar's lock refuses it."""
+    _settings(tenant).attendee_max_reschedules = 1
+    db.session.commit()
+    booked = _booked(client, tenant)
+    link = _link(booked)
+    first_page = _choose(client, link, ny(MONDAY, 14)).get_data(as_text=True)
+    now = utcnow()
+    first, second = (open_attendee_booking(_path(link).rsplit("/", 1)[1], now) for _ in "12")
+    assert first.can_move and second.can_move
+    hold = re.search(r'name="hold" type="hidden" value="([^"]*)"', first_page).group(1)
+    move_as_attendee(first, ny(MONDAY, 14), hold, now)
+    db.session.commit()
+    with pytest.raises(InvalidRequest, match="moved as often as allowed"):
+        move_as_attendee(second, ny(MONDAY, 15), None, now)
+    db.session.rollback()
+    db.session.expire_all()
+    booking = db.session.get(Booking, booked["id"])
+    assert (booking.start_at, booking.attendee_moves) == (ny(MONDAY, 14), 1)
+
+
+def test_a_link_names_a_random_key_not_the_attendees_sequential_id(client, tenant):
+    first, second = _booked(client, tenant, 10), _booked(client, tenant, 11)
+    for booked in (first, second):
+        token = _link(booked).rsplit("/", 1)[1]
+        named, _version = URLSafeSerializer(
+            settings_of(client.application).secret_keys[0], salt="attendee-manage-link"
+        ).loads(token)
+        assert named != booked["attendees"][0]["id"]
+        assert isinstance(named, str) and len(named) >= 22
+
+
+def test_a_link_mailed_before_links_named_keys_still_opens_its_booking(client, tenant):
+    booked = _booked(client, tenant)
+    attendee = booked["attendees"][0]
+    old_style = URLSafeSerializer(
+        settings_of(client.application).secret_keys[0], salt="attendee-manage-link"
+    ).dumps([attendee["id"], 0])
+    assert client.get(f"/manage/{old_style}").status_code == 200
+
+
+def test_the_attendee_pages_are_kept_in_no_cache(client, tenant):
+    link = _link(_booked(client, tenant))
+    for path in (link, f"{link}/reschedule", "/manage/forged"):
+        assert client.get(path).headers["Cache-Control"] == "no-store"
+
+
+def test_the_attendee_pages_share_one_count_per_link(make_app, tenants):
+    app = make_app(ATTENDEE_PAGE_LIMIT_PER_LINK="3/minute")
+    with app.app_context():
+        tenant = tenants.create()
+        client = app.test_client()
+        link = _link(_booked(client, tenant))
+        paths = (link, f"{link}/reschedule", link, f"{link}/reschedule")
+        statuses = [client.get(path).status_code for path in paths]
+    assert statuses == [200, 200, 200, 429]

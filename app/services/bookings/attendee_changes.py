@@ -12,7 +12,7 @@ account's rules.
   history, the mails and the webhooks say.
 - **A hold while choosing**: picking a slot holds it (``holds.place_hold``, for
   ``CHOICE_HOLD_SECONDS``) while the attendee confirms; a slot taken meanwhile is refused with
-  the nearest open ones instead.
+  the nearest open ones instead. A link holds one choice at a time: a new one replaces it.
 
 Each function is one use case in the caller's transaction; the caller commits.
 """
@@ -22,12 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from sqlalchemy import true, update
+
 from app.extensions import db
 from app.models import ACTIVE_STATUSES, Booking, BookingStatus
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput
 from app.services.availability.open_time import AvailabilityDay, slots_to_move_to
-from app.services.bookings.holds import NewHold, PlacedHold, place_hold
+from app.services.bookings.holds import (
+    NewHold,
+    PlacedHold,
+    place_hold,
+    release_attendee_choice,
+)
 from app.services.bookings.writes import BookingChanges, cancel_booking, update_booking
 from app.services.common.errors import ErrorCode, InvalidRequest
 from app.services.common.manage_links import OpenedLink, open_manage_link
@@ -76,9 +83,9 @@ def open_attendee_booking(token: str, now: datetime) -> AttendeeBooking:
         locked = "This booking is cancelled."
     elif booking.status not in ACTIVE_STATUSES or booking.start_at <= now:
         locked = (
-            "This booking has already taken place."
+            f"This booking has already taken place. For anything about it, contact {contact}."
             if booking.end_at <= now
-            else ("This booking has already started.")
+            else f"This booking has already started. To change it, contact {contact}."
         )
     elif booking.start_at - timedelta(hours=settings.attendee_change_notice_hours) <= now:
         hours = settings.attendee_change_notice_hours
@@ -89,11 +96,15 @@ def open_attendee_booking(token: str, now: datetime) -> AttendeeBooking:
     used_up = None
     most = settings.attendee_max_reschedules
     if most is not None and booking.attendee_moves >= most:
-        used_up = (
-            f"This booking has been moved as often as allowed ({most} "
-            f"time{'s' if most != 1 else ''}). To move it again, contact {contact}."
-        )
+        used_up = _moves_used_up(most, contact)
     return AttendeeBooking(link, locked, used_up, contact)
+
+
+def _moves_used_up(most: int, contact: str) -> str:
+    return (
+        f"This booking has been moved as often as allowed ({most} "
+        f"time{'s' if most != 1 else ''}). To move it again, contact {contact}."
+    )
 
 
 def _require(allowed: bool, why: str | None) -> None:
@@ -129,6 +140,7 @@ def hold_choice(shown: AttendeeBooking, start: datetime, now: datetime) -> Place
     rules = slot_rules(shown.link.sub_account, booking.event_type, now)
     occupied = rules.occupied_interval(Interval(start, end))
     if occupied.overlaps(Interval(booking.occupied_start, booking.occupied_end)):
+        release_attendee_choice(shown.link.attendee.id)  # this choice replaces that one too
         return None
     return place_hold(
         shown.link.sub_account,
@@ -140,6 +152,7 @@ def hold_choice(shown: AttendeeBooking, start: datetime, now: datetime) -> Place
             ttl_seconds=CHOICE_HOLD_SECONDS,
         ),
         now=now,
+        attendee_id=shown.link.attendee.id,
     )
 
 
@@ -147,7 +160,12 @@ def move_as_attendee(
     shown: AttendeeBooking, start: datetime, hold_token: str | None, now: datetime
 ) -> Booking:
     """Move the booking its attendee's link opened to ``start`` (keeping its length),
-    consuming the hold placed while they chose."""
+    consuming the hold placed while they chose.
+
+    The moves are counted under the calendar's lock that the move took, with one conditional
+    update: of two confirmations at once beyond ``attendeeMaxReschedules``, the second finds
+    the count already at the limit and is refused (its move rolls back with it). The check
+    before the lock only spares a refused attendee the live check."""
     _require(shown.can_move, shown.locked_because or shown.moves_used_up)
     booking = update_booking(
         shown.link.sub_account,
@@ -161,6 +179,18 @@ def move_as_attendee(
         now=now,
         actor=Actor.ATTENDEE,
     )
-    booking.attendee_moves += 1
-    db.session.flush()
+    most = shown.link.sub_account.settings.attendee_max_reschedules
+    counted = db.session.execute(
+        update(Booking)
+        .where(
+            Booking.id == booking.id,
+            true() if most is None else Booking.attendee_moves < most,
+        )
+        .values(attendee_moves=Booking.attendee_moves + 1)
+        .returning(Booking.attendee_moves)
+    ).scalar()
+    if counted is None:
+        raise InvalidRequest(
+            _moves_used_up(most or 0, shown.contact), code=ErrorCode.BOOKING_NOT_ACTIVE
+        )
     return booking

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, delete, select
+from sqlalchemy import CursorResult, delete, select, update
 
 from app.api_terms import DEFAULT_TTL_SECONDS
 from app.api_terms import MAX_TTL_SECONDS as MAX_TTL_SECONDS  # for app.api.holds.schemas
 from app.extensions import db
-from app.models import EventType, SlotHold, SubAccount
+from app.models import Attendee, EventType, SlotHold, SubAccount
 from app.scheduling.timezones import InstantInput
 from app.services.bookings.time_claims import flush_claimed, plan_claim, requested_slot, take_seat
 from app.services.common.errors import HoldNotFound
@@ -70,15 +70,23 @@ def place_hold(
     *,
     now: datetime,
     api_key_id: int | None = None,
+    attendee_id: int | None = None,
 ) -> PlacedHold:
     """Hold ``new``'s time on the event type for ``new.ttl_seconds``. As a create does, it
-    reads the event type and its working hours before the calendar's lock."""
+    reads the event type and its working hours before the calendar's lock.
+
+    ``attendee_id``: the hold is that attendee's choice from their manage link, and replaces
+    the choice they held before (released under the lock, before the new time is claimed, so
+    the new time may overlap it). One link thus holds at most one time, however often it
+    chooses; a choice refused keeps the earlier one."""
     event_type = get_event_type(sub_account, event_type_id, offered_only=True)
     timezone = new.timezone or sub_account.settings.timezone
     slot = requested_slot(new.start_time, new.end_time, timezone)
     plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
     plan.ask_connected_calendars()
     lock_calendar(sub_account.id)
+    if attendee_id is not None:
+        release_attendee_choice(attendee_id)
     claimed = plan.claim()
     occupied = claimed.occupied
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)
@@ -98,6 +106,10 @@ def place_hold(
     take_seat(hold, claimed.seat)
     db.session.add(hold)
     flush_claimed()
+    if attendee_id is not None:
+        db.session.execute(
+            update(Attendee).where(Attendee.id == attendee_id).values(choice_hold_id=hold.id)
+        )
     return PlacedHold(hold, token)
 
 
@@ -120,6 +132,13 @@ def release_hold(
     if released is None:
         raise HoldNotFound()
     return ReleasedHold(released, now)
+
+
+def release_attendee_choice(attendee_id: int) -> None:
+    """Free the time an attendee's manage link holds while they choose, if any. Needs no lock:
+    freeing time can clash with nothing."""
+    chosen = select(Attendee.choice_hold_id).where(Attendee.id == attendee_id).scalar_subquery()
+    db.session.execute(delete(SlotHold).where(SlotHold.id == chosen))
 
 
 def find_hold_to_consume(

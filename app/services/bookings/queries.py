@@ -90,6 +90,7 @@ class ShownAttendee:
     created_at: datetime
     updated_at: datetime
     manage_link_version: int
+    link_key: str
 
 
 @dataclass(slots=True)
@@ -148,6 +149,7 @@ _SHOWN_ATTENDEE = (
     Attendee.created_at,
     Attendee.updated_at,
     Attendee.manage_link_version,
+    Attendee.link_key,
 )
 
 

@@ -1,6 +1,7 @@
 """Each attendee's own link to see, cancel or move their booking, with no account: the link
 carries a token signed with the service's ``SECRET_KEY`` (``itsdangerous``), naming the
-attendee and their link's version.
+attendee by their random ``link_key`` (not the row's sequential id, which would tell how many
+attendees there are) and their link's version.
 
 - **Unguessable**: the signature is an HMAC only the service can make; a token that was not
   made here, or was changed, opens nothing.
@@ -66,7 +67,7 @@ class LinkHolder(Protocol):
     """An attendee as a row or as the API's read of one: what their link is made of."""
 
     @property
-    def id(self) -> int: ...
+    def link_key(self) -> str: ...
     @property
     def manage_link_version(self) -> int: ...
 
@@ -82,15 +83,15 @@ def _serializer() -> URLSafeSerializer:
 
 
 @lru_cache(maxsize=4096)
-def _signed(attendee_id: int, version: int, keys: tuple[str, ...]) -> str:
+def _signed(link_key: str, version: int, keys: tuple[str, ...]) -> str:
     """A token, made once per process (signing is ~25 µs; a list of 100 bookings asks for 100
     links): the same inputs always give the same token."""
-    return str(_serializer_for(keys).dumps([attendee_id, version]))
+    return str(_serializer_for(keys).dumps([link_key, version]))
 
 
 def manage_token(attendee: LinkHolder) -> str:
-    """The token of ``attendee``'s current link (a flushed attendee: it needs the id)."""
-    return _signed(attendee.id, attendee.manage_link_version, tuple(settings().secret_keys))
+    """The token of ``attendee``'s current link (a flushed attendee: it needs its key)."""
+    return _signed(attendee.link_key, attendee.manage_link_version, tuple(settings().secret_keys))
 
 
 def manage_url(attendee: LinkHolder) -> str:
@@ -101,12 +102,19 @@ def manage_url(attendee: LinkHolder) -> str:
 def open_manage_link(token: str, now: datetime) -> OpenedLink:
     """The attendee and booking ``token`` opens, or ``ManageLinkUnusable`` saying why not."""
     try:
-        attendee_id, version = _serializer().loads(token)
+        named, version = _serializer().loads(token)
     except (BadSignature, TypeError, ValueError):
         raise ManageLinkUnusable(LinkProblem.FORGED) from None
-    if not isinstance(attendee_id, int) or not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ManageLinkUnusable(LinkProblem.FORGED)
-    attendee = db.session.get(Attendee, attendee_id)
+    if isinstance(named, str):
+        attendee = db.session.scalar(select(Attendee).where(Attendee.link_key == named))
+    elif isinstance(named, int) and not isinstance(named, bool):
+        # A link mailed before links named keys (migration 0025): signed here, so still the
+        # attendee's; every link made since names the key.
+        attendee = db.session.get(Attendee, named)
+    else:
+        raise ManageLinkUnusable(LinkProblem.FORGED)
     if attendee is None:  # removed from the booking since: the link was theirs
         raise ManageLinkUnusable(LinkProblem.REVOKED)
     if attendee.manage_link_version != version:

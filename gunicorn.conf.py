@@ -36,7 +36,6 @@ answered with; invitation and password-reset tokens in paths are masked, and no 
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from datetime import UTC, datetime
@@ -44,6 +43,7 @@ from datetime import UTC, datetime
 from gunicorn.glogging import Logger
 
 from app.config import environment_settings
+from app.secret_paths import mask_secret_paths
 
 settings = environment_settings()
 on_postgres = (settings.database_url or "").startswith("postgresql")
@@ -69,11 +69,6 @@ control_socket_disable = True
 if not settings.prometheus_multiproc_dir:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="calendar-web-metrics-")
 
-# A path segment after /invite/ or /reset-password/ is a secret (an invitation's or a password
-# reset's token). app.logs masks it too, but importing it here would build the whole app in the
-# master, before gevent patches the workers.
-_SECRET_IN_PATH = re.compile(r"(/invite/|/reset-password/)[^/?]+")
-
 
 class JsonAccessLogger(Logger):
     """gunicorn's access log as JSON lines: one object per request, fields a log pipeline can
@@ -89,7 +84,7 @@ class JsonAccessLogger(Logger):
             "request_id": headers.get("x-request-id"),
             "remote_addr": environ.get("REMOTE_ADDR"),
             "method": environ.get("REQUEST_METHOD"),
-            "path": _SECRET_IN_PATH.sub(r"\1…", environ.get("PATH_INFO", "")),
+            "path": mask_secret_paths(environ.get("PATH_INFO", "")),
             "status": resp.status_code,
             "bytes": getattr(resp, "sent", None),
             "duration_ms": round(request_time.total_seconds() * 1000, 2),

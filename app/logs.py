@@ -21,6 +21,8 @@ from typing import Any
 from flask import Flask, Response, g, has_request_context, request
 from pythonjsonlogger.json import JsonFormatter
 
+from app.secret_paths import SECRET_IN_PATH
+
 REQUEST_ID_HEADER = "X-Request-Id"
 _USABLE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
@@ -28,7 +30,7 @@ _SECRETS = (
     (re.compile(r"cbk_[A-Za-z0-9_-]+"), "cbk_…"),
     (re.compile(r"whsec_[A-Za-z0-9+/=]+"), "whsec_…"),
     (re.compile(r"(?i)(bearer\s+)\S+"), r"\1…"),
-    (re.compile(r"(/invite/|/reset-password/)[^/\s?\"']+"), r"\1…"),
+    (SECRET_IN_PATH, r"\1…"),
     (re.compile(r"(?i)(password[\"']?\s*[=:]\s*[\"']?)[^\s\"',&]+"), r"\1…"),
 )
 

@@ -69,12 +69,18 @@ def describe_errors(flat: dict[str, list[str]]) -> str:
 # dates, known zones); the descriptions say it in words.
 # Every form ``read_instant`` reads (Python's ``fromisoformat``): extended or basic dates and
 # week dates; hour, minute, second and any fraction (``.`` or ``,``); ``Z`` or an offset of
-# hours, minutes and seconds; surrounding spaces. A value it matches can still be refused for
-# what a pattern cannot check (a 13th month, a year out of range).
-_DATE = r"(\d{4}-?\d{2}-?\d{2}|\d{4}-?W\d{2}(-?\d)?)"
-_CLOCK = r"\d{2}(:?\d{2}(:?\d{2}([.,]\d+)?)?)?"
+# hours, minutes and seconds; surrounding spaces. Years, months, days, weeks, hours, minutes
+# and seconds within their ranges (years ``MIN_YEAR``–``MAX_YEAR``); a value it matches can
+# still be refused for what a pattern cannot check (a 31st of February).
+_YEAR = r"(19\d\d|2[01]\d\d)"
+_DATE = (
+    rf"({_YEAR}-?(0[1-9]|1[0-2])-?(0[1-9]|[12]\d|3[01])"
+    rf"|{_YEAR}-?W(0[1-9]|[1-4]\d|5[0-3])(-?[1-7])?)"
+)
+_CLOCK = r"([01]\d|2[0-3])(:?[0-5]\d(:?[0-5]\d([.,]\d+)?)?)?"
 INSTANT_PATTERN = rf"^ *{_DATE}([T ]{_CLOCK}(Z|[+-]{_CLOCK})?)? *$"
-TIMEZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$"
+# No IANA name is a single letter (the shortest are ``GB`` and ``NZ``).
+TIMEZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$"
 NO_NUL_PATTERN = r"^[^\x00]*$"
 
 

@@ -32,8 +32,7 @@ from app.services.integrations.calendars.push import (
 PUSH_MAX_BODY_BYTES = 256 * 1024
 # Graph's validation tokens are short opaque strings; anything longer is not one.
 VALIDATION_TOKEN_MAX = 1024
-# The Graph notification's ``value`` entries handled from one request.
-MOST_NOTIFICATIONS = 1000
+TOO_LARGE = f"Request body too large (limit: {PUSH_MAX_BODY_BYTES // 1024} KiB)"
 
 push = Blueprint("push", __name__)
 
@@ -45,11 +44,12 @@ def _plain(text: str, status: int = 200) -> Response:
 
 
 def _body() -> bytes:
+    """The request's body, or a 413 naming this endpoint's own limit (not the API's)."""
     if (request.content_length or 0) > PUSH_MAX_BODY_BYTES:
-        abort(413)
+        abort(_plain(TOO_LARGE, 413))
     data = request.get_data(cache=True)
     if len(data) > PUSH_MAX_BODY_BYTES:
-        abort(413)
+        abort(_plain(TOO_LARGE, 413))
     return data
 
 
@@ -91,18 +91,24 @@ def _graph(handle: Any) -> Response:
             return _plain("", 400)
         return _plain(token)
     _body()
-    payload = request.get_json(silent=True)
+    try:
+        payload = request.get_json(silent=True)
+    except RecursionError:  # nested deeper than the parser goes: not a notification
+        payload = None
     values = payload.get("value") if isinstance(payload, dict) else None
     if not isinstance(values, list):
         return _plain("", 400)
-    notified = handle(values[:MOST_NOTIFICATIONS], utcnow())
+    notified = handle(values, utcnow())
     db.session.commit()
     count_notified("microsoft", notified)
     return _plain("", 202)
 
 
 def register_push(app: Flask, limiter: Any) -> None:
-    """The notification endpoints, limited per client address."""
+    """The notification endpoints, limited per client address: one count across the three
+    (a shared limit), not one each."""
     limit = settings_of(app).push_rate_limit
-    limiter.limit(lambda: limit, key_func=lambda: f"push:{request.remote_addr}")(push)
+    limiter.shared_limit(
+        lambda: limit, scope="push-per-address", key_func=lambda: f"push:{request.remote_addr}"
+    )(push)
     app.register_blueprint(push)

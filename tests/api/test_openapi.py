@@ -9,7 +9,13 @@ import pytest
 
 from app.api.error_codes import ERROR_CODES, codes_table
 from app.config import settings_of
-from app.scheduling.timezones import InvalidInstant, read_instant
+from app.scheduling.timezones import (
+    MAX_YEAR,
+    MIN_YEAR,
+    InvalidInstant,
+    is_timezone,
+    read_instant,
+)
 from app.services.common.errors import ErrorCode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -258,3 +264,39 @@ def test_every_code_the_api_answers_with_has_its_status_and_cause():
 
 def test_the_documented_table_of_codes_is_the_documents_own():
     assert codes_table() in (ROOT / "docs" / "api.md").read_text()
+
+
+SERVER_REFUSES = [
+    "00000000",
+    "0000-01-01",
+    "1899-12-31",
+    "2200-01-01",
+    "2031-13-01",
+    "2031-00-10",
+    "2031-01-32",
+    "2031-W54",
+    "2031-W02-8",
+    "2031-01-06T25:00",
+    "2031-01-06T14:60",
+]
+
+
+@pytest.mark.parametrize("text", SERVER_REFUSES)
+def test_an_instant_the_server_refuses_for_its_ranges_does_not_match_the_pattern(spec, text):
+    with pytest.raises(InvalidInstant):
+        read_instant(text)
+    documented = spec["components"]["schemas"]["CreateBooking"]["properties"]["startTime"]
+    assert not re.fullmatch(documented["pattern"], text)
+
+
+def test_every_year_the_server_reads_matches_the_pattern(spec):
+    documented = spec["components"]["schemas"]["CreateBooking"]["properties"]["startTime"]
+    for year in range(MIN_YEAR, MAX_YEAR + 1):
+        assert re.fullmatch(documented["pattern"], f"{year}-01-06"), year
+
+
+def test_a_one_letter_timezone_does_not_match_the_pattern_but_the_shortest_names_do(spec):
+    documented = spec["components"]["schemas"]["CreateBooking"]["properties"]["timezone"]
+    assert not re.fullmatch(documented["pattern"], "A")
+    for name in ("GB", "NZ", "UTC", "America/New_York", "Etc/GMT+5"):
+        assert is_timezone(name) and re.fullmatch(documented["pattern"], name), name

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-PINNED_SHA256 = "5e6d50052f2ca16dfc3e07eedb8f6c934e2d60b9043eaf07718d51527f4d4cda"
+PINNED_SHA256 = "0afffd08b79ee08a0ed3386c0490468133cc6ee70006e9cd8ef6fe03b151360e"
 
 
 def without_examples(node: Any) -> Any:

@@ -9,12 +9,13 @@ No worker runs here: a sync asked for is seen as the connection's mark
 
 from __future__ import annotations
 
+import logging
 import threading
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from werkzeug.serving import make_server
 
 from app.config import Settings, settings_of
@@ -22,9 +23,14 @@ from app.counters import PUSH_NOTIFICATIONS
 from app.extensions import db
 from app.models import CalendarConnection, PushChannel
 from app.models.types import utcnow
+from app.push import PUSH_MAX_BODY_BYTES
 from app.services.integrations.calendars.connections import remove_connection
 from app.services.integrations.calendars.consent import choose_calendars
-from app.services.integrations.calendars.push import keep_channels, push_enabled
+from app.services.integrations.calendars.push import (
+    GRAPH_ENTRIES_READ,
+    keep_channels,
+    push_enabled,
+)
 from app.services.integrations.registry import app_registry
 from tests.factories import TenantFactory, changed_settings
 from tests.oauth_fakes import ACCOUNT_EMAIL
@@ -406,3 +412,61 @@ def test_removing_a_connection_deletes_its_subscription(microsoft_push):
 )
 def test_push_is_on_with_an_https_public_url_or_when_forced(setting, public_url, on):
     assert push_enabled(Settings(calendar_push=setting, public_url=public_url)) is on
+
+
+# What any client can send to the notification endpoints
+
+
+def test_json_nested_deeper_than_the_parser_goes_is_a_400(client):
+    body = b'{"value": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    for path in ("/push/microsoft", "/push/microsoft/lifecycle"):
+        answer = client.post(path, data=body, content_type="application/json")
+        assert answer.status_code == 400, path
+
+
+def test_an_oversized_notification_says_its_own_limit(client):
+    answer = client.post(
+        "/push/microsoft", data=b"x" * (PUSH_MAX_BODY_BYTES + 1), content_type="application/json"
+    )
+    assert answer.status_code == 413
+    assert answer.get_data(as_text=True) == "Request body too large (limit: 256 KiB)"
+
+
+@pytest.fixture
+def statements(app):
+    """The SQL statements the app's engine runs while the test goes on, as a list."""
+    ran: list[str] = []
+
+    def count(conn, cursor, statement, *args):
+        ran.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", count)
+    yield ran
+    event.remove(engine, "before_cursor_execute", count)
+
+
+def test_a_batch_of_unknown_subscriptions_costs_one_query_and_one_log_line(
+    client, statements, caplog
+):
+    entries = [{"subscriptionId": f"guess-{n}", "clientState": "x"} for n in range(1000)]
+    with caplog.at_level(logging.INFO, logger="app.services.integrations.calendars.push"):
+        answer = client.post("/push/microsoft", json={"value": entries})
+    assert answer.status_code == 202
+    lookups = [s for s in statements if "push_channels" in s]
+    assert len(lookups) == 1
+    refused_lines = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refused_lines) == 1
+    assert f"{GRAPH_ENTRIES_READ} unknown subscription" in refused_lines[0].getMessage()
+
+
+def test_the_notification_endpoints_share_one_count_per_address(make_app):
+    app = make_app(PUSH_RATE_LIMIT="2/minute")
+    client = app.test_client()
+    answers = [
+        client.post("/push/google").status_code,
+        client.post("/push/microsoft", json={"value": []}).status_code,
+        client.post("/push/microsoft/lifecycle", json={"value": []}).status_code,
+    ]
+    assert answers == [400, 202, 429]

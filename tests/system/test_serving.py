@@ -132,3 +132,21 @@ def test_a_header_over_8_kib_is_answered_by_the_server(served):
         base, "GET", "/v1/api/calendar/bookings", {"x-calendar-api-key": key, "X-Big": "b" * 9000}
     )
     assert status in (400, 431) and content_type != "application/json"
+
+
+@pytest.mark.slow
+def test_the_access_log_masks_the_secrets_in_paths(tmp_path):
+    database_url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+    migrate_and_demo({**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"})
+    access_log = tmp_path / "access.log"
+    paths = ("/manage/MaNaGeToKeN", "/manage/MaNaGeToKeN/reschedule", "/invite/InViTe")
+    with gunicorn(database_url, workers=1, options=("--access-logfile", str(access_log))) as base:
+        for path in (*paths, "/reset-password/ReSeT"):
+            send(base, "GET", path)
+    logged = [json.loads(line) for line in access_log.read_text().splitlines()]
+    logged_paths = [line["path"] for line in logged]
+    for secret in ("MaNaGeToKeN", "InViTe", "ReSeT"):
+        assert secret not in access_log.read_text()
+    assert {"/manage/…", "/manage/…/reschedule", "/invite/…", "/reset-password/…"} <= set(
+        logged_paths
+    )

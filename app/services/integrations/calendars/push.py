@@ -32,6 +32,7 @@ import hmac
 import logging
 import secrets
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -369,22 +370,62 @@ def google_notification(
     return _notified(channel, state != "sync", now)
 
 
+# The entries of one Graph request that are read: Graph batches a few notifications per
+# request, and one is enough to ask for a sync that reads everything. Bounded, so that an
+# unauthenticated request costs one query and a bounded loop, however many entries it sends.
+GRAPH_ENTRIES_READ = 100
+
+
 def microsoft_notifications(values: list[Any], now: datetime) -> list[Notified]:
     """Graph's change notifications (the ``value`` array). Flushes; the caller commits."""
-    return [_microsoft_one(value, now, lifecycle=False) for value in values]
+    return _microsoft_batch(values, now, lifecycle=False)
 
 
 def microsoft_lifecycle(values: list[Any], now: datetime) -> list[Notified]:
     """Graph's lifecycle notifications: ``reauthorizationRequired`` (renew the subscription),
     ``subscriptionRemoved`` (make a new one), ``missed`` (read the calendar). Each asks for a
     sync, whose follow-up keeps the channels (``keep_channels``). Flushes; the caller commits."""
-    return [_microsoft_one(value, now, lifecycle=True) for value in values]
+    return _microsoft_batch(values, now, lifecycle=True)
 
 
-def _microsoft_one(value: Any, now: datetime, *, lifecycle: bool) -> Notified:
-    if not isinstance(value, dict):
-        return Notified("refused", "not a notification")
-    channel = _channel(ConnectionKind.MICROSOFT, _text(value.get("subscriptionId")))
+def _microsoft_batch(values: list[Any], now: datetime, *, lifecycle: bool) -> list[Notified]:
+    """The first ``GRAPH_ENTRIES_READ`` entries, their subscriptions found with one query; a
+    subscription named again in the same request does nothing more."""
+    entries = values[:GRAPH_ENTRIES_READ]
+    named = {
+        name
+        for entry in entries
+        if isinstance(entry, dict) and (name := _text(entry.get("subscriptionId")))
+    }
+    channels = {
+        channel.channel_id: channel
+        for channel in db.session.scalars(
+            select(PushChannel).where(
+                PushChannel.kind == ConnectionKind.MICROSOFT,
+                PushChannel.channel_id.in_(sorted(name for name in named if len(name) <= 255)),
+            )
+        )
+    }
+    seen: set[str] = set()
+    notified = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            notified.append(Notified("refused", "not a notification"))
+            continue
+        channel = channels.get(_text(entry.get("subscriptionId")) or "")
+        if channel is not None and channel.channel_id in seen:
+            notified.append(Notified("acknowledged", "named again in the same request"))
+            continue
+        each = _microsoft_one(entry, channel, now, lifecycle=lifecycle)
+        if channel is not None and each.outcome != "refused":
+            seen.add(channel.channel_id)
+        notified.append(each)
+    return notified
+
+
+def _microsoft_one(
+    value: dict[str, Any], channel: PushChannel | None, now: datetime, *, lifecycle: bool
+) -> Notified:
     if channel is None:
         return Notified("refused", "unknown subscription")
     if not _same_secret(_text(value.get("clientState")), channel.secret_digest):
@@ -431,5 +472,11 @@ def count_notified(provider: str, notified: list[Notified]) -> None:
     commit failed did nothing, and is not counted)."""
     for each in notified:
         PUSH_NOTIFICATIONS.labels(provider, each.outcome).inc()
-        if each.outcome == "refused":
-            log.info("%s notification refused: %s", provider, each.reason)
+    # One line a request, however many entries it refused.
+    refused = Counter(each.reason for each in notified if each.outcome == "refused")
+    if refused:
+        log.info(
+            "%s notifications refused: %s",
+            provider,
+            ", ".join(f"{count} {reason}" for reason, count in sorted(refused.items())),
+        )

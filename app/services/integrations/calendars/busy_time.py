@@ -11,7 +11,10 @@ RECURRENCE-ID overrides). The rules on top:
 - an all-day event (``VALUE=DATE``) blocks its dates in the sub account's timezone: from the
   first instant of its first day to the first instant of the day after its last (DTEND is
   exclusive; no DTEND and no DURATION means one day);
-- a zero-length event (DTEND = DTSTART, or a date-time DTSTART alone) blocks nothing.
+- a zero-length event (DTEND = DTSTART, or a date-time DTSTART alone) blocks nothing;
+- an occurrence lasts its series' DTEND - DTSTART or DURATION, except one an RDATE adds as a
+  PERIOD, which keeps the period's own end or duration (RFC 5545 3.8.5.2), and one an override
+  (RECURRENCE-ID) replaces, which has its own.
 """
 
 from __future__ import annotations
@@ -143,15 +146,47 @@ _Duration = tuple[timedelta, timedelta]  # (nominal part, exact part)
 def _exact_durations(
     calendar: icalendar.Calendar,
 ) -> dict[tuple[str, str | None], _Duration | None]:
-    """Each timed VEVENT's DURATION, split into its nominal and exact parts (None: it has a
-    DTEND, or no duration to correct), by (UID, RECURRENCE-ID or None for the series):
+    """The duration each timed occurrence ends by, split into its nominal and exact parts (None:
+    the end the expansion gives is right), by (UID, RECURRENCE-ID or None for the series):
     recurring-ical-events adds a whole duration in wall time, which is an hour off for hours
-    across a DST change. Empty when no event needs the correction."""
+    across a DST change. Each VEVENT gives its DURATION (None when it has a DTEND); each RDATE
+    PERIOD of a series gives the period's own length under its start as a RECURRENCE-ID (its
+    duration, or None for an end, which the expansion keeps), so that the series' duration never
+    replaces it, while an override of that occurrence (later in the mapping) still decides its
+    own. Empty when no occurrence needs the correction."""
     found: dict[tuple[str, str | None], _Duration | None] = {}
-    for event in calendar.walk("VEVENT"):
+    events = calendar.walk("VEVENT")
+    for event in events:
+        if "RECURRENCE-ID" not in event:
+            uid = str(event.get("UID", ""))
+            found.update(((uid, start), length) for start, length in _rdate_periods(event))
+    for event in events:
         key = (str(event.get("UID", "")), _recurrence_id(event))
         found[key] = _exact_duration(event)
     return found if any(found.values()) else {}
+
+
+def _rdate_periods(event: icalendar.cal.Component) -> list[tuple[str, _Duration | None]]:
+    """A series' RDATE PERIOD values (RFC 5545 3.3.9) as (start in the form of
+    ``_recurrence_id``, the period's own length: its duration split as ``_split_duration``
+    does, or None when the period gives its end)."""
+    found = event.get("RDATE")
+    # Several RDATE lines are a list, each of which holds values.
+    lines = found if isinstance(found, list) else [] if found is None else [found]
+    periods = []
+    for line in lines:
+        for value in getattr(line, "dts", []):
+            period = value.dt
+            if not (isinstance(period, tuple) and isinstance(period[0], datetime)):
+                continue  # a DATE or DATE-TIME: the series' duration (3.8.5.2)
+            start, end_or_length = period
+            length = (
+                _split_duration(cast(bytes, icalendar.vDuration(end_or_length).to_ical()))
+                if isinstance(end_or_length, timedelta)
+                else None
+            )
+            periods.append((_instance_id(start), length))
+    return periods
 
 
 def _exact_duration(event: icalendar.cal.Component) -> _Duration | None:
@@ -160,7 +195,11 @@ def _exact_duration(event: icalendar.cal.Component) -> _Duration | None:
     if not isinstance(event.decoded("DTSTART"), datetime):
         return None  # all-day: a duration of dates says only days
     # bytes: icalendar's values serialize to str only for GEO and UTC offsets.
-    duration = cast(bytes, event["DURATION"].to_ical())
+    return _split_duration(cast(bytes, event["DURATION"].to_ical()))
+
+
+def _split_duration(duration: bytes) -> _Duration | None:
+    """A DURATION value's nominal and exact parts (RFC 5545 3.3.6); None if it is not one."""
     parts = _DURATION.match(duration.decode().strip().upper())
     if parts is None:
         return None
@@ -175,8 +214,8 @@ def _duration_of(
     occurrence: icalendar.Event,
     durations: dict[tuple[str, str | None], _Duration | None],
 ) -> _Duration | None:
-    """The duration to correct an occurrence's end with: its own override's, else its
-    series'."""
+    """The duration to correct an occurrence's end with: its own (an override's, or an RDATE
+    PERIOD's), else its series'."""
     if not durations or not isinstance(occurrence.start, datetime):
         return None
     uid = str(occurrence.get("UID", ""))
@@ -187,7 +226,12 @@ def _duration_of(
 def _recurrence_id(component: icalendar.cal.Component) -> str | None:
     if "RECURRENCE-ID" not in component:
         return None
-    value = component.decoded("RECURRENCE-ID")
+    return _instance_id(component.decoded("RECURRENCE-ID"))
+
+
+def _instance_id(value: date | datetime) -> str:
+    """An instance's RECURRENCE-ID (or an RDATE's start) as a key: an instant in UTC, a
+    floating time or a date as written."""
     return (
         value.astimezone(UTC).isoformat()
         if isinstance(value, datetime) and value.tzinfo

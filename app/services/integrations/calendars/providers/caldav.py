@@ -14,7 +14,8 @@ digest of its members' ETags from a depth-1 PROPFIND). Then:
   ETags (one depth-1 PROPFIND, or the one the digest came from) are compared with the stored
   ones, and only new or changed resources are fetched;
 - a full read: one ``calendar-query`` REPORT for the events in the window (on a server without
-  sync tokens, with every member's ETag beside it, so the next read can compare).
+  sync tokens, with every member's ETag beside it, so the next read can compare); if the
+  server fails its own time-range query (HTTP 500), one without the range, filtered here.
 
 ``put_event`` and ``delete_event`` write one event at ``<calendar>/<UID>.ics``: a PUT there
 replaces what is there, and a DELETE of what is gone is no error, so both are safe to repeat.
@@ -466,14 +467,24 @@ def _etags_to_keep(calendar: Any, markers: _Markers) -> Mapping[str, str | None]
 def _events_around(calendar: Any, window: Interval) -> list[Any]:
     """The events (with their data) one time-range ``calendar-query`` REPORT finds in the
     window, a day wider on both sides: the server places all-day and floating events in UTC,
-    the service in the sub account's timezone."""
-    found = calendar.search(
-        event=True,
-        start=window.start - timedelta(days=1),
-        end=window.end + timedelta(days=1),
-        expand=False,
-        post_filter=False,
-    )
+    the service in the sub account's timezone.
+
+    A server that fails that query itself (HTTP 500) is asked once more for its events without
+    a time range, and the window is kept here (``ical_item`` keeps only busy time inside it):
+    Xandikos 0.4 cannot expand an RDATE PERIOD, so one such event makes every time-range query
+    that meets it fail, and the calendar would never be read. One larger answer, not none."""
+    try:
+        found = calendar.search(
+            event=True,
+            start=window.start - timedelta(days=1),
+            end=window.end + timedelta(days=1),
+            expand=False,
+            post_filter=False,
+        )
+    except caldav_error.ReportError as err:
+        if err.status != 500:
+            raise
+        found = calendar.search(event=True, expand=False, post_filter=False)
     return [obj for obj in found if obj.data]
 
 

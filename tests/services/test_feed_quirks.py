@@ -1,5 +1,7 @@
 """Real-world iCalendar quirks, read from a calendar feed into busy time: issue 38's four
-files, as the outside interop run met them.
+files, as the outside interop run met them, and issue 48's two from icalendar's test corpus
+(an RDATE PERIOD with its own duration; a file ending in ``END:VCALENDARD``), kept byte for
+byte and so without ``X-FIXTURE-NOTE`` lines: the tests say what they hold.
 
 Each fixture in ``tests/fixtures/calendars`` is named after its quirk; ``expected.json`` gives
 its window, the sub account's timezone, and the busy periods worked out by hand (the
@@ -68,6 +70,8 @@ def reference_busy(fixture: str) -> list[list[str]]:
         "two_identical_rrule_lines.ics",
         "x_wr_timezone_floating_times.ics",
         "mismatched_end_of_an_unused_component.ics",
+        "rdate_period_with_its_own_duration.ics",
+        "misspelt_end_of_the_calendar.ics",
     ],
 )
 def test_the_reference_expansion_reads_each_fixture_as_expected(fixture):
@@ -94,3 +98,17 @@ def test_floating_times_are_read_in_the_feeds_x_wr_timezone(private_allowed):
 def test_a_misspelt_end_of_an_unused_component_hides_no_event(private_allowed):
     fixture = "mismatched_end_of_an_unused_component.ics"
     assert busy_time_read_from_a_feed(fixture) == expected_busy(fixture)
+
+
+def test_an_rdate_period_keeps_its_own_duration_not_the_series(private_allowed):
+    # RFC 7265's appendix example 2 (icalendar's test corpus): a daily series of one hour and,
+    # on its first day, an RDATE;VALUE=PERIOD:…T150000/PT2H, busy for its two hours.
+    fixture = "rdate_period_with_its_own_duration.ics"
+    assert busy_time_read_from_a_feed(fixture) == reference_busy(fixture) == expected_busy(fixture)
+
+
+def test_a_feed_ending_in_a_misspelt_end_of_the_calendar_keeps_its_event(private_allowed):
+    # An Exchange 2010 file (icalendar's timezone_same_start_and_offset.ics) whose last line is
+    # END:VCALENDARD: that END closes the calendar, as icalendar reads it.
+    fixture = "misspelt_end_of_the_calendar.ics"
+    assert busy_time_read_from_a_feed(fixture) == reference_busy(fixture) == expected_busy(fixture)

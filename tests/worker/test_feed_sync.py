@@ -271,3 +271,27 @@ def test_a_feed_whose_components_do_not_close_is_named_as_not_icalendar(private_
     result = sync(subscribe(feed))
     assert (result.status, result.retryable) == ("failed", False)
     assert "BEGIN and END do not match" in result.error
+
+
+def test_a_feed_cut_inside_an_event_names_what_was_left_open(private_allowed, feed):
+    whole = calendar(ONE, TWO)
+    feed.serve(whole[: whole.index("DTEND:20310108")])  # the answer ends inside "two"
+    result = sync(subscribe(feed))
+    assert (result.status, result.retryable) == ("failed", False)
+    assert "stops inside a VEVENT without END:VEVENT and END:VCALENDAR" in result.error
+    assert "after 1 complete event" in result.error and "cut short" in result.error
+
+
+def test_a_feed_cut_after_its_last_event_names_the_missing_end_of_the_calendar(
+    private_allowed, feed
+):
+    feed.serve(calendar(ONE, TWO).removesuffix("END:VCALENDAR\r\n"))
+    result = sync(subscribe(feed))
+    assert result.status == "failed"
+    assert "stops without END:VCALENDAR, after 2 complete events" in result.error
+
+
+def test_a_stray_end_between_a_feeds_events_closes_nothing(private_allowed, feed):
+    feed.serve(calendar(ONE, ["END:VEVENT"], TWO))
+    result = sync(subscribe(feed))
+    assert (result.status, result.busy_count) == ("synced", 2)

@@ -160,8 +160,13 @@ def _split(body: bytes, url: str) -> _FeedText:
 
     An ``END`` that names no open component (``BEGIN:VTODO`` … ``END:VTOOD``) closes the
     innermost one, as ``icalendar`` reads it: one misspelt line costs at most that component,
-    never the feed. An ``END`` of a component that is open further out, before those inside it
-    have ended, leaves no way to tell where anything ends: the feed is refused."""
+    never the feed. The calendar's own is no exception (Exchange 2010 ends a file with
+    ``END:VCALENDARD``), but between the calendar's components such an ``END`` is a stray of
+    one already closed and closes nothing: there, only the file's last line closes the
+    calendar. An ``END`` of a component that is open further out, before those inside it have
+    ended, leaves no way to tell where anything ends: the feed is refused. So is a file that
+    stops with a component open, named (``_cut_short``): it was cut, and what it holds is not
+    the whole calendar."""
     text = body.decode("utf-8", errors="replace").lstrip("\ufeff")
     lines = _UNFOLD.sub("", text).splitlines()
     first = next((line for line in lines if line.strip()), "")
@@ -170,7 +175,8 @@ def _split(body: bytes, url: str) -> _FeedText:
     feed = _FeedText()
     stack: list[str] = []
     block: list[str] = []
-    for line in lines:
+    last = max(number for number, line in enumerate(lines) if line.strip())
+    for number, line in enumerate(lines):
         if not line.strip():
             continue
         name, _, value = line.partition(":")
@@ -187,15 +193,29 @@ def _split(body: bytes, url: str) -> _FeedText:
                 raise MalformedCalendarData(
                     f"{_server(url)} sent iCalendar whose BEGIN and END do not match"
                 )
-            if len(stack) == 1 and closing != stack[-1]:
-                continue  # a stray END outside any component: nothing to close
+            if len(stack) == 1 and closing != stack[-1] and number != last:
+                continue  # a stray END between the calendar's components: nothing to close
             stack.pop()
             if len(stack) == 1:
                 _keep_component(feed, block)
                 block = []
     if stack:
-        raise MalformedCalendarData(f"{_server(url)} sent iCalendar that ends too soon")
+        raise MalformedCalendarData(_cut_short(url, stack, feed))
     return feed
+
+
+def _cut_short(url: str, stack: list[str], feed: _FeedText) -> str:
+    """What a file that stops with components open lacks: each open component's ``END``,
+    innermost first, and how much of it was read whole."""
+    ends = [f"END:{kind}" for kind in reversed(stack)]
+    missing = ", ".join(ends[:-1]) + " and " + ends[-1] if len(ends) > 1 else ends[0]
+    inner = f" inside a {stack[-1]}" if len(stack) > 1 else ""
+    events = sum(map(len, feed.events.values()))
+    return (
+        f"{_server(url)} sent iCalendar that stops{inner} without {missing}, after"
+        f" {events} complete event{'s' if events != 1 else ''}: the file was cut short"
+        " (its server or a proxy ended the answer early?)"
+    )
 
 
 _UNFOLD = re.compile(r"\r?\n[ \t]")

@@ -3,14 +3,18 @@ several real server processes, on PostgreSQL and on SQLite."""
 
 from __future__ import annotations
 
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
-from app.models import Booking, EventType
+from app.models import Booking, CalendarSettings, EventType, OutboxEvent
 from tests.factories import next_monday, ny, z
 from tests.servers import gunicorn, post_all
 
@@ -149,3 +153,51 @@ def test_a_five_seat_class_takes_exactly_five_of_twelve_simultaneous_creates(ser
     query = {"startDate": str(MONDAY), "endDate": str(MONDAY), "eventTypeId": cleaning.id}
     (day,) = httpx.get(shown, params=query, headers=tenant.headers()).json()
     assert z(ny(MONDAY, 10)) not in [slot["start"] for slot in day["slots"]]
+
+
+CONFIRM_FIELDS = re.compile(r'name="(csrf_token|start|hold)" type="hidden" value="([^"]*)"')
+
+
+@pytest.mark.slow
+def test_simultaneous_confirmations_beyond_the_move_limit_move_the_booking_once(servers, tenant):
+    db.session.get(CalendarSettings, tenant.sub_account_id).attendee_max_reschedules = 1
+    db.session.commit()
+    path = f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings"
+    created = httpx.post(
+        servers[0] + path, json=slot_body(ny(MONDAY, 9)), headers=tenant.headers(), timeout=30
+    )
+    assert created.status_code == 201, created.text
+    link = urlsplit(created.json()["attendees"][0]["manageUrl"]).path
+    # Six browsers each choose a time (each choice replaces the link's earlier one), then all
+    # confirm at once: each saw no move yet when its page opened.
+    browsers = [httpx.Client(base_url=servers[i % 2], timeout=60) for i in range(6)]
+    confirmations = []
+    for i, browser in enumerate(browsers):
+        page = browser.get(f"{link}/reschedule").text
+        token = re.search(r'name="csrf_token" type="hidden" value="([^"]*)"', page).group(1)
+        start = ny(MONDAY, 11) + timedelta(hours=i)
+        chosen = browser.post(f"{link}/reschedule", data={"csrf_token": token, "start": z(start)})
+        assert chosen.status_code == 200, chosen.text
+        confirmations.append(dict(CONFIRM_FIELDS.findall(chosen.text)))
+    barrier = threading.Barrier(len(browsers))
+
+    def confirm(pair):
+        browser, fields = pair
+        barrier.wait()
+        return browser.post(f"{link}/reschedule/confirm", data=fields).status_code
+
+    with ThreadPoolExecutor(max_workers=len(browsers)) as pool:
+        statuses = list(pool.map(confirm, zip(browsers, confirmations, strict=True)))
+    for browser in browsers:
+        browser.close()
+    # Back to the page, moved or saying why not; or the slots again, when a move made just
+    # before took the time (409).
+    assert set(statuses) <= {302, 409}, statuses
+    (booking,) = bookings_in_database(tenant)
+    moves = db.session.scalars(
+        select(OutboxEvent).where(
+            OutboxEvent.booking_id == booking.id, OutboxEvent.kind == "booking.rescheduled"
+        )
+    ).all()
+    assert (booking.attendee_moves, len(moves)) == (1, 1)
+    assert booking.start_at != ny(MONDAY, 9)

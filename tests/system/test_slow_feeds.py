@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -152,14 +153,18 @@ def test_under_the_worker_a_dripping_feed_fails_alone_and_a_healthy_one_stays_cu
     setup, tmp_path
 ):
     env = setup.env
+    # Beat first: the worker's start reads both feeds at once, and the hostile one's first sync
+    # then holds for its whole deadline while the test goes on (beat can take as long to start).
     with (
-        celery_worker(setup.url, tmp_path / "worker.log", processes=None, **env),
         celery_beat(setup.url, tmp_path / "beat.log", **env),
+        celery_worker(setup.url, tmp_path / "worker.log", processes=None, **env),
     ):
         assert wait_for(lambda: "morning" in setup.busy_uids(setup.healthy_id), timeout=30)
         # While its first sync waits on the drip, a person asks for another: it waits its turn.
         assert wait_for(lambda: setup.hostile.in_flight == 1, timeout=30)
         setup.sync_now(setup.hostile_id)
+        # Queued behind the running sync (by this request, or by a poll already).
+        assert setup.connection(setup.hostile_id).sync_requested_at is not None
         server = setup.hostile.url.split("/calendar/")[0]
         assert wait_for(
             lambda: (
@@ -175,6 +180,29 @@ def test_under_the_worker_a_dripping_feed_fails_alone_and_a_healthy_one_stays_cu
             lambda: "afternoon" in setup.busy_uids(setup.healthy_id),
             timeout=POLL_SECONDS + DEADLINE_SECONDS,
         )
-        # The sync asked for meanwhile ran after the first, not beside it.
-        assert wait_for(lambda: len(setup.hostile.requests) >= 2, timeout=DEADLINE_SECONDS + 10)
-    assert setup.hostile.most_in_flight == 1
+        # The sync asked for meanwhile ran after the first, not beside it: as the worker
+        # records them (the feed server would count a request in flight until it notices the
+        # hang-up, after the next sync may have begun).
+        worker_log = tmp_path / "worker.log"
+        assert wait_for(
+            lambda: syncs(worker_log, setup.hostile_id).count("ended") >= 2,
+            timeout=DEADLINE_SECONDS + 10,
+        )
+    assert len(setup.hostile.requests) >= 2
+    assert most_at_once(syncs(worker_log, setup.hostile_id)) == 1
+
+
+def syncs(worker_log: Path, connection_id: int) -> list[str]:
+    """The connection's syncs as the worker logged them, in order: ``began`` once its lease is
+    taken, ``ended`` before it gives the lease back (``worker.tasks.calendars.sync``)."""
+    logged = re.compile(rf"calendar connection {connection_id}: sync (began|ended)\b")
+    return logged.findall(worker_log.read_text())
+
+
+def most_at_once(events: list[str]) -> int:
+    """The most syncs that ran at once, by the log's ``began`` and ``ended`` lines."""
+    running = most = 0
+    for event in events:
+        running += 1 if event == "began" else -1
+        most = max(most, running)
+    return most

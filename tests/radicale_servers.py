@@ -5,7 +5,9 @@ again.
 Radicale's defaults are changed where they would slow tests down or refuse everyone: no
 configuration files are read (``--config ""``), authentication is ``none`` (any user name,
 any password) unless ``users`` are given (then an htpasswd file in plain text), and neither
-failed logins nor server errors are delayed.
+failed logins nor server errors are delayed (``auth_delay``: Radicale's own default is 1 s,
+for a test or benchmark of what a deployed Radicale costs). ``log_requests``: every request
+and its answer's status in ``log_path`` (Radicale's ``info`` level).
 """
 
 from __future__ import annotations
@@ -28,9 +30,18 @@ from tests.servers import OwnServer, free_port
 
 
 class OwnRadicale(OwnServer):
-    def __init__(self, folder: Path, users: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        users: dict[str, str] | None = None,
+        *,
+        auth_delay: float = 0.0,
+        log_requests: bool = False,
+    ) -> None:
         self.folder = folder
         self.users = users
+        self.auth_delay = auth_delay
+        self.log_requests = log_requests
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log_path = folder / "radicale.log"
@@ -54,9 +65,9 @@ class OwnRadicale(OwnServer):
             "--server-delay-on-error",
             "0",
             "--auth-delay",
-            "0",
+            str(self.auth_delay),
             "--logging-level",
-            "warning",
+            "info" if self.log_requests else "warning",
         ]
         if self.users is None:
             return [*command, "--auth-type", "none"]
@@ -108,11 +119,13 @@ def require_radicale() -> None:
         backend_unavailable("radicale is not installed (requirements-dev.txt)")
 
 
-def radicale_server(folder: Path, users: dict[str, str] | None = None) -> OwnRadicale:
+def radicale_server(
+    folder: Path, users: dict[str, str] | None = None, **options: Any
+) -> OwnRadicale:
     """A Radicale to run ``with`` (``users``: user → plain password for htpasswd; None: no
-    auth)."""
+    auth; ``options``: ``auth_delay``, ``log_requests``)."""
     require_radicale()
-    return OwnRadicale(folder, users)
+    return OwnRadicale(folder, users, **options)
 
 
 # Test data: who connects, and the events they keep

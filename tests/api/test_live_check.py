@@ -31,7 +31,13 @@ from tests.factories import (
     z,
 )
 from tests.oauth_fakes import ACCOUNT_EMAIL
-from tests.radicale_servers import connection_doc, fresh_user, radicale_server, vevent
+from tests.radicale_servers import (
+    PASSWORD,
+    connection_doc,
+    fresh_user,
+    radicale_server,
+    vevent,
+)
 from tests.xandikos_servers import xandikos_server
 
 pytestmark = [pytest.mark.date_sensitive, pytest.mark.one_shifted_clock]
@@ -329,3 +335,30 @@ def test_a_dashboard_reschedule_into_an_event_added_just_now_is_refused(google_c
     )
     followed = client.get(moved.headers["Location"]).get_data(as_text=True)
     assert "Not moved: Time slot conflicts with an event in a connected calendar." in followed
+
+
+def test_a_live_check_sends_the_credentials_a_server_asked_for_with_its_first_request(
+    make_app, tmp_path
+):
+    # A Radicale that asks for a password, with its default 1 s delay of every 401: the delay
+    # a live check must not spend its deadline on.
+    users = {"dentist": PASSWORD}
+    with radicale_server(tmp_path / "radicale", users, auth_delay=1, log_requests=True) as server:
+        server.make_calendar("dentist", "Personal")
+        app = make_app(CALDAV_ALLOW_PRIVATE=True)
+        with app.app_context():
+            tenant = TenantFactory().create(
+                calendarConnections=[connection_doc("Personal", server, "dentist")]
+            )
+            # The sync is asked for the password (401, then Basic).
+            assert sync_connection(tenant.connections["Personal"], now=utcnow()).ok
+            db.session.commit()
+            assert " 401 Unauthorized" in server.log_path.read_text()
+            before = len(server.log_path.read_text())
+            booked = book_through_api(app.test_client(), tenant, TEN)
+            assert booked.status_code == 201, booked.json
+            check = server.log_path.read_text()[before:]
+            assert "REPORT request" in check  # the live check's calendar-query
+            assert "Successful login: 'dentist'" in check
+            assert "401" not in check and "denied for anonymous user" not in check
+            db.session.remove()

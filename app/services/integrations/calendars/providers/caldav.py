@@ -59,6 +59,16 @@ whose message does not say which address or port it was, so errors cannot map wh
 inside the operator's network. An operator's connection (or ``CALDAV_ALLOW_PRIVATE``) allows
 private addresses; the name is still resolved once, by the guard.
 
+Credentials. A client that sends none first is answered 401 with the scheme to use, and asks
+again with them: a round trip more for every operation, and a slow one where the server delays
+its refusals against password guessing (Radicale: a second by default), which a live check's
+1.5 s deadline cannot afford. So a server that asked for Basic credentials before, and took
+them, is sent them with the first request of every later operation (``_ASKS_FOR_BASIC``, per
+process, by the URL's origin): no more than it would be sent one round trip later. One that
+asks for another scheme (Digest, whose answer needs the server's nonce) is never sent Basic
+unasked, and a server that refuses the credentials sent unasked is asked afresh next time (its
+scheme may have changed).
+
 Answers that are not CalDAV are named for what they are. A web page (``text/html``) answering a
 PROPFIND or REPORT means the URL is a web site's, not its CalDAV address, or a sign-in or proxy
 page is in the way: ``NotCalDAV``, not retryable (someone has to change the URL or the way to the
@@ -589,15 +599,26 @@ def _event_at(client: DAVClient, calendar: Any, uid: str, data: bytes | None = N
     return Event(client=client, url=url, data=data, parent=calendar, id=uid)
 
 
+# The origins (scheme, host, port) whose server asked this process for Basic credentials and
+# took them: later operations there send them with their first request (the module docstring).
+_ASKS_FOR_BASIC: set[str] = set()
+
+
 @contextmanager
 def _client(access: CalendarAccess) -> Iterator[DAVClient]:
     # caldav's lazy exports (``caldav.DAVClient``) are typed as object; its module is not.
     from caldav.davclient import DAVClient
 
+    origin = _origin(access.url)
+    unasked = (
+        origin in _ASKS_FOR_BASIC and access.username is not None and access.password is not None
+    )
     client = DAVClient(
         url=access.url,
         username=access.username,
         password=access.password,
+        # Basic from the first request, to a server that asked for it before.
+        auth_type="basic" if unasked else None,
         # caldav annotates it as int | None; niquests, which gets it, takes a float.
         timeout=access.timeout,  # type: ignore[arg-type]
         enable_rfc6764=False,  # the URL is given; no DNS discovery
@@ -608,10 +629,45 @@ def _client(access: CalendarAccess) -> Iterator[DAVClient]:
     client.session.close()
     client.session = niquests.Session(resolver=_CheckedResolver(access.guard))
     client.session.hooks["response"].append(_refuse_web_pages(_server(access.url)))
+    refusals: list[tuple[str, int]] = []
+    client.session.hooks["response"].append(_note_refusals(refusals))
     try:
         yield client
     finally:
+        _remember_scheme(origin, unasked, client, refusals)
         client.close()
+
+
+def _note_refusals(refusals: list[tuple[str, int]]) -> Callable[..., None]:
+    """A response hook: each 401 or 403, as (its origin, its status)."""
+
+    def note(response: Any, **kwargs: Any) -> None:
+        if response.status_code in (401, 403):
+            refusals.append((_origin(response.url), response.status_code))
+
+    return note
+
+
+def _remember_scheme(
+    origin: str, unasked: bool, client: DAVClient, refusals: list[tuple[str, int]]
+) -> None:
+    """After an operation: the server at ``origin`` asked for Basic (it challenged, and caldav
+    answered with Basic) and took it (no refusal after): remember it; credentials sent unasked
+    and refused there: forget it (its scheme may have changed; the next operation asks)."""
+    here = [status for where, status in refusals if where == origin]
+    if unasked:
+        if 401 in here:
+            _ASKS_FOR_BASIC.discard(origin)
+    elif here == [401] and isinstance(client.auth, niquests.auth.HTTPBasicAuth):
+        _ASKS_FOR_BASIC.add(origin)
+
+
+def _origin(url: Any) -> str:
+    """``scheme://host:port`` of ``url`` (the port spelt out): where credentials are sent."""
+    parts = urlsplit(str(url))
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    return f"{scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 class _AddressRefused(OSError):

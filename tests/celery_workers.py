@@ -26,14 +26,20 @@ def celery_command() -> list[str]:
 
 @contextmanager
 def celery_worker(
-    database_url: str, log_path: Path, processes: int | None = 1, **env: str
+    database_url: str,
+    log_path: Path,
+    processes: int | None = 1,
+    name: str | None = None,
+    **env: str,
 ) -> Iterator[subprocess.Popen]:
     """``celery -A worker worker`` as the Procfile starts it (in a process group of its own,
     pool processes included), on the tests' clock, until it says it is ready; with
     ``processes`` pool processes (None: the Procfile's command as it is, the configured
-    number)."""
+    number), and named ``name@<host>`` when given (several workers of one test, each with a
+    heartbeat of its own)."""
     concurrency = [] if processes is None else ["-c", str(processes)]
-    arguments = ["worker", "--loglevel", "INFO", *concurrency]
+    node = [] if name is None else ["-n", f"{name}@%h"]
+    arguments = ["worker", "--loglevel", "INFO", *concurrency, *node]
     with _celery(arguments, "ready.", database_url, log_path, env) as process:
         yield process
 
@@ -106,6 +112,12 @@ def worker_idle(log_path: Path, since: int = 0) -> bool:
     text = log_path.read_text()[since:]
     received, done = Counter(_RECEIVED.findall(text)), Counter(_DONE.findall(text))
     return all(done[task_id] >= count for task_id, count in received.items())
+
+
+def tasks_received(log_path: Path, since: int = 0) -> int:
+    """How many task messages the worker logging to ``log_path`` took from its broker (from
+    byte ``since`` of its log): one that has stopped consuming takes none."""
+    return len(_RECEIVED.findall(log_path.read_text()[since:]))
 
 
 def task_returned(log_path: Path, task_id: str, timeout: float = 60.0) -> str | None:

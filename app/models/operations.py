@@ -19,3 +19,7 @@ class WorkerHeartbeat(Model):
 
     worker: Mapped[str] = mapped_column(String(255), primary_key=True)
     seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # When it last took a task from the broker, or was seen running one (NULL: not since it
+    # started). A worker can beat while it takes nothing (its consumer stuck after a broker
+    # outage, issue 48): health compares this with the work waiting.
+    worked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -8,6 +8,10 @@ when the workers die or are redeployed, and the API would go dark though it coul
 are reported beside readiness as information, and decide ``/statusz``, which a monitor alerts
 on.
 
+A worker is well when it beats *and*, while work waits, takes tasks: its heartbeat records
+when it last took or ran one, and a worker seen but taking nothing while outbox events wait is
+reported (its consumer can stop after a broker outage while its timer beats on).
+
 Each check answers quickly even when its backend is down: the database waits are bounded
 (``app.database``) and Redis is asked with ``REDIS_TIMEOUT_S`` (0.25 s).
 """
@@ -27,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.extensions import db
 from app.models import WorkerHeartbeat
-from app.services.integrations.outbox import backlog
+from app.services.integrations.outbox import backlog, waiting_for_workers
 
 # A worker records a heartbeat every HEARTBEAT_INTERVAL; one not seen for WORKER_SILENCE is
 # taken for gone (three missed beats).
@@ -36,6 +40,11 @@ WORKER_SILENCE = timedelta(seconds=60)
 # The sweep hands over missed events every minute and failing handlers retry with backoff; an
 # event still undelivered after this long means deliveries are stuck.
 OUTBOX_LAG_LIMIT = timedelta(minutes=10)
+# A worker that beats may still take nothing (its consumer stuck after a broker outage, issue
+# 48). Work waiting longer than this while a worker took no task for as long says so: an event
+# missed by its hand-over is handed over again within the sweep's grace (30 s) and period (a
+# minute), and a worker taking tasks takes it at once.
+CONSUMING_LIMIT = timedelta(minutes=2)
 
 
 @dataclass(frozen=True)
@@ -51,13 +60,14 @@ class Check:
         return {"ok": self.ok, "detail": self.detail, "required": self.required}
 
 
-def record_worker_heartbeat(worker: str, now: datetime) -> None:
-    """Note that ``worker`` is alive at ``now`` (in the caller's transaction)."""
+def record_worker_heartbeat(worker: str, now: datetime, worked_at: datetime | None = None) -> None:
+    """Note that ``worker`` is alive at ``now``, and last took or ran a task at ``worked_at``
+    (None: not since it started), in the caller's transaction."""
     heartbeat = db.session.get(WorkerHeartbeat, worker)
     if heartbeat is None:
-        db.session.add(WorkerHeartbeat(worker=worker, seen_at=now))
+        db.session.add(WorkerHeartbeat(worker=worker, seen_at=now, worked_at=worked_at))
     else:
-        heartbeat.seen_at = now
+        heartbeat.seen_at, heartbeat.worked_at = now, worked_at
 
 
 @dataclass(frozen=True)
@@ -134,15 +144,43 @@ def workers_seen(now: datetime) -> int:
     return seen
 
 
+def idle_workers(now: datetime) -> list[str]:
+    """The workers seen within ``WORKER_SILENCE`` that took or ran no task within
+    ``CONSUMING_LIMIT``."""
+    return list(
+        db.session.scalars(
+            select(WorkerHeartbeat.worker)
+            .where(
+                WorkerHeartbeat.seen_at >= now - WORKER_SILENCE,
+                (WorkerHeartbeat.worked_at.is_(None))
+                | (WorkerHeartbeat.worked_at < now - CONSUMING_LIMIT),
+            )
+            .order_by(WorkerHeartbeat.worker)
+        )
+    )
+
+
 def check_workers(now: datetime) -> Check:
+    """Workers beat, and take tasks while work waits: a worker seen but taking nothing for
+    ``CONSUMING_LIMIT`` while outbox events have waited as long is not well, whatever its
+    heartbeat says."""
     try:
         seen = workers_seen(now)
+        waiting = waiting_for_workers(now, CONSUMING_LIMIT) if seen else 0
+        idle = idle_workers(now) if waiting else []
     except SQLAlchemyError:
         db.session.rollback()
         return Check(False, "unknown: the database did not answer")
     window = int(WORKER_SILENCE.total_seconds())
     if not seen:
         return Check(False, f"no worker seen in the last {window} s")
+    if idle:
+        limit = int(CONSUMING_LIMIT.total_seconds())
+        return Check(
+            False,
+            f"{seen} seen in the last {window} s, but {len(idle)} took no task in the last"
+            f" {limit} s while {waiting} outbox events waited longer: {', '.join(idle[:5])}",
+        )
     return Check(True, f"{seen} seen in the last {window} s")
 
 

@@ -16,13 +16,22 @@ from sqlalchemy import event, text
 
 from app.extensions import db
 from app.models.types import utcnow
-from app.services.health import OUTBOX_LAG_LIMIT, WORKER_SILENCE, record_worker_heartbeat
+from app.services.health import (
+    CONSUMING_LIMIT,
+    OUTBOX_LAG_LIMIT,
+    WORKER_SILENCE,
+    record_worker_heartbeat,
+)
 from tests.factories import make_booking, make_outbox_event
 from tests.servers import MACHINE_REDIS, free_port, gunicorn, migrate_and_run_demo
 
 
-def worker_seen(ago: timedelta) -> None:
-    record_worker_heartbeat("celery@test-host", utcnow() - ago)
+def worker_seen(ago: timedelta, worked_ago: timedelta | None = None) -> None:
+    """A heartbeat ``ago``, of a worker that took a task ``worked_ago`` (None: none since it
+    started)."""
+    now = utcnow()
+    worked_at = None if worked_ago is None else now - worked_ago
+    record_worker_heartbeat("celery@test-host", now - ago, worked_at)
     db.session.commit()
 
 
@@ -109,6 +118,38 @@ def test_statusz_is_degraded_when_an_outbox_event_waits_longer_than_the_limit(ap
     assert status.json["checks"]["outbox"]["ok"] is False
     assert status.json["checks"]["outbox"]["detail"].startswith("1 undelivered, the oldest 660 s")
     assert ready.status_code == 200
+
+
+def test_statusz_is_degraded_when_a_worker_beats_but_takes_no_task_while_work_waits(
+    app, client, tenant
+):
+    """A worker whose consumer stopped after a broker outage still beats (issue 48)."""
+    worker_seen(timedelta(seconds=5), worked_ago=CONSUMING_LIMIT + timedelta(minutes=5))
+    record_event_at(tenant, utcnow() - CONSUMING_LIMIT - timedelta(minutes=1))
+    status = client.get("/statusz")
+    assert (status.status_code, status.json["status"]) == (503, "degraded")
+    assert status.json["checks"]["workers"] == {
+        "ok": False,
+        "detail": "1 seen in the last 60 s, but 1 took no task in the last 120 s while 1 outbox"
+        " events waited longer: celery@test-host",
+        "required": False,
+    }
+    assert status.json["checks"]["outbox"]["ok"] is True  # not yet late enough to say so
+    assert client.get("/readyz").status_code == 200
+
+
+def test_statusz_is_ok_when_the_worker_took_a_task_recently_while_work_waits(app, client, tenant):
+    worker_seen(timedelta(seconds=5), worked_ago=timedelta(seconds=30))
+    record_event_at(tenant, utcnow() - CONSUMING_LIMIT - timedelta(minutes=1))
+    response = client.get("/statusz")
+    assert (response.status_code, response.json["checks"]["workers"]["ok"]) == (200, True)
+
+
+def test_statusz_is_ok_when_a_worker_that_took_no_task_has_no_work_waiting(app, client, tenant):
+    worker_seen(timedelta(seconds=5))  # nothing taken since it started
+    record_event_at(tenant, utcnow() - CONSUMING_LIMIT + timedelta(seconds=30))  # just written
+    response = client.get("/statusz")
+    assert (response.status_code, response.json["checks"]["workers"]["ok"]) == (200, True)
 
 
 def test_statusz_is_ok_with_a_fresh_outbox_event_waiting(app, client, tenant):

@@ -247,6 +247,20 @@ def test_the_sweep_leaves_an_event_until_its_retry_is_due(event_id, failing):
     assert outbox.undelivered_events(record(event_id, "flaky").next_attempt_at) == [event_id]
 
 
+def test_an_event_waits_for_workers_from_when_it_is_due_not_while_its_retry_waits(
+    event_id, failing
+):
+    """What health counts as work the workers leave waiting (``waiting_for_workers``)."""
+    written = outbox_rows()[0].occurred_at
+    assert outbox.waiting_for_workers(written + timedelta(minutes=2), timedelta(minutes=3)) == 0
+    assert outbox.waiting_for_workers(written + timedelta(minutes=4), timedelta(minutes=3)) == 1
+    outbox.handle_event(event_id, "flaky", written + timedelta(minutes=4))
+    db.session.commit()
+    due = record(event_id, "flaky").next_attempt_at
+    assert outbox.waiting_for_workers(due + timedelta(minutes=2), timedelta(minutes=3)) == 0
+    assert outbox.waiting_for_workers(due + timedelta(minutes=4), timedelta(minutes=3)) == 1
+
+
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_two_handlers_finishing_at_once_leave_the_event_delivered(app, event_id, handlers):
     """Each handler's task records its delivery and checks whether the event is done, in its

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import urllib.request
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import select
@@ -13,7 +13,8 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import Booking, OutboxEvent, SlotHold, WorkerHeartbeat
 from app.models.types import utcnow
-from tests.celery_workers import celery_worker, wait_for
+from app.services.health import HEARTBEAT_INTERVAL
+from tests.celery_workers import celery_worker, wait_for, worker_idle
 from tests.factories import ALWAYS_OPEN, make_booking, make_outbox_event
 from tests.servers import MACHINE_REDIS, free_port
 
@@ -111,6 +112,29 @@ def test_a_committed_booking_event_reaches_the_worker(database_url, make_app, te
         line = f'calendar_deliveries_total{{handler="{handler}",outcome="delivered"}} 1.0'
         assert line in metrics
     assert len(heartbeats) == 1 and heartbeats[0].startswith("celery@")
+
+
+def worked_at() -> datetime | None:
+    """When the one worker's heartbeat says it last took or ran a task."""
+    db.session.expire_all()
+    (heartbeat,) = db.session.scalars(select(WorkerHeartbeat)).all()
+    return heartbeat.worked_at
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_heartbeat_says_when_the_worker_last_took_a_task(database_url, make_app, tmp_path):
+    """Beating is not consuming (a worker's consumer could stop after a broker outage while its
+    timer beat on): the heartbeat carries when it last took a task, for ``/statusz``."""
+    app = make_app(REDIS_URL=None, CELERY_BROKER_URL=None)
+    log = tmp_path / "worker.log"
+    with celery_worker(database_url, log):
+        assert wait_for(lambda: worker_idle(log) and "received" in log.read_text())
+        sent_at = utcnow()
+        app.extensions["celery"].send_task("holds.purge_expired")
+        with app.app_context():
+            # The next beat (every HEARTBEAT_INTERVAL) says so.
+            taken = HEARTBEAT_INTERVAL.total_seconds() + 15
+            assert wait_for(lambda: (worked_at() or sent_at) > sent_at, timeout=taken)
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

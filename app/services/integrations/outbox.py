@@ -294,6 +294,17 @@ def backlog(now: datetime) -> tuple[int, float]:
     return count, (now - oldest).total_seconds() if oldest is not None else 0.0
 
 
+def _due_undelivered(at: datetime, since: timedelta) -> list[ColumnElement[bool]]:
+    """Not done, and at ``at`` older than ``since`` with no handler waiting for its retry's
+    time."""
+    waiting = exists().where(
+        OutboxDelivery.event_id == OutboxEvent.id,
+        OutboxDelivery.status == DeliveryStatus.RETRYING,
+        OutboxDelivery.next_attempt_at > at,
+    )
+    return [OutboxEvent.delivered_at.is_(None), OutboxEvent.occurred_at <= at - since, ~waiting]
+
+
 def undelivered_events(
     now: datetime, limit: int = 500, *, grace: timedelta | None = None
 ) -> list[int]:
@@ -302,20 +313,22 @@ def undelivered_events(
     # A committed event is handed to Celery at once; the sweep leaves it this long before it
     # hands it over again (a second hand-over is harmless, just wasted work).
     since = grace if grace is not None else settings().duration("outbox_sweep_grace_seconds")
-    waiting = exists().where(
-        OutboxDelivery.event_id == OutboxEvent.id,
-        OutboxDelivery.status == DeliveryStatus.RETRYING,
-        OutboxDelivery.next_attempt_at > now,
-    )
     return list(
         db.session.scalars(
             select(OutboxEvent.id)
-            .where(
-                OutboxEvent.delivered_at.is_(None),
-                OutboxEvent.occurred_at <= now - since,
-                ~waiting,
-            )
+            .where(*_due_undelivered(now, since))
             .order_by(OutboxEvent.id)
             .limit(limit)
         )
     )
+
+
+def waiting_for_workers(now: datetime, longer_than: timedelta) -> int:
+    """How many events have waited for a worker longer than ``longer_than``: not done, and
+    already due ``longer_than`` ago (written by then, no handler waiting for a retry's time
+    since). A worker that takes tasks gets each within the sweep's grace and period, so these
+    wait on workers that take nothing (health)."""
+    due = _due_undelivered(now - longer_than, timedelta(0))
+    count = db.session.scalar(select(func.count()).select_from(OutboxEvent).where(*due))
+    assert count is not None  # a count is one row
+    return count

@@ -101,9 +101,16 @@ class EventTypeForm(FlaskForm):
             *(SelectChoice(str(p.id), p.name) for p in profiles),
         ]
 
-    def document(self) -> dict[str, Any]:
+    def document(self, had_own_reminders: bool = False) -> dict[str, Any]:
         """The service's document; blank buffers and seats are the schema's default (none), blank
-        location is none."""
+        location is none.
+
+        The reminders are the type's own when "Reminders of its own" is ticked, and also when a
+        reminder is filled in on a type that followed the calendar settings (``had_own_reminders``
+        false): a person who fills one in means it, and a reminder dropped because a box was
+        left unticked would be lost without a word. Unticking the box of a type that had its
+        own (``had_own_reminders``) gives it the calendar settings' again, its rows as they
+        are."""
         document = {name: getattr(self, field).data for name, field in FIELDS.items()}
         document["name"] = (document["name"] or "").strip()
         document["location"] = (document["location"] or "").strip() or None
@@ -111,7 +118,7 @@ class EventTypeForm(FlaskForm):
             if document[name] is None:
                 del document[name]
         document["bookingLimits"] = limits_of(self.booking_limits)
-        document["reminders"] = (
-            reminders_of_rows(self.reminders) if self.own_reminders.data else None
-        )
+        filled = reminders_of_rows(self.reminders)
+        own = self.own_reminders.data or (bool(filled) and not had_own_reminders)
+        document["reminders"] = filled if own else None
         return document

@@ -66,7 +66,11 @@ def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
         return _form_page(sub_account, form, event_type)
     _, answer = save_form(
         form,
-        lambda: update_event_type(sub_account, event_type.id, form.document()),
+        lambda: update_event_type(
+            sub_account,
+            event_type.id,
+            form.document(had_own_reminders=event_type.reminders is not None),
+        ),
         lambda: _form_page(sub_account, form, event_type),
         FIELDS,
     )

@@ -61,7 +61,10 @@ document.addEventListener("DOMContentLoaded", function () {
       var text = props.kind === "booking" ? event.title + " · " + props.status : event.title;
       return { domNodes: [event.url ? linkTo(event.url, text) : node("span", "", text)] };
     }
-    var box = node("div", "entry");
+    // In a time grid an entry is as tall as it is long: under 45 minutes there is room for one
+    // line of title above its time, not two (dashboard.css).
+    var minutes = event.end ? (event.end - event.start) / 60000 : 0;
+    var box = node("div", minutes < 45 ? "entry entry-short" : "entry");
     box.appendChild(node("span", "entry-title", event.title));
     box.appendChild(
       node("span", "entry-when", props.kind === "booking" ? props.when + " · " + props.status : props.when)

@@ -29,7 +29,11 @@ from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import NEW_YORK, make_blocked_time, make_booking, next_monday, ny
 
 MONDAY = next_monday()
-CHECKUP_ONLY = [{"name": "Checkup", "duration": 60}]  # no event type uses the profile
+CHECKUP_ONLY = [{"name": "Checkup", "duration": 60}]  # no profile of its own: the default's
+OFFICE_AND_EVENING = [  # Office the default, Evening not
+    {"name": "Office", "default": True, "weeklyHours": {"mon": [["09:00", "17:00"]]}},
+    {"name": "Evening", "weeklyHours": {"mon": [["17:00", "21:00"]]}},
+]
 
 
 def page_of(tenant) -> str:
@@ -318,23 +322,51 @@ def test_the_default_switches_to_the_chosen_profile(signed_in, tenant):
     assert [p.name for p in profiles(tenant) if p.is_default] == ["Evening"]
 
 
-def test_a_profile_an_event_type_uses_is_kept_and_the_page_says_why(signed_in, tenant):
-    office = profile_ids(tenant)["Office"]
-    page = profile_page(tenant, office)
-    shown = signed_in.get(page).get_data(as_text=True)
-    assert "cannot be deleted while event types use it: Cleaning" in shown
-    post(signed_in, f"{page}/delete", page)
-    assert [p.name for p in profiles(tenant)] == ["Office"]
+def test_a_profile_an_event_type_uses_is_kept_and_the_page_says_why(client, tenants):
+    tenant = tenants.create(
+        availabilityProfiles=OFFICE_AND_EVENING,
+        eventTypes=[{"name": "Cleaning", "duration": 30, "availabilityProfile": "Evening"}],
+    )
+    sign_in(client, owner_email(tenant))
+    page = profile_page(tenant, profile_ids(tenant)["Evening"])
+    shown = client.get(page).get_data(as_text=True)
+    assert "cannot be deleted while event types use it: Cleaning." in shown
+    post(client, f"{page}/delete", page)
+    assert [p.name for p in profiles(tenant)] == ["Office", "Evening"]
     assert (
-        "Not done: &#39;Office&#39; is used by Cleaning: give them another profile first."
-        in signed_in.get(page).get_data(as_text=True)
+        "Not done: &#39;Evening&#39; is used by Cleaning: give them another profile first."
+        in client.get(page).get_data(as_text=True)
     )
 
 
-def test_deleting_the_default_profile_makes_another_the_default(client, tenants):
-    tenant = tenants.create(eventTypes=CHECKUP_ONLY)
+def test_the_default_profile_is_kept_while_event_types_without_a_profile_use_it(client, tenants):
+    """Deleting it would move them to another profile's hours without a word."""
+    tenant = tenants.create(availabilityProfiles=OFFICE_AND_EVENING, eventTypes=CHECKUP_ONLY)
     sign_in(client, owner_email(tenant))
-    new_profile(client, tenant)
+    page = profile_page(tenant, profile_ids(tenant)["Office"])
+    shown = " ".join(html.unescape(client.get(page).get_data(as_text=True)).split())
+    assert (
+        "cannot be deleted while event types use it: Checkup. Event types without a profile"
+        " of their own use the default. Make another profile the default, or give them a"
+        " profile of their own on the Event types page, first." in shown
+    )
+    post(client, f"{page}/delete", page)
+    assert [(p.name, p.is_default) for p in profiles(tenant)] == [
+        ("Office", True),
+        ("Evening", False),
+    ]
+    assert (
+        "Not done: 'Office' is used by Checkup: make another profile the default or give them a"
+        " profile of their own first." in html.unescape(client.get(page).get_data(as_text=True))
+    )
+
+
+def test_deleting_the_default_profile_no_event_type_uses_makes_another_the_default(client, tenants):
+    tenant = tenants.create(
+        availabilityProfiles=OFFICE_AND_EVENING,
+        eventTypes=[{"name": "Checkup", "duration": 60, "availabilityProfile": "Evening"}],
+    )
+    sign_in(client, owner_email(tenant))
     office = profile_ids(tenant)["Office"]
     response = post(client, f"{profile_page(tenant, office)}/delete", profile_page(tenant, office))
     assert response.headers["Location"].endswith("/availability")

@@ -131,6 +131,30 @@ def test_an_event_type_gets_reminders_of_its_own_and_gives_them_back(signed_in, 
     assert stored(event_type_id).reminders is None  # the calendar settings' again
 
 
+def test_a_reminder_filled_in_without_the_box_ticked_is_the_event_types_own(signed_in, tenant):
+    """Left unticked, the box would drop the reminder without a word (issue 48)."""
+    event_type_id = tenant.event_types["Checkup"]
+    page = f"{base(tenant)}/{event_type_id}"
+    filled = {"reminders-0-minutesBefore": "90", "reminders-0-channels": "attendeeEmail"}
+    data = {**form_data(name="Checkup"), **filled, "csrf_token": csrf_token(signed_in, page)}
+    assert signed_in.post(page, data=data).status_code == 302
+    assert stored(event_type_id).reminders == [{"minutesBefore": 90, "channels": ["attendeeEmail"]}]
+
+
+def test_unticking_the_box_gives_the_calendar_settings_back_with_the_rows_still_filled(
+    signed_in, tenant
+):
+    """The page shows a type's own reminders in the rows: unticking the box is the choice."""
+    event_type_id = tenant.event_types["Checkup"]
+    page = f"{base(tenant)}/{event_type_id}"
+    filled = {"reminders-0-minutesBefore": "90", "reminders-0-channels": "attendeeEmail"}
+    own = {**form_data(name="Checkup"), **filled, "own_reminders": "y"}
+    signed_in.post(page, data={**own, "csrf_token": csrf_token(signed_in, page)})
+    unticked = {**form_data(name="Checkup"), **filled, "csrf_token": csrf_token(signed_in, page)}
+    assert signed_in.post(page, data=unticked).status_code == 302
+    assert stored(event_type_id).reminders is None
+
+
 def test_an_event_type_is_deactivated_and_reactivated(signed_in, tenant):
     event_type_id = tenant.event_types["Cleaning"]
     token = csrf_token(signed_in, base(tenant))

@@ -113,21 +113,22 @@ def test_a_week_views_booking_shows_its_title_first_and_its_whole_text_on_hover_
     )
     title = entry.locator(".entry-title")
     expect(title).to_have_text("Knee assessment · Robin")
-    # The title is the first line, inside the 30-minute entry, and not cut short.
+    # The title is the first line, inside the 30-minute entry, its time the second (a title
+    # longer than its line ends in an ellipsis: whole in the tooltip and on focus).
     assert entry.inner_text().splitlines()[0] == "Knee assessment · Robin"
     box, title_box = entry.bounding_box(), title.bounding_box()
     assert (
         box["y"] <= title_box["y"]
         and title_box["y"] + title_box["height"] <= box["y"] + box["height"]
     )
-    assert title.evaluate("e => e.scrollHeight <= e.clientHeight + 1")
     full = "Knee assessment · Robin, 09:00–09:30, Pending"
     assert entry.get_attribute("title") == full  # hover
-    # Focused (the keyboard's hover), the entry grows to show its time and status whole.
+    # Focused (the keyboard's hover), the entry grows to show its title, time and status whole.
     entry.focus()
     when = entry.locator(".entry-when")
     expect(when).to_have_text("09:00–09:30 · Pending")
     assert entry.evaluate("e => e.scrollHeight <= e.clientHeight + 1")
+    assert title.evaluate("e => e.scrollHeight <= e.clientHeight + 1")
     assert when.evaluate("e => e.scrollWidth <= e.clientWidth")
     audit(page, "calendar-week")
 

@@ -27,7 +27,10 @@ from app.services.integrations.webhooks.targets import (
 from tests.addresses import disguised, resolving
 
 WEBHOOK_HINT = "(set WEBHOOK_ALLOW_PRIVATE=1 to allow private targets, for tests)"
-CALDAV_HINT = "(set CALDAV_ALLOW_PRIVATE=1 to allow private targets, for tests)"
+CALDAV_HINT = (
+    "(the operator can allow calendar servers on a private network with the setting"
+    " CALDAV_ALLOW_PRIVATE=1 and a restart of the service)"
+)
 
 
 @pytest.fixture

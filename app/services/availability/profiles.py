@@ -5,7 +5,7 @@ ranges), which profile is the default, and deleting one no event type uses.
 The rules live here and provisioning reads its profiles with them: ``ProfileDoc`` for a
 profile, ``WEEKDAYS`` and ``HoursRange`` for an open range, ``DateOverrideDoc`` for a date,
 ``build_profile`` for the rows. A sub account with profiles has exactly one default: the first
-profile becomes it, and deleting the default hands it on.
+profile becomes it, and deleting an unused default hands it on.
 """
 
 from __future__ import annotations
@@ -171,12 +171,16 @@ def get_profile(sub_account: SubAccount, profile_id: int) -> AvailabilityProfile
 
 
 def profile_users(profile: AvailabilityProfile) -> list[EventType]:
-    """The event types, offered or deactivated, that take their hours from ``profile``."""
+    """The event types, offered or deactivated, that take their hours from ``profile``: those
+    that name it, and, for the default profile, those that name none (they use the default)."""
+    takes_its_hours = EventType.availability_profile_id == profile.id
+    if profile.is_default:
+        takes_its_hours |= (EventType.sub_account_id == profile.sub_account_id) & (
+            EventType.availability_profile_id.is_(None)
+        )
     return list(
         db.session.scalars(
-            select(EventType)
-            .where(EventType.availability_profile_id == profile.id)
-            .order_by(EventType.name, EventType.id)
+            select(EventType).where(takes_its_hours).order_by(EventType.name, EventType.id)
         )
     )
 
@@ -240,14 +244,19 @@ def make_default(sub_account: SubAccount, profile_id: int) -> AvailabilityProfil
 
 def delete_profile(sub_account: SubAccount, profile_id: int) -> None:
     """Delete a profile no event type uses (deleting one in use would silently move those event
-    types to the default's hours). Deleting the default makes the oldest remaining one it."""
+    types to another profile's hours, or close them: the default's users are the event types
+    without a profile of their own). Deleting an unused default makes the oldest remaining one
+    it."""
     profile = get_profile(sub_account, profile_id)
     users = profile_users(profile)
     if users:
         names = ", ".join(event_type.name for event_type in users)
-        raise InvalidRequest(
-            f"'{profile.name}' is used by {names}: give them another profile first."
+        instead = (
+            "make another profile the default or give them a profile of their own"
+            if profile.is_default
+            else "give them another profile"
         )
+        raise InvalidRequest(f"'{profile.name}' is used by {names}: {instead} first.")
     was_default = profile.is_default
     db.session.delete(profile)
     db.session.flush()

@@ -51,6 +51,18 @@ from flask import current_app, has_app_context
 
 WEBHOOK_ALLOW_PRIVATE = "WEBHOOK_ALLOW_PRIVATE"
 
+# What a refusal says lifts it, by the setting that does. A calendar server on the local
+# network (a NAS, an office's own CalDAV) is a deployment's real need, met first in the
+# dashboard's connection form by someone who may not run the service: the refusal says who
+# can allow it and how (the settings are read at start, hence the restart).
+_LIFTED_BY = {
+    WEBHOOK_ALLOW_PRIVATE: "set WEBHOOK_ALLOW_PRIVATE=1 to allow private targets, for tests",
+    "CALDAV_ALLOW_PRIVATE": (
+        "the operator can allow calendar servers on a private network with the setting"
+        " CALDAV_ALLOW_PRIVATE=1 and a restart of the service"
+    ),
+}
+
 _COMPATIBLE = IPv6Network("::/96")  # also holds the unspecified and the loopback address
 _MAPPED = IPv6Network("::ffff:0:0/96")
 _TRANSLATED = IPv6Network("::ffff:0:0:0/96")
@@ -169,9 +181,11 @@ class AddressGuard:
         if not self.allow_private:
             refused = [a for a in addresses if not self.policy.is_public(a)]
             if refused:
+                lifted_by = _LIFTED_BY.get(
+                    self.setting, f"set {self.setting}=1 to allow private targets"
+                )
                 raise UnsafeWebhookUrl(
-                    f"{host} resolves to {refused[0]}, which is not a public address"
-                    f" (set {self.setting}=1 to allow private targets, for tests)"
+                    f"{host} resolves to {refused[0]}, which is not a public address ({lifted_by})"
                 )
         return addresses
 

@@ -1,5 +1,6 @@
 """The Redis transport of the processes ``celery -A worker`` starts: kombu's own, except that
-an acknowledgement Redis did not answer never costs the worker a place in its prefetch window.
+an acknowledgement Redis did not answer never costs the worker a place in its prefetch window,
+and a lost connection never stops the worker.
 
 Why: kombu's Redis QoS forgets a delivered message (frees its place in the window) only once
 Redis has removed it from the unacknowledged index. When that removal fails (Redis frozen past
@@ -14,7 +15,17 @@ again after the next acknowledgement Redis answers, or at kombu's periodic look 
 (``restore_visible``, every 10 s), whichever comes first. Should the worker stop before it
 pays, the message stays in the index and Redis hands it out again after the visibility timeout,
 as for a worker that crashed: tasks are safe to run twice (acks late, handlers keyed on what
-they did). Only kombu's public QoS methods are overridden or called.
+they did).
+
+A connection lost (Redis restarted, say) is put away by Celery, which collects it, closes it
+and connects anew. With tasks in the window, kombu's close then tried to requeue them through
+the collected transport and raised AttributeError, which Celery takes for "Unrecoverable
+error": the worker exited (seen under load with Redis restarted), and a task that ran across
+the reconnect hit the same acknowledging on the old channel. Here both leave those messages to
+Redis's unacknowledged index instead, which hands them out again after the visibility timeout.
+
+Only kombu's public QoS methods and attributes are overridden or used; the tests in
+``tests/worker/test_broker_acks.py`` fail with kombu's own transport.
 """
 
 from __future__ import annotations
@@ -40,7 +51,30 @@ class OwedAcks(redis.QoS):
         # delivery tag -> whether to requeue it (a rejection) rather than remove it (an ack)
         self.owed: dict[str, bool] = {}
 
+    def transport_gone(self) -> bool:
+        """Whether this channel's transport was put away (collected, or the channel closed):
+        kombu then reaches Redis no more through it, and tries to with an AttributeError (it
+        builds a connection pool from the transport's ``client``, which is then None)."""
+        transport = self.channel.connection
+        return transport is None or transport.client is None
+
+    def connection_gone(self) -> bool:
+        """Whether this channel was closed, its connection lost (the worker consumes on a new
+        one), or is closing."""
+        return self.channel.closed or self.transport_gone()
+
+    def left_to_redis(self, delivery_tag: str, what: str) -> None:
+        log.warning(
+            "broker connection lost: the %s of task message %s is left to Redis, which hands"
+            " the message out again after its visibility timeout",
+            what,
+            delivery_tag,
+        )
+
     def ack(self, delivery_tag: str) -> None:
+        if self.connection_gone():  # a task that ran while the worker reconnected
+            self.left_to_redis(delivery_tag, "acknowledgement")
+            return
         try:
             super().ack(delivery_tag)
         except UNANSWERED as error:
@@ -49,6 +83,9 @@ class OwedAcks(redis.QoS):
             self.pay_owed()
 
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        if self.connection_gone():
+            self.left_to_redis(delivery_tag, "rejection")
+            return
         try:
             super().reject(delivery_tag, requeue=requeue)
         except UNANSWERED as error:
@@ -59,6 +96,21 @@ class OwedAcks(redis.QoS):
     def restore_visible(self, *args: Any, **kwargs: Any) -> Any:
         self.pay_owed()
         return super().restore_visible(*args, **kwargs)
+
+    def restore_unacked(self, client: Any = None) -> Any:
+        """Requeue the messages still in the window as the channel closes, unless its connection
+        is gone: after losing Redis, Celery collects the connection and then closes it, and
+        kombu's requeue through it raised AttributeError, which stopped the worker for good
+        ("Unrecoverable error", seen under load with Redis restarted). Those messages stay in
+        Redis's unacknowledged index, which hands them out again after the visibility timeout
+        (if Redis kept them; the sweeps hand their work over again if not)."""
+        if client is None and self.transport_gone():
+            log.warning(
+                "broker connection lost: the task messages in the worker's window are left to"
+                " Redis, which hands them out again after their visibility timeout"
+            )
+            return None
+        return super().restore_unacked(client)
 
     def owe(self, delivery_tag: str, requeue: bool, error: BaseException) -> None:
         virtual.QoS.ack(self, delivery_tag)  # out of the window: the worker takes the next task
@@ -74,7 +126,7 @@ class OwedAcks(redis.QoS):
     def pay_owed(self) -> None:
         """Make the owed removals (and requeues) in Redis, as kombu's QoS makes them; stop at
         the first Redis does not answer (the rest wait for the next try)."""
-        while self.owed:
+        while self.owed and not self.connection_gone():
             delivery_tag, requeue = next(iter(self.owed.items()))
             try:
                 if requeue:

@@ -10,11 +10,12 @@ consumer acknowledges, with a socket timeout short enough to give the ack up ins
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 
 import pytest
-from kombu import Connection, Consumer, Message, Queue
+from kombu import Connection, Consumer, Exchange, Message, Queue
 
 from tests.redis_servers import OwnRedis, own_redis_server
 from worker.broker import Transport
@@ -63,3 +64,36 @@ def test_an_ack_redis_does_not_answer_frees_its_place_and_is_made_once_redis_ans
             unacked = channel.qos.unacked_key
         # Both acknowledgements made: Redis will hand neither out again.
         assert own_redis.client.hlen(unacked) == 0
+
+
+def test_a_connection_lost_with_tasks_in_the_window_is_put_away_and_late_acks_left_to_redis(
+    own_redis,
+):
+    """After losing Redis, Celery collects the connection, closes it and connects anew. With a
+    task in the window of a channel that also consumes a broadcast queue of its own (removed as
+    the channel closes, which fails while Redis is away), kombu's second close raised
+    AttributeError and the worker stopped for good ("Unrecoverable error", seen with Redis
+    restarted under load); so did the ack of a task that ran across the reconnect."""
+    options = {"socket_timeout": SHORT_TIMEOUT_S, "socket_connect_timeout": SHORT_TIMEOUT_S}
+    queue = Queue("lost-connection")
+    broadcast = Queue(
+        "lost-connection.node", Exchange("broadcast", type="fanout"), auto_delete=True
+    )
+    with Connection(own_redis.url, transport=Transport, transport_options=options) as connection:
+        errors = connection.connection_errors
+        with connection.Producer() as producer:
+            producer.publish({"n": 1}, routing_key=queue.name, declare=[queue])
+        channel = connection.default_channel
+        channel.basic_qos(0, 2, False)
+        received: list[Message] = []
+        Consumer(channel, [queue, broadcast], on_message=received.append, accept=["json"]).consume()
+        connection.drain_events(timeout=5)
+        (running,) = received
+        with contextlib.suppress(TimeoutError):  # waiting for the next task (BRPOP sent)
+            connection.drain_events(timeout=0.2)
+
+        own_redis.stop()
+        connection.collect()  # as Celery's consumer puts a lost connection away
+        connection.close()
+        running.ack_log_error(log, errors)  # the task ends while the worker reconnects
+    assert channel.closed

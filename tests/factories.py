@@ -278,6 +278,21 @@ def external_busy_rows(connection_id: int) -> list[Any]:
     ).all()
 
 
+def busy_uids(app: Flask, connection_id: int) -> set[str | None]:
+    """The UIDs of the events the connection's stored busy time came from, read in an app
+    context of its own (for a test whose worker runs in another process)."""
+    with app.app_context():
+        uids = set(
+            db.session.scalars(
+                select(BlockedTime.external_uid).where(
+                    BlockedTime.calendar_connection_id == connection_id
+                )
+            )
+        )
+        db.session.remove()
+        return uids
+
+
 def run_queued_sync(connection_id: int):
     """What the worker's ``calendars.sync`` does with a connection's queued sync, here: take
     it, sync and follow up, give it back. Returns the sync's result."""

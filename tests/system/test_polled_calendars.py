@@ -18,14 +18,12 @@ from pathlib import Path
 import pytest
 from flask import Flask
 from flask_migrate import upgrade
-from sqlalchemy import select
 
 from app import create_app
 from app.extensions import db
-from app.models import BlockedTime
 from app.models.types import utcnow
 from tests.celery_workers import celery_beat, celery_worker, wait_for
-from tests.factories import TenantFactory, connection_now
+from tests.factories import TenantFactory, busy_uids, connection_now
 from tests.radicale_servers import OwnRadicale, connection_doc, fresh_user, radicale_server, vevent
 
 pytestmark = pytest.mark.slow
@@ -41,16 +39,7 @@ class Deployment:
     worker_log: Path
 
     def busy_uids(self, connection_id: int) -> set[str | None]:
-        with self.app.app_context():
-            uids = set(
-                db.session.scalars(
-                    select(BlockedTime.external_uid).where(
-                        BlockedTime.calendar_connection_id == connection_id
-                    )
-                )
-            )
-            db.session.remove()
-            return uids
+        return busy_uids(self.app, connection_id)
 
 
 @pytest.fixture

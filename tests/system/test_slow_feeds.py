@@ -21,15 +21,14 @@ from pathlib import Path
 import pytest
 from flask import Flask
 from flask_migrate import upgrade
-from sqlalchemy import select
 
 from app import create_app
 from app.extensions import db
-from app.models import BlockedTime, CalendarConnection
+from app.models import CalendarConnection
 from app.models.types import utcnow
 from app.services.integrations.calendars.freshness import request_sync
 from tests.celery_workers import celery_beat, celery_worker, wait_for
-from tests.factories import TenantFactory, connection_now
+from tests.factories import TenantFactory, busy_uids, connection_now
 from tests.feed_servers import Feed, feed_server
 from tests.servers import BIN, ROOT
 
@@ -80,16 +79,7 @@ class Setup:
             db.session.remove()
 
     def busy_uids(self, connection_id: int) -> set[str]:
-        with self.app.app_context():
-            uids = set(
-                db.session.scalars(
-                    select(BlockedTime.external_uid).where(
-                        BlockedTime.calendar_connection_id == connection_id
-                    )
-                )
-            )
-            db.session.remove()
-            return uids
+        return busy_uids(self.app, connection_id)
 
 
 @pytest.fixture

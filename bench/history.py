@@ -201,9 +201,10 @@ def grow_postgres(url: str, setup: Setup, done: int, target: int) -> None:
             conn.execute(
                 """
                 INSERT INTO attendees (booking_id, email, name, timezone, is_organizer,
-                    created_at, updated_at)
+                    created_at, updated_at, link_key)
                 SELECT b.id, 'client' || (n %% %(clients)s) || '@history.test',
-                    'client' || (n %% %(clients)s), %(tz)s, false, b.created_at, b.created_at
+                    'client' || (n %% %(clients)s), %(tz)s, false, b.created_at, b.created_at,
+                    'hist-' || n
                 FROM generate_series(%(lo)s::int, %(hi)s::int) AS n
                 JOIN bookings b ON b.uid = 'hist-' || n
                 """,
@@ -258,10 +259,10 @@ def grow_sqlite(path: Path, setup: Setup, done: int, target: int) -> None:
             )
             conn.execute(
                 "INSERT INTO attendees (booking_id, email, name, timezone, is_organizer,"
-                " created_at, updated_at)"
+                " created_at, updated_at, link_key)"
                 " SELECT id, 'client' || (CAST(substr(uid, 6) AS INTEGER) % ?) || '@history.test',"
                 " 'client' || (CAST(substr(uid, 6) AS INTEGER) % ?), timezone, 0, created_at,"
-                " created_at FROM bookings"
+                " created_at, uid FROM bookings"
                 " WHERE uid LIKE 'hist-%' AND CAST(substr(uid, 6) AS INTEGER) >= ?",
                 (CLIENTS, CLIENTS, done),
             )

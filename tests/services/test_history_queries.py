@@ -146,9 +146,9 @@ def grow_history(tenant: Tenant) -> None:
         text(
             """
             INSERT INTO attendees (booking_id, email, name, timezone, is_organizer, created_at,
-                updated_at)
+                updated_at, link_key)
             SELECT id, 'client' || (id % :clients) || '@example.test', 'Client', 'UTC', false,
-                created_at, created_at
+                created_at, created_at, 'history-' || id
             FROM bookings WHERE sub_account_id = :sub
             """
         ),

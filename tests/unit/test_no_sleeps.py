@@ -63,6 +63,11 @@ ALLOWED: dict[str, str] = {
     ),
     "test_database_faults.py::SteadyLoad": SCENARIO,
     "test_database_faults.py::outage_under_load": SCENARIO,
+    "test_broker_outages.py::BookingLoad": SCENARIO,
+    "test_broker_outages.py::outage": SCENARIO,
+    "test_broker_outages.py::test_every_worker_keeps_consuming_after_a_redis_outage_under_load": (
+        "the load's steady phase before and after the outage (" + SCENARIO + ")"
+    ),
     "test_frozen_backends.py::SteadyLoad": SCENARIO,
     "test_frozen_backends.py::frozen_for": SCENARIO,
     "test_frozen_backends.py::test_requests_never_wait_on_a_frozen_redis_or_postgres": SCENARIO,

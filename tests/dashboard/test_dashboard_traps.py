@@ -246,11 +246,17 @@ def calendar_entry(page, live: Live, width: str):
     page.locator(".fc-timegrid").wait_for()
     if width == "phone":
         page.get_by_role("button", name="3 days").click()
-    entry = page.locator(f'.fc-timegrid-event[href$="/bookings/{live.booking["id"]}"]')
+    start = datetime.fromisoformat(live.booking["startTime"].replace("Z", "+00:00"))
+    day = start.astimezone(NEW_YORK).date().isoformat()
+    columns = page.locator(".fc-timegrid-col[data-date]")
     for _ in range(25):  # the horizon is 60 days: at most 9 weeks, or 20 times 3 days
-        if entry.count():
+        shown = columns.evaluate_all("cols => cols.map(c => c.dataset.date)")
+        if day in shown:
             break
         page.locator(".fc-next-button").click()
+        # The next days drawn (their events are fetched after: waited for below).
+        expect(columns.first).not_to_have_attribute("data-date", shown[0])
+    entry = page.locator(f'.fc-timegrid-event[href$="/bookings/{live.booking["id"]}"]')
     entry.wait_for()
     return entry
 

@@ -17,7 +17,11 @@ from app.services.integrations.calendars.oauth import oauth_provider, valid_acce
 from app.services.integrations.calendars.providers.caldav import CalendarAccess
 from app.services.integrations.calendars.providers.feed import FeedAccess
 from app.services.integrations.calendars.providers.http_json import ApiAccess
-from app.services.integrations.webhooks.targets import AddressGuard, app_policy
+from app.services.integrations.webhooks.targets import (
+    CALDAV_ALLOW_PRIVATE,
+    AddressGuard,
+    app_policy,
+)
 
 _ERROR_LENGTH = 2000
 
@@ -85,7 +89,7 @@ def connection_access(
         guard=AddressGuard(
             app_policy(),
             allow_private=caldav_allow_private() or connection.added_by_operator,
-            setting="CALDAV_ALLOW_PRIVATE",
+            setting=CALDAV_ALLOW_PRIVATE,
         ),
     )
     return access, problem

@@ -60,7 +60,11 @@ from app.services.integrations.calendars.providers import PRIMARY, provider_for
 from app.services.integrations.calendars.providers.feed import feed_url
 from app.services.integrations.calendars.push import push_enabled, stop_channels
 from app.services.integrations.calendars.sync import forget_sync_state
-from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
+from app.services.integrations.webhooks.targets import (
+    CALDAV_ALLOW_PRIVATE,
+    UnsafeWebhookUrl,
+    resolve_target,
+)
 from app.validation import Text, describe_errors, flatten_errors
 
 log = logging.getLogger(__name__)
@@ -531,7 +535,7 @@ def _target_errors(url: str, calendar: str | None) -> dict[str, list[str]]:
                 target,
                 require_https=False,
                 allow_private=allow_private,
-                setting="CALDAV_ALLOW_PRIVATE",
+                setting=CALDAV_ALLOW_PRIVATE,
             )
         except UnsafeWebhookUrl as err:
             errors[field] = [f"{err.message[:1].upper()}{err.message[1:]}."]

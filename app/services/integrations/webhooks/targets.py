@@ -50,6 +50,8 @@ from urllib.parse import urlsplit
 from flask import current_app, has_app_context
 
 WEBHOOK_ALLOW_PRIVATE = "WEBHOOK_ALLOW_PRIVATE"
+# The setting that lets CalDAV servers and feeds on private addresses be connected.
+CALDAV_ALLOW_PRIVATE = "CALDAV_ALLOW_PRIVATE"
 
 # What a refusal says lifts it, by the setting that does. A calendar server on the local
 # network (a NAS, an office's own CalDAV) is a deployment's real need, met first in the
@@ -57,7 +59,7 @@ WEBHOOK_ALLOW_PRIVATE = "WEBHOOK_ALLOW_PRIVATE"
 # can allow it and how (the settings are read at start, hence the restart).
 _LIFTED_BY = {
     WEBHOOK_ALLOW_PRIVATE: "set WEBHOOK_ALLOW_PRIVATE=1 to allow private targets, for tests",
-    "CALDAV_ALLOW_PRIVATE": (
+    CALDAV_ALLOW_PRIVATE: (
         "the operator can allow calendar servers on a private network with the setting"
         " CALDAV_ALLOW_PRIVATE=1 and a restart of the service"
     ),

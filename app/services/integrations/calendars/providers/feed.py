@@ -48,7 +48,12 @@ from app.services.integrations.calendars.providers.base import (
     zone_by_name,
 )
 from app.services.integrations.webhooks.http import ExchangeDeadline, host_header, pinned_pool
-from app.services.integrations.webhooks.targets import Target, UnsafeWebhookUrl, resolve_target
+from app.services.integrations.webhooks.targets import (
+    CALDAV_ALLOW_PRIVATE,
+    Target,
+    UnsafeWebhookUrl,
+    resolve_target,
+)
 
 # A real calendar's feed is a few MB at most (a 4,770-event Google export is about 3 MB).
 MAX_FEED_BYTES = 20 * 1024 * 1024
@@ -315,7 +320,7 @@ def _target(url: str, access: FeedAccess) -> Target:
             url,
             require_https=False,
             allow_private=access.allow_private,
-            setting="CALDAV_ALLOW_PRIVATE",
+            setting=CALDAV_ALLOW_PRIVATE,
         )
     except UnsafeWebhookUrl as err:
         raise CalendarNotFound(f"the feed's address is refused: {err.message}") from None

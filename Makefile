@@ -42,40 +42,42 @@ run: venv
 	HOST=127.0.0.1 PUBLIC_URL="$${PUBLIC_URL:-http://127.0.0.1:$(PORT)}" PATH="$(abspath $(BIN)):$$PATH" \
 	  exec $(BIN)/python run_procfile.py --port $(PORT) web worker beat
 
-## make test: the whole suite, on SQLite and on PostgreSQL (the modules whose subject is not how
-## data is stored, tests/conftest.py's ONE_DATABASE, on one of them); then the tests about dates (DST,
-## notice, horizon, working hours, reminders: marked about_dates, tests/conftest.py) again on
-## shifted clocks, each with one of the two databases (the real clock runs both): a summer day
-## on PostgreSQL, New York's spring-forward day on SQLite, and its fall-back day (01:30 EST) on
-## PostgreSQL. The costly ones (marked one_shifted_clock) run on the last clock alone. A test
-## whose dates only pick a slot to book runs on the real clock alone.
-TEST_CLOCKS ?= 2027-07-15T14:00:00Z,postgresql 2027-03-14T06:30:00Z,sqlite 2027-11-07T06:30:00Z,postgresql
+## make test: the whole suite on PostgreSQL (the server DATABASE_URL names, else an embedded one
+## the session starts itself: tests/conftest.py); then the tests about dates (DST, notice,
+## horizon, working hours, reminders: marked about_dates, tests/conftest.py) again on shifted
+## clocks: a summer day, New York's spring-forward day, and its fall-back day (01:30 EST). The
+## costly ones (marked one_shifted_clock) run on the last clock alone. A test whose dates only
+## pick a slot to book runs on the real clock alone. The conventions (tests/conventions) are
+## make lint's.
+TEST_CLOCKS ?= 2027-07-15T14:00:00Z 2027-03-14T06:30:00Z 2027-11-07T06:30:00Z
 ## Two pytest processes (pytest-xdist, a test file each at a time): most tests wait on servers
 ## and subprocesses, so this halves the time on a 2-core machine.
-PYTEST = $(BIN)/pytest -q -n 2 --dist loadfile
+PYTEST = $(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/conventions
 test: dev-venv
 	$(PYTEST) --durations=25
-	@last=$(lastword $(TEST_CLOCKS)); for entry in $(TEST_CLOCKS); do \
-	  clock=$${entry%,*}; database=$${entry#*,}; \
-	  if [ "$$database" = sqlite ]; then other=postgresql; else other=sqlite; fi; \
+	@last=$(lastword $(TEST_CLOCKS)); for clock in $(TEST_CLOCKS); do \
 	  marks="about_dates and not one_shifted_clock"; \
-	  if [ "$$entry" = "$$last" ]; then marks=about_dates; fi; \
-	  echo "tests about dates on a clock starting at $$clock, on $$database"; \
-	  $(PYTEST) -m "$$marks" --clock $$clock -k "not $$other" || exit 1; \
+	  if [ "$$clock" = "$$last" ]; then marks=about_dates; fi; \
+	  echo "tests about dates on a clock starting at $$clock"; \
+	  $(PYTEST) -m "$$marks" --clock $$clock || exit 1; \
 	done
 
-## make check: the contributors' inner loop, in about three minutes: lint, formatting, the import
-## contracts, types, and the fast tests (none that starts server processes: not marked slow)
-## on SQLite alone. `make test` is still what CI runs.
+## make check: the contributors' inner loop, in under two minutes: make lint, then the fast tests
+## (none that starts server processes: not marked slow), then the seconds each folder's tests
+## took (--time-per-folder, tests/conftest.py). `make test` is still what CI runs.
 FAST_TESTS = tests/unit tests/api tests/services tests/dashboard tests/worker
 check: lint
-	$(PYTEST) -m "not slow" -k "not postgresql" --durations=10 $(FAST_TESTS)
+	$(PYTEST) -m "not slow" --time-per-folder $(FAST_TESTS)
 
+## make lint: ruff, formatting, the import contracts, types, and the conventions the code and
+## the tests keep (tests/conventions: date markers, public APIs only, no sleeps, the docs'
+## links, the settings' table, what importing costs, who commits).
 lint: dev-venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+	$(BIN)/pytest -q -n 0 tests/conventions
 
 format: dev-venv
 	$(BIN)/ruff check --fix .

@@ -1,14 +1,13 @@
 """gunicorn's configuration for ``web`` (the Procfile) and ``make run``; gunicorn reads it by
 itself when started from the project root. Command-line options override it.
 
-Serving stack. On PostgreSQL (production) every worker is a gevent worker: each connection is a
+Serving stack. Every worker is a gevent worker: each connection is a
 greenlet, so clients that send their request a byte at a time cost a greenlet each, not a
 thread, and never hold up anyone else (gunicorn's threaded worker hands a connection to a
 thread as soon as its first byte arrives, and 8 slow clients froze 2×4 threads). psycopg
 cooperates with gevent by itself; every wait on PostgreSQL or Redis is bounded, a request's
 waits on PostgreSQL in all (``app/deadlines.py``, ``app/database.py``).
-On SQLite, the embedded default, workers are threaded: SQLite's calls block the whole process,
-which an event loop cannot work around. What a deployment still needs in front: a load balancer
+What a deployment still needs in front: a load balancer
 or proxy that ends TLS and drops connections idle for long (Heroku's router, an ALB, nginx with
 ``client_header_timeout``); the gevent workers hold ``WEB_CONNECTIONS`` open connections each.
 
@@ -19,8 +18,7 @@ server before it forks):
 * ``WEB_CONCURRENCY`` (2): worker processes, when ``REDIS_URL`` is set. Without it the rate
   limits are counted in memory, which holds for one process only, so the embedded default
   serves from one process and a start with more is refused.
-* ``WEB_THREADS`` (4): threads per worker (SQLite).
-* ``WEB_CONNECTIONS`` (1000): open connections per gevent worker (PostgreSQL).
+* ``WEB_CONNECTIONS`` (1000): open connections per gevent worker.
 * ``WEB_TIMEOUT`` (30): seconds a worker may go silent before it is restarted.
 * ``PROMETHEUS_MULTIPROC_DIR``: where the workers' metrics are counted together (``/metrics``);
   a fresh folder of this server's own when unset. Emptied when the server starts.
@@ -46,12 +44,10 @@ from app.config import environment_settings
 from app.secret_paths import mask_secret_paths
 
 settings = environment_settings()
-on_postgres = (settings.database_url or "").startswith("postgresql")
 
 bind = f"{settings.host}:{settings.port}"
 workers = settings.web_concurrency if settings.redis_url else 1
-worker_class = "gevent" if on_postgres else "gthread"
-threads = settings.web_threads
+worker_class = "gevent"
 worker_connections = settings.web_connections
 timeout = settings.web_timeout
 graceful_timeout = 20

@@ -29,6 +29,10 @@ The exit status is 0 when the stop was asked for (SIGINT or SIGTERM) and every p
 itself with status 0, 1 when one did not; otherwise honcho's (that of the first process to end,
 which ended the others).
 
+Without ``DATABASE_URL`` (in the environment or ``.env``) this process starts the embedded
+PostgreSQL (``app.embedded_database``) before the programs, hands them its URL as
+``DATABASE_URL``, and stops it after they have ended.
+
 Production is not concerned: its process manager runs the ``Procfile`` by its own rules
 (docs/deployment.md).
 """
@@ -50,6 +54,8 @@ from honcho.manager import Manager
 from honcho.printer import Printer
 
 GRACE_SECONDS = 25
+# Flask's instance folder for the ``app`` package: where the embedded default keeps its data.
+INSTANCE_FOLDER = Path(__file__).resolve().parent / "instance"
 ASKED_TO_STOP = {130, 143}  # honcho's status after SIGINT, SIGTERM
 
 
@@ -75,7 +81,7 @@ class CleanStopManager(Manager):
     the three: ``Manager`` takes only a printer, stops processes through its private
     ``_procmgr``, waits the module's ``honcho.manager.KILL_WAIT`` (read by ``loop``, 5 s) and
     keeps each process's status in its private ``_processes``. honcho is pinned in
-    requirements.txt; tests/unit/test_library_internals.py fails when the pinned honcho changes
+    requirements.txt; tests/conventions/test_library_internals.py fails when the pinned honcho changes
     them, and tests/system/test_make_run_stop.py when ``make run`` no longer stops cleanly."""
 
     def __init__(self, printer: Printer, grace_seconds: float = GRACE_SECONDS) -> None:
@@ -153,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not in the Procfile: {', '.join(unknown)}")
     dotenv = Path(".env")
     app_env = parse(dotenv.read_text()) if dotenv.is_file() else {}
+    if not (os.environ.get("DATABASE_URL") or app_env.get("DATABASE_URL")):
+        # The embedded default: this process holds the embedded PostgreSQL for the whole run
+        # and stops it when it exits, after the programs (app.embedded_database).
+        from app.embedded_database import embedded_database_url
+
+        os.environ["DATABASE_URL"] = embedded_database_url(INSTANCE_FOLDER)
 
     manager = CleanStopManager(Printer(sys.stdout))
     chosen = {name: procfile[name] for name in args.processes}

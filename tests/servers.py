@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +28,27 @@ import time_machine
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 MACHINE_REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def project_copy(tmp_path: Path) -> Path:
+    """The project's files in a folder of their own, as a fresh clone has them (no
+    ``instance/``), for ``make run`` there with this checkout's virtualenv (``VENV=…``): its
+    embedded PostgreSQL keeps its data in the copy's ``instance/``."""
+    copy = tmp_path / "project"
+    shutil.copytree(
+        ROOT,
+        copy,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "instance", "tests", "bench", "docs", "test-artifacts", "__pycache__"
+        ),
+    )
+    return copy
+
+
+def embedded_server_running(project: Path) -> bool:
+    """Whether the embedded PostgreSQL of ``project`` runs: PostgreSQL keeps postmaster.pid in
+    its data folder while it runs and removes it when it stops."""
+    return (project / "instance" / "postgres" / "postmaster.pid").exists()
 
 
 def free_port() -> int:

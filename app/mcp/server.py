@@ -5,7 +5,7 @@ to do next: a time that cannot be had lists the open slots the API suggests inst
 
 A client of the API like any other, it imports nothing of the app but ``app.client`` and the
 API's published terms (``app.api_terms``): no Flask, no SQLAlchemy, no services (an import
-contract and ``tests/unit/test_imports.py`` hold it so)."""
+contract and ``tests/conventions/test_imports.py`` hold it so)."""
 
 from __future__ import annotations
 

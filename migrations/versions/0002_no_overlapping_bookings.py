@@ -1,11 +1,10 @@
-"""PostgreSQL: no two active bookings of a sub account may occupy overlapping time
+"""No two active bookings of a sub account may occupy overlapping time
 
 Revision ID: 0002
 Revises: 0001
 
 The last line of defence behind the per-calendar advisory lock: an exclusion constraint over
 the occupied interval (the booking widened by its buffers) of pending and confirmed bookings.
-SQLite has no such constraint; there the single-writer lock is the guarantee.
 """
 
 from alembic import op
@@ -17,8 +16,6 @@ depends_on = None
 
 
 def upgrade():
-    if op.get_bind().dialect.name != "postgresql":
-        return
     op.execute("CREATE EXTENSION IF NOT EXISTS btree_gist")
     op.execute(
         """
@@ -32,6 +29,4 @@ def upgrade():
 
 
 def downgrade():
-    if op.get_bind().dialect.name != "postgresql":
-        return
     op.execute("ALTER TABLE bookings DROP CONSTRAINT ex_bookings_no_overlap")

@@ -7,13 +7,13 @@ Revises: 0002
 (``start < :end AND end > :start``). A B-tree led by ``start`` bounds only ``start < :end``,
 so every interval before the window (the whole past) was read.
 
-PostgreSQL: a GiST index answers the range overlap ``tstzrange(start_at, end_at, '[)') &&
+A GiST index answers the range overlap ``tstzrange(start_at, end_at, '[)') &&
 tstzrange(:start, :end, '[)')`` for blocked times (bookings have one already: the index behind
 ``ex_bookings_no_overlap``, 0002).
 
-Both backends: the B-trees on the intervals are led by their end instead, so where a B-tree
-serves the lookup (SQLite) it bounds ``end > :start`` and reads only the intervals that end
-after the window starts: the future, which the booking horizon keeps short, not the past.
+The B-trees on the intervals are led by their end instead, so where a B-tree serves the lookup
+it bounds ``end > :start`` and reads only the intervals that end after the window starts: the
+future, which the booking horizon keeps short, not the past.
 """
 
 from alembic import op
@@ -39,19 +39,17 @@ def upgrade():
             ["sub_account_id", "end_at", "start_at"],
             unique=False,
         )
-    if op.get_bind().dialect.name == "postgresql":
-        # btree_gist (created by 0002) provides the GiST operator class for sub_account_id.
-        op.execute(
-            """
-            CREATE INDEX ix_blocked_times_sub_account_range ON blocked_times
-            USING gist (sub_account_id, tstzrange(start_at, end_at, '[)'))
-            """
-        )
+    # btree_gist (created by 0002) provides the GiST operator class for sub_account_id.
+    op.execute(
+        """
+        CREATE INDEX ix_blocked_times_sub_account_range ON blocked_times
+        USING gist (sub_account_id, tstzrange(start_at, end_at, '[)'))
+        """
+    )
 
 
 def downgrade():
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP INDEX ix_blocked_times_sub_account_range")
+    op.execute("DROP INDEX ix_blocked_times_sub_account_range")
     with op.batch_alter_table("blocked_times") as batch_op:
         batch_op.drop_index("ix_blocked_times_sub_account_span")
         batch_op.create_index(

@@ -10,8 +10,7 @@ booking over a hold with the same SQLSTATE as an exclusion constraint (23P01). E
 first takes the calendar's write lock (the application's, ``app.services.common.locking``), and its
 check runs in a fresh snapshot after it, so two writers that bypass the application still
 cannot both pass. The application deletes expired holds under a write's time before it
-writes, so the triggers compare rows only, never clocks. SQLite: the single-writer lock is
-the guarantee.
+writes, so the triggers compare rows only, never clocks.
 """
 
 from alembic import op
@@ -67,8 +66,6 @@ def upgrade():
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_slot_holds")),
         sa.UniqueConstraint("token_digest", name=op.f("uq_slot_holds_token_digest")),
-        # Ids are never reused: a stale release must not free a newer hold.
-        sqlite_autoincrement=True,
     )
     op.create_index(
         "ix_slot_holds_sub_account_occupied",
@@ -79,8 +76,6 @@ def upgrade():
     op.create_index(op.f("ix_slot_holds_event_type_id"), "slot_holds", ["event_type_id"])
     op.create_index(op.f("ix_slot_holds_expires_at"), "slot_holds", ["expires_at"])
     op.create_index(op.f("ix_slot_holds_api_key_id"), "slot_holds", ["api_key_id"])
-    if op.get_bind().dialect.name != "postgresql":
-        return
     op.execute(
         """
         ALTER TABLE slot_holds ADD CONSTRAINT ex_slot_holds_no_overlap
@@ -155,11 +150,10 @@ def upgrade():
 
 
 def downgrade():
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP TRIGGER bookings_clear_of_holds ON bookings")
-        op.execute("DROP FUNCTION bookings_clear_of_holds()")
-        op.execute("DROP TRIGGER slot_holds_clear_of_bookings ON slot_holds")
-        op.execute("DROP FUNCTION slot_holds_clear_of_bookings()")
+    op.execute("DROP TRIGGER bookings_clear_of_holds ON bookings")
+    op.execute("DROP FUNCTION bookings_clear_of_holds()")
+    op.execute("DROP TRIGGER slot_holds_clear_of_bookings ON slot_holds")
+    op.execute("DROP FUNCTION slot_holds_clear_of_bookings()")
     op.drop_index(op.f("ix_slot_holds_api_key_id"), table_name="slot_holds")
     op.drop_index(op.f("ix_slot_holds_expires_at"), table_name="slot_holds")
     op.drop_index(op.f("ix_slot_holds_event_type_id"), table_name="slot_holds")

@@ -14,11 +14,7 @@ random). Triggers draw it, in the transaction of the change, whichever code made
   deleted, or its times, source or sub account changed;
 * ``weekly_hours`` and ``date_overrides``: any change, for the sub account of their profile;
 * ``calendar_settings``: a change of the timezone, default duration, minimum notice or booking
-  horizon (not the SQLite calendar lock's no-op update of ``sub_account_id``).
-
-SQLite rebuilds a table that a batch migration alters, and its triggers go with it: a later
-migration that alters one of these tables in batch mode must create its triggers again
-(``tests/services/test_calendar_versions.py`` fails at the head when one is missing).
+  horizon.
 """
 
 from alembic import op
@@ -48,41 +44,12 @@ INPUTS = {
         ["timezone", "default_duration", "minimum_notice_minutes", "booking_horizon_days"],
     ),
 }
-EVENTS = ("insert", "update", "delete")
 
 POSTGRES_RANDOM = "floor(random() * 4611686018427387904)::bigint"
-SQLITE_RANDOM = "abs(random() % 9223372036854775807)"
 
 
 def _trigger_name(table, event):
     return f"calendar_version_{table}_{event}"
-
-
-def _upsert_sqlite(table, where, row):
-    if where == ON_ROW:
-        source = f"SELECT {row}.sub_account_id, {SQLITE_RANDOM} WHERE true"
-    else:
-        source = (
-            f"SELECT sub_account_id, {SQLITE_RANDOM} FROM availability_profiles"
-            f" WHERE id = {row}.profile_id"
-        )
-    return (
-        f"INSERT INTO calendar_versions (sub_account_id, version) {source}"
-        " ON CONFLICT (sub_account_id) DO UPDATE SET version = excluded.version;"
-    )
-
-
-def _create_sqlite():
-    for table, (where, columns) in INPUTS.items():
-        for event in EVENTS:
-            when = event.upper()
-            if event == "update" and columns is not None:
-                when = f"UPDATE OF {', '.join(columns)}"
-            row = "OLD" if event == "delete" else "NEW"
-            op.execute(
-                f"CREATE TRIGGER {_trigger_name(table, event)} AFTER {when} ON {table}"
-                f" FOR EACH ROW BEGIN {_upsert_sqlite(table, where, row)} END"
-            )
 
 
 def _create_postgres():
@@ -124,19 +91,11 @@ def upgrade():
         sa.Column("version", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("sub_account_id", name=op.f("pk_calendar_versions")),
     )
-    if op.get_bind().dialect.name == "postgresql":
-        _create_postgres()
-    else:
-        _create_sqlite()
+    _create_postgres()
 
 
 def downgrade():
-    if op.get_bind().dialect.name == "postgresql":
-        for table in INPUTS:
-            op.execute(f"DROP TRIGGER {_trigger_name(table, 'change')} ON {table}")
-        op.execute("DROP FUNCTION calendar_input_changed()")
-    else:
-        for table in INPUTS:
-            for event in EVENTS:
-                op.execute(f"DROP TRIGGER {_trigger_name(table, event)}")
+    for table in INPUTS:
+        op.execute(f"DROP TRIGGER {_trigger_name(table, 'change')} ON {table}")
+    op.execute("DROP FUNCTION calendar_input_changed()")
     op.drop_table("calendar_versions")

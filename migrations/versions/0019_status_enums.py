@@ -11,10 +11,8 @@ and SQL (``ck_bookings_status``: ``status IN ('pending', ...)``; ``ck_users_role
 and what the database accepts stay as they were; this revision swaps one for the other, and its
 downgrade swaps them back.
 
-PostgreSQL: the constraint is added ``NOT VALID`` (no scan while the table is locked) and then
-validated outside the migration's transaction, which lets reads and writes of the table go on.
-SQLite: the table is rebuilt (batch mode), which drops the ``bookings`` triggers of 0016; they
-are created again.
+The constraint is added ``NOT VALID`` (no scan while the table is locked) and then validated
+outside the migration's transaction, which lets reads and writes of the table go on.
 """
 
 from alembic import op
@@ -32,14 +30,6 @@ ENUM_COLUMNS = {
     "users": ("role", ("agency_owner", "agency_user")),
 }
 
-# The triggers 0016 put on bookings (SQLite), recreated after its rebuild.
-SQLITE_RANDOM = "abs(random() % 9223372036854775807)"
-BOOKINGS_SQLITE_TRIGGERS = (
-    ("insert", "INSERT", "NEW"),
-    ("update", "UPDATE OF sub_account_id, status, occupied_start, occupied_end", "NEW"),
-    ("delete", "DELETE", "OLD"),
-)
-
 
 def _check(column, values):
     """The CHECK's SQL, as the Enum (and the hand-written constraint before it) has it."""
@@ -49,28 +39,15 @@ def _check(column, values):
 def _replace_checks():
     """Each CHECK of ``ENUM_COLUMNS`` dropped and created again (the same name and SQL either
     way: the Enum's in the upgrade, the hand-written one's in the downgrade)."""
-    if op.get_bind().dialect.name == "postgresql":
-        for table, (column, values) in ENUM_COLUMNS.items():
-            name = f"ck_{table}_{column}"
-            op.execute(
-                f"ALTER TABLE {table} DROP CONSTRAINT {name},"
-                f" ADD CONSTRAINT {name} CHECK ({_check(column, values)}) NOT VALID"
-            )
-        with op.get_context().autocommit_block():
-            for table, (column, _) in ENUM_COLUMNS.items():
-                op.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT ck_{table}_{column}")
-        return
     for table, (column, values) in ENUM_COLUMNS.items():
-        with op.batch_alter_table(table) as batch_op:
-            batch_op.drop_constraint(op.f(f"ck_{table}_{column}"), type_="check")
-            batch_op.create_check_constraint(op.f(f"ck_{table}_{column}"), _check(column, values))
-    for event, when, row in BOOKINGS_SQLITE_TRIGGERS:
+        name = f"ck_{table}_{column}"
         op.execute(
-            f"CREATE TRIGGER calendar_version_bookings_{event} AFTER {when} ON bookings"
-            " FOR EACH ROW BEGIN INSERT INTO calendar_versions (sub_account_id, version)"
-            f" SELECT {row}.sub_account_id, {SQLITE_RANDOM} WHERE true"
-            " ON CONFLICT (sub_account_id) DO UPDATE SET version = excluded.version; END"
+            f"ALTER TABLE {table} DROP CONSTRAINT {name},"
+            f" ADD CONSTRAINT {name} CHECK ({_check(column, values)}) NOT VALID"
         )
+    with op.get_context().autocommit_block():
+        for table, (column, _) in ENUM_COLUMNS.items():
+            op.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT ck_{table}_{column}")
 
 
 def upgrade():

@@ -11,8 +11,8 @@ Revises: 0019
 - ``outbox_events.actor``: who made the change, ``attendee`` or ``business``; NULL for events
   written before (they were all the business's).
 
-Plain ``ADD COLUMN``s with server defaults: no table is rebuilt (SQLite keeps the triggers of
-0016 on ``bookings``), and PostgreSQL adds a constant default without rewriting rows.
+Plain ``ADD COLUMN``s with constant server defaults, which PostgreSQL adds without rewriting
+rows.
 """
 
 from alembic import op
@@ -43,7 +43,6 @@ def upgrade():
 
 
 def downgrade():
-    # Plain DROP COLUMNs (SQLite 3.35+): a batch rebuild would drop the triggers of 0016.
     op.drop_column("outbox_events", "actor")
     op.drop_column("calendar_settings", "attendee_max_reschedules")
     op.drop_column("calendar_settings", "attendee_change_notice_hours")

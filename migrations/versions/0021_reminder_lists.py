@@ -13,9 +13,6 @@ Revises: 0020
 - ``booking_reminders``: each reminder of a booking time, decided once (unique per booking,
   start and offset). The reminder mails the earlier code sent (``mail_messages`` keyed
   ``reminder:<booking>:<start>:<email>``) become rows here, so none of them goes out again.
-
-Plain ``ADD COLUMN``/``DROP COLUMN`` (SQLite 3.35+ drops a column in place): no table is
-rebuilt, and the triggers of 0016 stay.
 """
 
 from datetime import datetime, timezone

@@ -26,26 +26,15 @@ SETTINGS_COLUMNS = [
     "minimum_notice_minutes",
     "booking_horizon_days",
 ]
-SQLITE_RANDOM = "abs(random() % 9223372036854775807)"
 
 
 def _settings_trigger(columns):
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP TRIGGER calendar_version_calendar_settings_change ON calendar_settings")
-        op.execute(
-            "CREATE TRIGGER calendar_version_calendar_settings_change"
-            f" AFTER INSERT OR UPDATE OF {', '.join(columns)} OR DELETE ON calendar_settings"
-            " FOR EACH ROW EXECUTE FUNCTION calendar_input_changed('on_row')"
-        )
-    else:
-        op.execute("DROP TRIGGER calendar_version_calendar_settings_update")
-        op.execute(
-            "CREATE TRIGGER calendar_version_calendar_settings_update"
-            f" AFTER UPDATE OF {', '.join(columns)} ON calendar_settings FOR EACH ROW BEGIN"
-            " INSERT INTO calendar_versions (sub_account_id, version)"
-            f" SELECT NEW.sub_account_id, {SQLITE_RANDOM} WHERE true"
-            " ON CONFLICT (sub_account_id) DO UPDATE SET version = excluded.version; END"
-        )
+    op.execute("DROP TRIGGER calendar_version_calendar_settings_change ON calendar_settings")
+    op.execute(
+        "CREATE TRIGGER calendar_version_calendar_settings_change"
+        f" AFTER INSERT OR UPDATE OF {', '.join(columns)} OR DELETE ON calendar_settings"
+        " FOR EACH ROW EXECUTE FUNCTION calendar_input_changed('on_row')"
+    )
 
 
 def upgrade():

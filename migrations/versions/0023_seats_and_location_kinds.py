@@ -11,15 +11,15 @@ to a calendar knows whether to ask for a meeting even after the event type chang
 A booking or hold of a seated event type takes a seat of its slot: ``seat_group`` names the
 slot (event type id and the slot's bounds: ``app.scheduling.seats.seat_group``),
 ``seat_number`` which of its ``seat_count`` seats (the event type's seats when it was taken).
-The last lines of defence behind the calendar's lock, on both databases: a partial unique
-index per table gives each active seat of a group one row, and a CHECK keeps the number
-within the count, so a group never holds more than its seats.
+The last lines of defence behind the calendar's lock: a partial unique index per table gives
+each active seat of a group one row, and a CHECK keeps the number within the count, so a group
+never holds more than its seats.
 
-PostgreSQL's overlap rules (0002, 0010) become: active bookings (and holds) may overlap only
+The overlap rules (0002, 0010) become: active bookings (and holds) may overlap only
 when they are seats of the same group; ``COALESCE(seat_group, uid)`` (holds: the id) is a key
 no two unseated rows share, so everything unseated keeps excluding whatever it overlaps. The
 hold/booking triggers let a hold and a booking of the same group share time when their seat
-numbers differ. SQLite: the single-writer lock, and the unique indexes and CHECKs.
+numbers differ.
 """
 
 from alembic import op
@@ -39,28 +39,18 @@ ACTIVE = "status IN ('pending', 'confirmed')"
 
 
 def _add_seat_columns(table):
-    postgresql = op.get_bind().dialect.name == "postgresql"
     op.add_column(table, sa.Column("seat_group", sa.String(64), nullable=True))
     op.add_column(table, sa.Column("seat_count", sa.Integer(), nullable=True))
-    if postgresql:
-        op.add_column(table, sa.Column("seat_number", sa.Integer(), nullable=True))
-        op.create_check_constraint("ck_" + table + "_seat", table, SEAT_CHECK)
-    else:  # a table constraint would rebuild the table (and drop 0016's triggers)
-        op.execute(f"ALTER TABLE {table} ADD COLUMN seat_number INTEGER CHECK ({SEAT_CHECK})")
+    op.add_column(table, sa.Column("seat_number", sa.Integer(), nullable=True))
+    op.create_check_constraint("ck_" + table + "_seat", table, SEAT_CHECK)
 
 
 def _add_kind_column(table):
-    if op.get_bind().dialect.name == "postgresql":
-        op.add_column(
-            table,
-            sa.Column("location_kind", sa.String(16), nullable=False, server_default="in_person"),
-        )
-        op.create_check_constraint(f"ck_{table}_location_kind", table, KIND_CHECK)
-    else:
-        op.execute(
-            f"ALTER TABLE {table} ADD COLUMN location_kind VARCHAR(16) NOT NULL"
-            f" DEFAULT 'in_person' CHECK ({KIND_CHECK})"
-        )
+    op.add_column(
+        table,
+        sa.Column("location_kind", sa.String(16), nullable=False, server_default="in_person"),
+    )
+    op.create_check_constraint(f"ck_{table}_location_kind", table, KIND_CHECK)
 
 
 def _overlap_rules(seated):
@@ -147,14 +137,10 @@ def _overlap_rules(seated):
 
 
 def upgrade():
-    postgresql = op.get_bind().dialect.name == "postgresql"
     op.add_column(
         "event_types", sa.Column("seats", sa.Integer(), nullable=False, server_default="1")
     )
-    if postgresql:
-        op.create_check_constraint(
-            "ck_event_types_seats", "event_types", "seats BETWEEN 1 AND 1000"
-        )
+    op.create_check_constraint("ck_event_types_seats", "event_types", "seats BETWEEN 1 AND 1000")
     _add_kind_column("event_types")
     _add_kind_column("bookings")
     for table in ("bookings", "slot_holds"):
@@ -165,16 +151,13 @@ def upgrade():
         ["seat_group", "seat_number"],
         unique=True,
         postgresql_where=sa.text(ACTIVE),
-        sqlite_where=sa.text(ACTIVE),
     )
     op.create_index("uq_slot_holds_seat", "slot_holds", ["seat_group", "seat_number"], unique=True)
-    if postgresql:
-        _overlap_rules(seated=True)
+    _overlap_rules(seated=True)
 
 
 def downgrade():
-    if op.get_bind().dialect.name == "postgresql":
-        _overlap_rules(seated=False)
+    _overlap_rules(seated=False)
     op.drop_index("uq_slot_holds_seat", table_name="slot_holds")
     op.drop_index("uq_bookings_seat", table_name="bookings")
     for table in ("slot_holds", "bookings"):

@@ -14,9 +14,6 @@ day it was on, and one entering or staying active adds it to its day, in the sam
 (so under the calendar's lock a tally reads what the writes before it made). A change of the
 sub account's timezone moves every day, so it recounts that sub account. The table starts from
 the bookings already stored.
-
-SQLite has no timezones to find a local day with: it keeps the table empty, and its caps are
-counted from the bookings at each question, as before.
 """
 
 from alembic import op
@@ -51,8 +48,6 @@ def upgrade():
             "sub_account_id", "day", "event_type_id", name=op.f("pk_booking_day_counts")
         ),
     )
-    if op.get_bind().dialect.name != "postgresql":
-        return
     op.execute(
         """
         CREATE FUNCTION booking_local_day(account integer, instant timestamptz) RETURNS date
@@ -144,11 +139,10 @@ def upgrade():
 
 
 def downgrade():
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP TRIGGER booking_day_counts_recount_update ON calendar_settings")
-        op.execute("DROP TRIGGER booking_day_counts_recount_insert ON calendar_settings")
-        op.execute("DROP FUNCTION booking_day_counts_recount()")
-        op.execute("DROP TRIGGER booking_day_counts_follow ON bookings")
-        op.execute("DROP FUNCTION booking_day_counts_follow()")
-        op.execute("DROP FUNCTION booking_local_day(integer, timestamptz)")
+    op.execute("DROP TRIGGER booking_day_counts_recount_update ON calendar_settings")
+    op.execute("DROP TRIGGER booking_day_counts_recount_insert ON calendar_settings")
+    op.execute("DROP FUNCTION booking_day_counts_recount()")
+    op.execute("DROP TRIGGER booking_day_counts_follow ON bookings")
+    op.execute("DROP FUNCTION booking_day_counts_follow()")
+    op.execute("DROP FUNCTION booking_local_day(integer, timestamptz)")
     op.drop_table("booking_day_counts")

@@ -9,10 +9,6 @@ Revises: 0024
   service still reads their id), and every link made from now on names the key.
 - ``attendees.choice_hold_id``: the hold the attendee's manage link placed while they choose a
   new time. Their next choice replaces it, so one link holds at most one time.
-
-``attendees`` has no triggers and nothing refers to it, so SQLite's batch rebuild (for NOT
-NULL and the reference) loses nothing; ``slot_holds``, which has the triggers of 0016, is left
-as it is.
 """
 
 import secrets

@@ -1,9 +1,11 @@
 """The embedded default (no environment set) keeps the spec's promises through real processes:
-``make run`` works every time it is started, and a key gets 60 requests a minute however the
-server is started, because in-memory counts are kept by one process per database."""
+``make run`` serves on its embedded PostgreSQL, stops it with one Ctrl-C and keeps its data for
+the next start, and a key gets 60 requests a minute however the server is started, because
+in-memory counts are kept by one process per database."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -20,9 +22,11 @@ import pytest
 from tests.servers import (
     BIN,
     ROOT,
+    embedded_server_running,
     free_port,
     gunicorn,
     migrate_and_demo,
+    project_copy,
     status_of,
     wait_until_serving,
 )
@@ -47,14 +51,16 @@ def statuses(url: str, key: str, count: int) -> Counter:
         return Counter(pool.map(lambda _: status_of(url, key), range(count)))
 
 
-def make_run(env: dict[str, str], log_path: Path) -> tuple[subprocess.Popen, str, str]:
-    """``make run`` as the README has it, until web, worker and beat are all up; returns the
-    process, the web's base URL and the demo key."""
+def make_run(
+    env: dict[str, str], log_path: Path, project: Path = ROOT
+) -> tuple[subprocess.Popen, str, str]:
+    """``make run`` as the README has it, in ``project``, until web, worker and beat are all up;
+    returns the process, the web's base URL and the demo key."""
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            ["make", "run", f"PORT={port}"],
-            cwd=ROOT,
+            ["make", "run", f"PORT={port}", f"VENV={ROOT / '.venv'}"],
+            cwd=project,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -81,21 +87,67 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def test_make_run_starts_twice_and_a_key_gets_sixty_requests_a_minute(tmp_path):
-    """Web, worker and beat start with one command, and stop with one Ctrl-C."""
-    env = embedded_env(DATABASE_URL=f"sqlite:///{tmp_path / 'calendar.sqlite3'}")
-    for start in range(2):  # the second start migrates an existing database
-        log_path = tmp_path / f"make-run-{start}.log"
-        process, base, key = make_run(env, log_path)
-        try:
-            assert statuses(base + BOOKINGS, key, 70) == {200: 60, 429: 10}
-        finally:
-            stop(process)
-        assert process.returncode is not None  # one Ctrl-C stopped web, worker and beat
+def api(base: str, key: str, path: str, body: dict | None = None) -> dict:
+    request = urllib.request.Request(
+        base + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"x-calendar-api-key": key, "Content-Type": "application/json"},
+        method="GET" if body is None else "POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
 
 
-def test_several_workers_without_redis_refuse_to_start(tmp_path):
-    env = embedded_env(DATABASE_URL=f"sqlite:///{tmp_path / 'calendar.sqlite3'}")
+def book_the_first_open_slot(base: str, key: str) -> dict:
+    """The README's steps 1 and 2: the first open slot of the demo's first event type, booked."""
+    start = time.strftime("%Y-%m-%d", time.gmtime())
+    end = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 14 * 86400))
+    days = api(
+        base, key, f"/v1/api/calendar/availability?eventTypeId=1&startDate={start}&endDate={end}"
+    )
+    slot = next(day["slots"][0] for day in days if day["slots"])
+    attendee = {"email": "pat@example.com", "name": "Pat Lee"}
+    return api(
+        base,
+        key,
+        "/v1/api/calendar/event-types/1/bookings",
+        {"startTime": slot["start"], "endTime": slot["end"], "attendees": [attendee]},
+    )
+
+
+def wait_until_embedded_server_stopped(project: Path, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while embedded_server_running(project):
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+
+
+def test_make_run_serves_on_embedded_postgresql_and_keeps_its_data_across_a_restart(tmp_path):
+    """From a fresh copy with no environment: web, worker and beat start with one command on
+    the embedded PostgreSQL, a key gets 60 requests a minute, one Ctrl-C stops the programs and
+    the server, and the second start finds the first one's booking."""
+    project = project_copy(tmp_path)
+    env = embedded_env()
+    process, base, key = make_run(env, tmp_path / "make-run-0.log", project)
+    try:
+        assert embedded_server_running(project)
+        booking = book_the_first_open_slot(base, key)  # two requests of the key's 60
+        assert statuses(base + BOOKINGS, key, 70) == {200: 58, 429: 12}
+    finally:
+        stop(process)
+    wait_until_embedded_server_stopped(project, tmp_path / "make-run-0.log")
+
+    process, base, key = make_run(env, tmp_path / "make-run-1.log", project)
+    try:
+        kept = api(base, key, f"{BOOKINGS}/{booking['id']}")
+        assert (kept["uid"], kept["startTime"]) == (booking["uid"], booking["startTime"])
+    finally:
+        stop(process)
+    wait_until_embedded_server_stopped(project, tmp_path / "make-run-1.log")
+
+
+def test_several_workers_without_redis_refuse_to_start(postgres_database):
+    env = embedded_env(DATABASE_URL=postgres_database())
     result = subprocess.run(
         [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{free_port()}", "--workers", "3", "wsgi:app"],
         cwd=ROOT,
@@ -108,13 +160,10 @@ def test_several_workers_without_redis_refuse_to_start(tmp_path):
     assert "3 workers need REDIS_URL" in result.stderr
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def demo_database(request, tmp_path) -> tuple[str, str]:
+@pytest.fixture
+def demo_database(postgres_database) -> tuple[str, str]:
     """A migrated database of its own with the demo workspace; returns its URL and a key."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
-    else:
-        url = request.getfixturevalue("postgres_database")()
+    url = postgres_database()
     key, _ = migrate_and_demo(embedded_env(DATABASE_URL=url, SECRET_KEY="embedded-test"))
     return url, key
 

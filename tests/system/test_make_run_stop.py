@@ -1,5 +1,5 @@
 """One Ctrl-C stops ``make run`` cleanly: web, worker and beat end, none of them with an error
-line, and make exits 0.
+line, the embedded PostgreSQL stops after them, and make exits 0.
 
 ``make run`` runs in a session of its own with a pseudo-terminal as its controlling terminal,
 and the Ctrl-C is the ^C character typed into that terminal: the kernel sends SIGINT to the
@@ -24,7 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import BIN, ROOT, free_port, wait_until_serving
+from tests.servers import (
+    BIN,
+    embedded_server_running,
+    free_port,
+    project_copy,
+    wait_until_serving,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -41,13 +47,12 @@ os.execvp(sys.argv[1], sys.argv[1:])
 """
 
 
-def make_run_env(database_url: str) -> dict[str, str]:
-    """The process environment with none of the service's own settings (so the embedded broker
-    and in-memory limits) nor an enclosing make's, on ``database_url``."""
-    dropped = {"REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "APP_ENV", "PORT"}
+def make_run_env() -> dict[str, str]:
+    """The process environment with none of the service's own settings (so the embedded
+    PostgreSQL, broker and in-memory limits) nor an enclosing make's."""
+    dropped = {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "APP_ENV", "PORT"}
     dropped |= {"MAKEFLAGS", "MFLAGS", "MAKELEVEL"}
-    env = {k: v for k, v in os.environ.items() if k not in dropped}
-    return {**env, "DATABASE_URL": database_url}
+    return {k: v for k, v in os.environ.items() if k not in dropped}
 
 
 class Terminal:
@@ -120,17 +125,17 @@ def still_running(processes: dict[int, str]) -> list[int]:
 
 
 @contextmanager
-def make_run(database_url: str, log_path: Path) -> Iterator[tuple[subprocess.Popen, Terminal]]:
-    """``make run`` on a free port and ``database_url``, on a terminal of its own, until web,
-    worker and beat are up. The virtualenv is the one running the tests; ``-o`` tells make it
+def make_run(project: Path, log_path: Path) -> Iterator[tuple[subprocess.Popen, Terminal]]:
+    """``make run`` in ``project`` on a free port, on a terminal of its own, until web, worker
+    and beat are up. The virtualenv is the one running the tests; ``-o`` tells make it
     is current, so nothing is installed. At the end, whatever still runs is killed."""
     port, venv = free_port(), BIN.parent
     command = ["make", "run", f"PORT={port}", f"VENV={venv}", "-o", f"{venv}/.runtime"]
     terminal = Terminal(log_path)
     process = subprocess.Popen(
         [sys.executable, "-c", ON_ITS_TERMINAL, *command],
-        cwd=ROOT,
-        env=make_run_env(database_url),
+        cwd=project,
+        env=make_run_env(),
         stdin=terminal.secondary,
         stdout=terminal.secondary,
         stderr=terminal.secondary,
@@ -164,23 +169,27 @@ def make_run(database_url: str, log_path: Path) -> Iterator[tuple[subprocess.Pop
 
 
 def test_one_ctrl_c_stops_web_worker_and_beat_cleanly_and_make_exits_0(tmp_path):
-    database_url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
-    with make_run(database_url, tmp_path / "make-run.log") as (process, terminal):
+    project = project_copy(tmp_path)
+    with make_run(project, tmp_path / "make-run.log") as (process, terminal):
         processes = descendants(process.pid)  # make, the services, their workers and pools
         terminal.type(CTRL_C)
         typed = time.monotonic()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=STOP_BOUND_SECONDS)
-        while still_running(processes) and time.monotonic() - typed < STOP_BOUND_SECONDS:
+        while (
+            still_running(processes) or embedded_server_running(project)
+        ) and time.monotonic() - typed < STOP_BOUND_SECONDS:
             time.sleep(0.1)
         stopped_after = time.monotonic() - typed
         left = still_running(processes)
+        server_left = embedded_server_running(project)
         returncode = process.poll()
         output = terminal.text
 
     assert not left and returncode is not None, (
         f"still running {stopped_after:.1f} s after the Ctrl-C: {left}\n{output}"
     )
+    assert not server_left, f"the embedded PostgreSQL still runs after the Ctrl-C\n{output}"
     assert returncode == 0, output
     for name in ("web.1", "worker.1", "beat.1"):
         assert f"{name} stopped (rc=0)" in output, output

@@ -1,10 +1,8 @@
 """Migrations as an operator runs them: upgrade on every start (``make run``, the Procfile's
-``release``), downgrade and upgrade again, and adopting SQLite databases whose revision an
-earlier release never recorded."""
+``release``), downgrade and upgrade again, and the data migrations of single revisions."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -18,18 +16,15 @@ from sqlalchemy.exc import IntegrityError
 
 from app import MIGRATIONS_DIR, create_app
 from app.extensions import db
-from app.services.accounts.demo import DEMO_EMAIL
 from tests.servers import BIN, ROOT
 
 HEAD = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def fresh_database_url(request, tmp_path) -> str:
-    """An empty database of its own (no tables), per backend."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
-    return request.getfixturevalue("postgres_database")()
+@pytest.fixture
+def fresh_database_url(postgres_database: Callable[[], str]) -> str:
+    """An empty database of its own (no tables)."""
+    return postgres_database()
 
 
 def run(url: str, command: Callable[..., None], *args: str) -> None:
@@ -86,38 +81,6 @@ def test_stamp_writes_the_revision(fresh_database_url):
     assert recorded_revisions(fresh_database_url) == [HEAD]
 
 
-def test_unversioned_sqlite_database_is_adopted_with_its_data(tmp_path):
-    """What the releases before this fix left behind: every table, an empty version table."""
-    url = f"sqlite:///{tmp_path / 'legacy.sqlite3'}"
-    run(url, upgrade, None, "0002")
-    # Rows as that release wrote them (its own columns: today's models have more).
-    engine = create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO agencies (id, name, created_at) VALUES (1, 'Demo', :now)"),
-            {"now": "2026-01-05 10:00:00.000000"},
-        )
-        connection.execute(
-            text(
-                "INSERT INTO users (agency_id, email, password_hash, role, active, created_at) "
-                "VALUES (1, :email, 'x', 'agency_owner', 1, :now)"
-            ),
-            {"email": DEMO_EMAIL, "now": "2026-01-05 10:00:00.000000"},
-        )
-        connection.execute(text("DELETE FROM alembic_version"))
-    engine.dispose()
-    assert recorded_revisions(url) == []
-
-    run(url, upgrade)
-
-    assert recorded_revisions(url) == [HEAD]
-    engine = create_engine(url)
-    with engine.connect() as connection:
-        owners = connection.scalars(text("SELECT email FROM users")).all()
-    engine.dispose()
-    assert owners == [DEMO_EMAIL]
-
-
 def test_0004_keeps_calendar_connections_and_their_busy_time(fresh_database_url):
     """Connections from before 0004 get a name, keep their last sync time (as
     last_success_at) and error (as last_error), and keep their external blocked times; the
@@ -153,7 +116,7 @@ def test_0004_keeps_calendar_connections_and_their_busy_time(fresh_database_url)
         busy = connection.scalars(text("SELECT external_uid FROM blocked_times")).all()
         columns = {c["name"] for c in inspect(connection).get_columns("calendar_connections")}
     engine.dispose()
-    assert (row.name, row.calendar, bool(row.write_back), row.last_error) == (
+    assert (row.name, row.calendar, row.write_back, row.last_error) == (
         "connection-7",
         None,
         True,
@@ -235,7 +198,7 @@ def test_0014_has_connections_that_write_back_write_their_earlier_bookings(fresh
             )
         ).all()
     engine.dispose()
-    assert [(row.id, bool(row.write_existing_pending)) for row in rows] == [
+    assert [(row.id, row.write_existing_pending) for row in rows] == [
         (1, True),
         (2, True),
         (3, False),
@@ -273,16 +236,10 @@ def checks_and_triggers(url: str) -> dict[str, list]:
                 )
                 for table in ("bookings", "users")
             }
-            if engine.dialect.name == "sqlite":
-                triggers = text(
-                    "SELECT name, sql FROM sqlite_master"
-                    " WHERE type = 'trigger' AND tbl_name = 'bookings'"
-                )
-            else:
-                triggers = text(
-                    "SELECT tgname, tgenabled FROM pg_trigger"
-                    " WHERE tgrelid = 'bookings'::regclass AND NOT tgisinternal"
-                )
+            triggers = text(
+                "SELECT tgname, tgenabled FROM pg_trigger"
+                " WHERE tgrelid = 'bookings'::regclass AND NOT tgisinternal"
+            )
             shape["triggers"] = sorted(tuple(row) for row in connection.execute(triggers))
             return shape
     finally:
@@ -292,7 +249,7 @@ def checks_and_triggers(url: str) -> dict[str, list]:
 def test_0019_swaps_the_status_and_role_checks_for_the_enums_identical_ones(fresh_database_url):
     """The hand-written CHECKs of bookings.status and users.role give way to the Enums' (and come
     back in the downgrade): the same names and SQL, the rows kept, an unknown role still
-    refused; on SQLite, where the rebuilt bookings table loses its triggers, they are back."""
+    refused, and the triggers on bookings untouched."""
     url = fresh_database_url
     run(url, upgrade, None, "0018")
     created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -424,8 +381,7 @@ def test_0021_moves_the_reminder_minutes_into_the_list_and_keeps_sent_ones_sent(
             text("SELECT booking_id, minutes_before, status FROM booking_reminders")
         ).all()
     engine.dispose()
-    as_json = [(i, json.loads(r) if isinstance(r, str) else r) for i, r in lists]
-    assert as_json == [(1, [{"minutesBefore": 90, "channels": ["attendeeEmail"]}]), (2, [])]
+    assert lists == [(1, [{"minutesBefore": 90, "channels": ["attendeeEmail"]}]), (2, [])]
     assert decided == [(7, 90, "sent")]
 
     run(url, downgrade, None, "0020")

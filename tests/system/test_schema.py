@@ -1,6 +1,8 @@
-"""The schema comes from migrations, on both backends, and only from them."""
+"""The schema comes from migrations, and only from them."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -17,14 +19,8 @@ def test_migrations_match_the_models(app):
         assert compare_metadata(context, db.metadata) == []
 
 
-def fresh_database_url(database_url, request, tmp_path):
-    if database_url.startswith("sqlite"):
-        return f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
-    return request.getfixturevalue("postgres_database")()
-
-
-def test_app_start_creates_no_tables(database_url, request, tmp_path):
-    url = fresh_database_url(database_url, request, tmp_path)
+def test_app_start_creates_no_tables(postgres_database: Callable[[], str]):
+    url = postgres_database()
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "x"})
     app.test_client().get("/v1/api/calendar/bookings", headers={"x-calendar-api-key": "k"})
     engine = create_engine(url)
@@ -32,8 +28,8 @@ def test_app_start_creates_no_tables(database_url, request, tmp_path):
     engine.dispose()
 
 
-def test_upgrade_builds_every_table_on_an_empty_database(database_url, request, tmp_path):
-    url = fresh_database_url(database_url, request, tmp_path)
+def test_upgrade_builds_every_table_on_an_empty_database(postgres_database: Callable[[], str]):
+    url = postgres_database()
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "x"})
     with app.app_context():
         upgrade()

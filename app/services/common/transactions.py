@@ -12,7 +12,7 @@ A few services are jobs rather than use cases, and own their transactions:
 - a record that must be kept whatever becomes of the caller's transaction (the mail log).
 
 Those are marked with ``owns_transactions`` and their docstrings say which of these they are;
-``tests/unit/test_transaction_owners.py`` fails for a commit anywhere else under
+``tests/conventions/test_transaction_owners.py`` fails for a commit anywhere else under
 ``app/services``.
 """
 

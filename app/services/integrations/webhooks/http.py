@@ -100,7 +100,7 @@ class _Watched:
     Relies on a urllib3 internal, the one this module keeps: ``HTTPConnection._new_conn``
     makes the TCP socket, which ``connect`` then wraps in TLS (urllib3 has no public hook
     between the two, and the socket must be watched before the handshake, which a server can
-    drip as slowly as its headers). ``tests/unit/test_library_internals.py`` fails when the
+    drip as slowly as its headers). ``tests/conventions/test_library_internals.py`` fails when the
     pinned urllib3 changes it."""
 
     def __init__(

@@ -97,7 +97,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, unquote, urljoin, urlsplit
 from zoneinfo import ZoneInfo
 
-import niquests  # caldav's HTTP client (tests/unit/test_library_internals.py checks it is)
+import niquests  # caldav's HTTP client (tests/conventions/test_library_internals.py checks it is)
 from caldav.elements import dav
 from caldav.elements.base import BaseElement
 from caldav.lib import error as caldav_error

@@ -26,7 +26,7 @@ versions and digests here.
   for behaviour (``make run``'s clean stop: one SIGTERM to each program alone, a longer grace,
   and its exit status; honcho 2.0.0's ``Manager`` takes none of these).
 
-Replaced by public APIs (``tests/unit/test_public_apis_only.py`` keeps it so): webargs'
+Replaced by public APIs (``tests/conventions/test_public_apis_only.py`` keeps it so): webargs'
 ``_raw_load_json`` (``ApiParser.load_json``), marshmallow's ``_declared_fields``
 (``Schema().declared_fields``), Flask-Login's ``_user_id`` session key (the dashboard's own
 session token), caldav's ``caldav.lib.http_sync`` and urllib3-future's ``_new_conn`` and

@@ -1,6 +1,6 @@
 """Public APIs only (issue 39, item 5): no code of the service uses a library's private name
 (one starting with an underscore) outside the modules pinned for it, ``PINNED`` below, each
-with its reason; ``tests/unit/test_library_internals.py`` fails when the pinned library changes
+with its reason; ``tests/conventions/test_library_internals.py`` fails when the pinned library changes
 what such a module relies on. docs/performance.md, "Library internals: kept and removed", has
 the list and the reasons.
 
@@ -38,14 +38,14 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_library_internals import VERIFIED
+from tests.conventions.test_library_internals import VERIFIED
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN = {"app", "worker", "run_procfile", "tests"}
 
 # The modules allowed to use a library's private names: path -> {name: (library, reason)}. The
 # library is the distribution pinned in requirements.txt and verified in
-# tests/unit/test_library_internals.py.
+# tests/conventions/test_library_internals.py.
 PINNED: dict[str, dict[str, tuple[str, str]]] = {
     "app/database.py": {
         "_timeout": (
@@ -359,7 +359,7 @@ def test_no_library_private_name_is_used_outside_the_pinned_modules():
     assert not found, (
         "a library's private name, outside the modules pinned for it: use its public API, or"
         " move the use into the library's one pinned module (PINNED here, its pin in"
-        " tests/unit/test_library_internals.py, its reason in docs/performance.md):\n"
+        " tests/conventions/test_library_internals.py, its reason in docs/performance.md):\n"
         + "\n".join(found)
     )
 

@@ -81,8 +81,9 @@ class CleanStopManager(Manager):
     the three: ``Manager`` takes only a printer, stops processes through its private
     ``_procmgr``, waits the module's ``honcho.manager.KILL_WAIT`` (read by ``loop``, 5 s) and
     keeps each process's status in its private ``_processes``. honcho is pinned in
-    requirements.txt; tests/conventions/test_library_internals.py fails when the pinned honcho changes
-    them, and tests/system/test_make_run_stop.py when ``make run`` no longer stops cleanly."""
+    requirements.txt; tests/conventions/test_library_internals.py fails when the pinned honcho
+    changes them, and tests/system/test_make_run_stop.py when ``make run`` no longer stops
+    cleanly."""
 
     def __init__(self, printer: Printer, grace_seconds: float = GRACE_SECONDS) -> None:
         super().__init__(printer)

@@ -119,11 +119,7 @@ def celery_settings(flask_app: Flask) -> dict[str, Any]:
     configured = settings_of(flask_app)
     database, instance = configured.database_url, flask_app.instance_path
     assert database is not None  # load_settings gives the embedded default
-    broker = (
-        configured.celery_broker_url
-        or configured.redis_url
-        or f"sqla+{database}"
-    )
+    broker = configured.celery_broker_url or configured.redis_url or f"sqla+{database}"
     transport: dict[str, Any] = {}
     if broker.startswith("redis"):
         timeout = configured.redis_timeout_s

@@ -373,9 +373,8 @@ def database_url_from_env(url: str) -> str:
 
 
 def beside_database(database_url: str | URL, instance_path: str, name: str) -> Path:
-    """Where a process keeps a file of its own for this database (beat's schedule, the
-    rate-limit counts' lock): in the instance folder, named per database so two deployments
-    sharing the folder keep apart."""
+    """Where a process keeps a file of its own for this database (beat's schedule): in the
+    instance folder, named per database so two deployments sharing the folder keep apart."""
     rendered = make_url(database_url).render_as_string(hide_password=True)
     digest = hashlib.sha256(rendered.encode()).hexdigest()[:16]
     result = Path(instance_path) / f"{digest}-{name}"

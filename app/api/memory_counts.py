@@ -5,26 +5,22 @@ would let a key make twice its limit. The process that first serves an agent req
 the database's counts; any other process that tries answers 503 (and logs why) until it can
 claim them, so whatever the server configuration, a key never gets more than its limit.
 
-The claim is a lock the operating system drops when the process ends: on PostgreSQL a
-session advisory lock on a connection of its own (it holds across machines); otherwise an
-exclusive ``lockf`` lock on a file beside the SQLite database (or in the instance folder).
-Both are per process, so many apps inside one process (tests, scripts) share one claim. (A
-PostgreSQL restart ends the advisory lock's session without this process noticing; another
-process could then claim the counts too. Development setups only: production has Redis.)
+The claim is a session advisory lock on a connection of its own, which the database drops
+when the process ends (it holds across machines). It is per process, so many apps inside one
+process (tests, scripts) share one claim. (A PostgreSQL restart ends the advisory lock's session
+without this process noticing; another process could then claim the counts too. Development
+setups only: production has Redis.)
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
-from pathlib import Path
-from typing import Any
 
 from flask import Flask
 from sqlalchemy.engine import URL, Engine
+from sqlalchemy.pool import PoolProxiedConnection
 
-from app.config import beside_database
 from app.extensions import db
 
 log = logging.getLogger(__name__)
@@ -37,25 +33,14 @@ NOT_OWNER_MESSAGE = (
     "serves this database; set REDIS_URL to serve from several processes"
 )
 
-# Claims held by this process, by database: the lock file descriptor or the dedicated
-# connection that holds the lock. Keyed with the process id, so a forked child (gunicorn
-# --preload) does not take its parent's claim for its own.
-_claims: dict[tuple[int, URL], Any] = {}
+# Claims held by this process, by database: the dedicated connection that holds the lock.
+# Keyed with the process id, so a forked child (gunicorn --preload) does not take its parent's
+# claim for its own.
+_claims: dict[tuple[int, URL], PoolProxiedConnection] = {}
 _refusal_logged: set[tuple[int, URL]] = set()
 
 
-def _claim_file(path: Path) -> Any | None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _claim_advisory_lock(engine: Engine) -> Any | None:
+def _claim_advisory_lock(engine: Engine) -> PoolProxiedConnection | None:
     connection = engine.raw_connection()
     connection.detach()  # the claim lives as long as the process: never back to the pool
     cursor = connection.cursor()
@@ -78,12 +63,7 @@ def owns_memory_counts(app: Flask) -> bool:
     key = (os.getpid(), engine.url)  # on every agent request: no rendering, just a lookup
     if key in _claims:
         return True
-    if engine.url.get_backend_name() == "sqlite" and engine.url.database in (None, "", ":memory:"):
-        claim: Any = "private database"  # an in-memory database has no other process
-    elif engine.dialect.name == "postgresql":
-        claim = _claim_advisory_lock(engine)
-    else:
-        claim = _claim_file(beside_database(engine.url, app.instance_path, "ratelimit.lock"))
+    claim = _claim_advisory_lock(engine)
     if claim is None:
         if key not in _refusal_logged:
             _refusal_logged.add(key)

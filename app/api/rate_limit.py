@@ -123,8 +123,9 @@ def _authenticate_before_counting() -> None:
 
 # What Flask-Limiter's log lines say (its logger, ``flask-limiter``, is the only sign it gives
 # of its storage failing and recovering: no callback, no public state). Read by their words, the
-# one reliance of this module on Flask-Limiter's insides; tests/conventions/test_library_internals.py
-# fails when the pinned Flask-Limiter changes the code that logs them or stops logging them.
+# one reliance of this module on Flask-Limiter's insides;
+# tests/conventions/test_library_internals.py fails when the pinned Flask-Limiter changes the
+# code that logs them or stops logging them.
 OUTAGE_STARTS = "Rate limit storage unreachable"  # "… - falling back to in-memory storage"
 OUTAGE_ENDS = "Rate limit storage recovered"
 ERROR_SWALLOWED = "Swallowing error"  # "Failed to rate limit. Swallowing error", and others

@@ -104,13 +104,13 @@ class BlockedTime(Model):
         # Led by the end: a lookup of what overlaps a window reads only what ends after it
         # starts, not the whole past (migration 0003).
         Index("ix_blocked_times_sub_account_span", "sub_account_id", "end_at", "start_at"),
-        # PostgreSQL only (migration 0003): busy-time lookups ask for range overlap here.
+        # Busy-time lookups ask for range overlap here (migration 0003).
         Index(
             "ix_blocked_times_sub_account_range",
             "sub_account_id",
             text("tstzrange(start_at, end_at, '[)')"),
             postgresql_using="gist",
-        ).ddl_if(dialect="postgresql"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -68,8 +68,8 @@ class Booking(Model):
             "occupied_start <= start_at AND occupied_end >= end_at", name="occupied_interval"
         ),
         Index("ix_bookings_sub_account_start", "sub_account_id", "start_at", "id"),
-        # Led by the end: where a B-tree serves the busy-time lookup (SQLite), it reads only
-        # what ends after the window starts, not the whole past (migration 0003).
+        # Led by the end: a lookup of what overlaps a window reads only what ends after it
+        # starts, not the whole past (migration 0003).
         Index(
             "ix_bookings_sub_account_occupied", "sub_account_id", "occupied_end", "occupied_start"
         ),
@@ -83,7 +83,6 @@ class Booking(Model):
             "seat_number",
             unique=True,
             postgresql_where=text(ACTIVE_SQL),
-            sqlite_where=text(ACTIVE_SQL),
         ),
     )
 
@@ -211,8 +210,7 @@ class BookingDayCount(Model):
     dozen rows instead of summing the bookings of a month for every answer.
 
     PostgreSQL keeps it exact by triggers on ``bookings`` and on the timezone of
-    ``calendar_settings`` (migration 0024), in the transaction of each write. SQLite has no
-    timezones to find a local day with: there it stays empty, and caps count the bookings.
+    ``calendar_settings`` (migration 0024), in the transaction of each write.
     """
 
     __tablename__ = "booking_day_counts"

@@ -4,9 +4,9 @@ Every change that can move availability gives the sub account's calendar a new v
 same transaction: a booking created, moved, cancelled or given another status; a hold taken,
 used or removed; blocked time and connected calendars' busy time; calendar settings,
 availability profiles, their weekly hours and date overrides; event types. The database does it
-(triggers of migration 0016, on PostgreSQL and SQLite alike), so no write path can forget it:
-the API, the dashboard, the worker, the command line and provisioning all write through the
-same tables. ``tests/services/test_calendar_versions.py`` holds every such write to it.
+(triggers of migration 0016), so no write path can forget it: the API, the dashboard, the
+worker, the command line and provisioning all write through the same tables.
+``tests/services/test_calendar_versions.py`` holds every such write to it.
 
 A version is a random 63-bit number, not a counter: an answer kept under a version (in Redis,
 which outlives a database restored from a backup or emptied by a test) can never be mistaken for

@@ -23,8 +23,8 @@ class SlotHold(Model):
     ignored (every read compares ``expires_at`` with now) until a write over its time or the
     periodic purge deletes it. Only a SHA-256 digest of the token is stored.
 
-    On PostgreSQL an exclusion constraint keeps holds of one sub account apart, and triggers
-    refuse a hold over an active booking and an active booking over a hold (migration 0010).
+    An exclusion constraint keeps holds of one sub account apart, and triggers refuse a hold
+    over an active booking and an active booking over a hold (migration 0010).
     """
 
     __tablename__ = "slot_holds"
@@ -33,8 +33,8 @@ class SlotHold(Model):
         CheckConstraint(
             "occupied_start <= start_at AND occupied_end >= end_at", name="occupied_interval"
         ),
-        # Led by the end, like the bookings' (0003): SQLite reads only what ends after a window
-        # starts.
+        # Led by the end, like the bookings' (0003): a lookup of what overlaps a window reads
+        # only what ends after it starts.
         Index(
             "ix_slot_holds_sub_account_occupied",
             "sub_account_id",
@@ -44,11 +44,10 @@ class SlotHold(Model):
         # A held seat is one seat of its group, like a booking's (migration 0023).
         CheckConstraint(SEAT_CHECK, name="seat"),
         Index("uq_slot_holds_seat", "seat_group", "seat_number", unique=True),
-        # Ids are never reused (SQLite reuses the highest deleted rowid otherwise): a stale
-        # release of a consumed hold must not release a newer one.
-        {"sqlite_autoincrement": True},
     )
 
+    # From a sequence, so never reused: a stale release of a consumed hold cannot release a
+    # newer one.
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
     event_type_id: Mapped[int] = mapped_column(

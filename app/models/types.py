@@ -17,9 +17,8 @@ MAX_ID = 2**31 - 1
 class UTCDateTime(TypeDecorator[datetime]):
     """An instant, stored in UTC and always handed back timezone-aware.
 
-    PostgreSQL keeps it as ``timestamptz``; SQLite has no timezone support, so the value is
-    written as naive UTC and re-tagged on the way out. Naive input is refused: a naive
-    datetime reaching the database is a bug, not a value.
+    PostgreSQL keeps it as ``timestamptz``. Naive input is refused: a naive datetime reaching
+    the database is a bug, not a value.
     """
 
     impl = DateTime(timezone=True)
@@ -30,16 +29,11 @@ class UTCDateTime(TypeDecorator[datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError("naive datetime given for a UTC column")
-        value = value.astimezone(UTC)
-        if dialect.name == "sqlite":
-            return value.replace(tzinfo=None)
-        return value
+        return value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
-        if value is None or value.tzinfo is UTC:  # PostgreSQL's, in our UTC sessions
+        if value is None or value.tzinfo is UTC:  # psycopg's, in our UTC sessions
             return value
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
 
 
@@ -49,8 +43,8 @@ def utcnow() -> datetime:
 
 def stored_enum(members: type[StrEnum], name: str, length: int) -> Enum:
     """A status column: the members' values (``"pending"``) stored in a VARCHAR(``length``)
-    whose CHECK the Enum makes (``ck_<table>_<name>``), on both databases alike (no native
-    PostgreSQL type to migrate when a member is added); loaded as members."""
+    whose CHECK the Enum makes (``ck_<table>_<name>``), not a native PostgreSQL enum type (so
+    adding a member migrates no type); loaded as members."""
     return Enum(
         members,
         name=name,

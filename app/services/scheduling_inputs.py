@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from functools import cache, partial
+from functools import partial
 from itertools import chain
 from typing import Any
 
@@ -23,7 +23,6 @@ from sqlalchemy import (
     Float,
     Integer,
     SQLColumnExpression,
-    and_,
     bindparam,
     case,
     cast,
@@ -35,7 +34,6 @@ from sqlalchemy import (
     type_coerce,
     union_all,
 )
-from sqlalchemy.engine import Connection
 from sqlalchemy.orm import joinedload
 from sqlalchemy.sql.elements import ColumnClause
 
@@ -174,38 +172,29 @@ def load_busy(
     thing done while the calendar's lock is held). A hold counts until its expiry (``now``,
     default the current time, decides), whether or not its row is gone yet.
 
-    On PostgreSQL all are range overlaps (``&&``) on GiST indexes, which find the intervals
-    near the window whatever the length of the calendar's history: for bookings the index of
-    the partial exclusion constraint ``ex_bookings_no_overlap`` (0002; so the status predicate
-    repeats the constraint's, as literals, which the planner can match even in the generic plan
-    of a prepared statement), for blocked times ``ix_blocked_times_sub_account_range`` (0003),
-    for holds the index of ``ex_slot_holds_no_overlap`` (0010). SQLite has B-trees only; theirs
-    are led by the interval's end (0003), so the index bounds ``end > span.start`` and reads
-    only what ends after the window starts (the near past and the future, which the booking
-    horizon keeps short), never the whole history.
+    All are range overlaps (``&&``) on GiST indexes, which find the intervals near the window
+    whatever the length of the calendar's history: for bookings the index of the partial
+    exclusion constraint ``ex_bookings_no_overlap`` (0002; so the status predicate repeats the
+    constraint's, as literals, which the planner can match even in the generic plan of a
+    prepared statement), for blocked times ``ix_blocked_times_sub_account_range`` (0003), for
+    holds the index of ``ex_slot_holds_no_overlap`` (0010).
 
     ``seated``: (event type id, seats) of a seated event type whose time is asked about: the
     bookings and holds of its own groups are counted as taken seats (``BusyTime.seated``), and
     only other groups' are busy time.
     """
     now = now or utcnow()
-    if db.session.get_bind().dialect.name == "postgresql":
-        active = Booking.status.in_(
-            bindparam(
-                "active_statuses",
-                [str(s) for s in ACTIVE_STATUSES],
-                expanding=True,
-                literal_execute=True,
-            )
+    active = Booking.status.in_(
+        bindparam(
+            "active_statuses",
+            [str(s) for s in ACTIVE_STATUSES],
+            expanding=True,
+            literal_execute=True,
         )
-        overlaps = _range_overlaps
-        # Our sessions speak UTC, so psycopg already hands back instants tagged with Python's
-        # UTC: read as plain timestamps, the ~3,000 values skip UTCDateTime's processor.
-        instant: Callable[[Any], Any] = partial(type_coerce, type_=DateTime(timezone=True))
-    else:
-        active = Booking.status.in_(ACTIVE_STATUSES)
-        overlaps = _bounds_overlap
-        instant = _as_is
+    )
+    # Our sessions speak UTC, so psycopg already hands back instants tagged with Python's
+    # UTC: read as plain timestamps, the ~3,000 values skip UTCDateTime's processor.
+    instant: Callable[[Any], Any] = partial(type_coerce, type_=DateTime(timezone=True))
     # Holds first: the statement's column types are the first query's, and only holds have
     # an expiry (the others' NULL takes its type).
     holds = select(
@@ -216,7 +205,7 @@ def load_busy(
         SlotHold.seat_group,
     ).where(
         SlotHold.sub_account_id == sub_account_id,
-        overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
+        _range_overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
     )
     if exclude_hold_id is not None:
         holds = holds.where(SlotHold.id != exclude_hold_id)
@@ -225,7 +214,7 @@ def load_busy(
     ).where(
         Booking.sub_account_id == sub_account_id,
         active,
-        overlaps(Booking.occupied_start, Booking.occupied_end, span),
+        _range_overlaps(Booking.occupied_start, Booking.occupied_end, span),
     )
     if exclude_booking_id is not None:
         bookings = bookings.where(Booking.id != exclude_booking_id)
@@ -240,7 +229,7 @@ def load_busy(
         null(),
     ).where(
         BlockedTime.sub_account_id == sub_account_id,
-        overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
+        _range_overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
     )
     by_kind: tuple[list[Interval], ...] = ([], [], [], [])
     expired_holds = False
@@ -270,21 +259,9 @@ def load_busy(
     )
 
 
-def _as_is(column: Any) -> Any:
-    return column
-
-
 def _kind(kind: int) -> ColumnElement[int]:
     """A row kind as a literal in the SQL (not a parameter: the statement stays one text)."""
     return literal_column(str(kind), Integer)
-
-
-def _bounds_overlap(
-    start_column: SQLColumnExpression[datetime],
-    end_column: SQLColumnExpression[datetime],
-    span: Interval,
-) -> ColumnElement[bool]:
-    return and_(start_column < span.end, end_column > span.start)
 
 
 def _range_overlaps(
@@ -368,33 +345,15 @@ class BookingCaps:
     sub_account_id: int
 
     def tally(self, span: Interval, exclude_booking_id: int | None = None) -> Tally:
-        """The active bookings whose periods ``span`` touches (the booking being moved does
-        not count), read as epoch seconds: the tally needs no datetimes, and a busy month is
-        a thousand rows."""
+        """The active bookings of each local day of the periods ``span`` touches (the booking
+        being moved does not count): the counts the database keeps per day (``BookingDayCount``),
+        a few dozen rows where a busy month is a thousand bookings."""
         counted = counting_span(span, self.caps, self.timezone) if self.caps else span
         if not self.caps:
             return Tally((), self.event_type_id, self.timezone, counted)
         # The session's connection, not the session: plain rows, without the ORM's row
-        # processing (a third of the time of a thousand rows); and statements built once.
+        # processing; and statements built once.
         connection = db.session.connection()
-        if connection.dialect.name == "postgresql":
-            return self._kept_tally(connection, counted, exclude_booking_id)
-        rows = connection.execute(
-            _counted_statement(),
-            {
-                "sub_account_id": self.sub_account_id,
-                "counted_start": counted.start,
-                "counted_end": counted.end,
-                "excluded_id": exclude_booking_id or 0,  # no row has id 0
-            },
-        ).all()
-        return Tally(rows, self.event_type_id, self.timezone, counted)
-
-    def _kept_tally(
-        self, connection: Connection, counted: Interval, exclude_booking_id: int | None
-    ) -> Tally:
-        """PostgreSQL: the days' counts its triggers keep (``BookingDayCount``), less the
-        booking being moved."""
         tz = zone(self.timezone)
         tally = Tally((), self.event_type_id, self.timezone, counted)
         tally.add_days(
@@ -415,27 +374,8 @@ class BookingCaps:
         return tally
 
 
-@cache
-def _counted_statement() -> Any:
-    """SQLite: the active bookings starting in a span (``BookingCaps.tally``'s parameters),
-    each as its bounds in epoch seconds and its event type, for the tally to bisect into local
-    days (SQLite knows no timezones)."""
-    epoch = partial(cast, type_=Float)
-    return select(
-        epoch(func.strftime("%s", Booking.start_at)),
-        epoch(func.strftime("%s", Booking.end_at)),
-        Booking.event_type_id,
-    ).where(
-        Booking.sub_account_id == bindparam("sub_account_id"),
-        Booking.status.in_(ACTIVE_STATUSES),
-        Booking.start_at >= bindparam("counted_start", type_=UTCDateTime()),
-        Booking.start_at < bindparam("counted_end", type_=UTCDateTime()),
-        Booking.id != bindparam("excluded_id"),
-    )
-
-
-# PostgreSQL: each local day's counts from ``BookingDayCount`` (its triggers keep them): the
-# calendar's bookings and minutes, then the event type's own.
+# Each local day's counts from ``BookingDayCount`` (its triggers keep them): the calendar's
+# bookings and minutes, then the event type's own.
 _OWN = BookingDayCount.event_type_id == bindparam("own_event_type_id")
 _DAY_COUNTS = (
     select(
@@ -452,7 +392,7 @@ _DAY_COUNTS = (
     )
     .group_by(BookingDayCount.day)
 )
-# The booking being moved, as the tally counts it (PostgreSQL), if it is active.
+# The booking being moved, as the tally counts it (epoch seconds), if it is active.
 _ACTIVE_BOOKING = select(
     cast(func.extract("epoch", Booking.start_at), Float),
     cast(func.extract("epoch", Booking.end_at), Float),

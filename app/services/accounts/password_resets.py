@@ -103,19 +103,9 @@ def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) ->
 
 
 def _hold(user: User) -> None:
-    """Hold ``user``'s row until the transaction ends: a second job for the same account waits
-    here, then counts the link this one stores. PostgreSQL: a row lock. SQLite: a write before
-    the count takes the database's one write lock (as ``app.services.common.locking`` does),
-    which a concurrent job waits for."""
-    if db.session.get_bind().dialect.name == "postgresql":
-        db.session.execute(select(User.id).where(User.id == user.id).with_for_update())
-    else:
-        db.session.execute(
-            update(User)
-            .where(User.id == user.id)
-            .values(active=User.active)
-            .execution_options(synchronize_session=False)
-        )
+    """Hold ``user``'s row until the transaction ends (a row lock): a second job for the same
+    account waits here, then counts the link this one stores."""
+    db.session.execute(select(User.id).where(User.id == user.id).with_for_update())
 
 
 def open_reset(token: str, *, now: datetime) -> PasswordReset:

@@ -44,9 +44,9 @@ def _filtered(sub_account: SubAccount, query: BookingListQuery) -> Select[Bookin
     scope: ColumnElement[int] | InstrumentedAttribute[int] = Booking.sub_account_id
     if query.email is not None:
         # The email's few attendees drive the query; the sub account only filters their
-        # bookings. A unary plus keeps the (sub_account_id, …) indexes out of the plan:
-        # SQLite has no statistics (nothing runs ANALYZE) and would otherwise walk the sub
-        # account's whole history, testing each booking against the email's list.
+        # bookings. A unary plus keeps the (sub_account_id, …) indexes out of the plan, so it
+        # starts from the email's attendees whatever the table statistics say, never walking
+        # the sub account's whole history to test each booking against the email's list.
         # (UnaryExpression is annotated for a ColumnElement only; the ORM attribute serves as one.)
         scope = UnaryExpression(scope, operator=custom_op("+"), type_=Integer())  # type: ignore[arg-type]
     stmt = select(Booking).where(scope == sub_account.id)

@@ -368,8 +368,8 @@ def flush_claimed() -> None:
 
 def refused_by_database(err: IntegrityError) -> BookingConflict | None:
     """The conflict a database refusal stands for (the last line of defence behind the lock,
-    so it comes without suggestions): a PostgreSQL exclusion violation, or a seat taken twice
-    (a unique index on either database); None for any other error."""
+    so it comes without suggestions): an exclusion violation, or a seat taken twice (a unique
+    index); None for any other error."""
     if _seat_taken_twice(err):
         return BookingConflict("This seat was taken meanwhile", *SEATS_FULL, [])
     if getattr(err.orig, "sqlstate", None) != "23P01":  # exclusion_violation
@@ -382,8 +382,7 @@ def refused_by_database(err: IntegrityError) -> BookingConflict | None:
 
 
 def _seat_taken_twice(err: IntegrityError) -> bool:
-    if getattr(err.orig, "sqlstate", None) == "23505":  # PostgreSQL's unique_violation
-        constraint = getattr(getattr(err.orig, "diag", None), "constraint_name", None)
-        return constraint in _SEAT_INDEXES
-    # SQLite names the columns: "UNIQUE constraint failed: bookings.seat_group, ..."
-    return "seat_group, " in str(err.orig) and "UNIQUE" in str(err.orig)
+    if getattr(err.orig, "sqlstate", None) != "23505":  # unique_violation
+        return False
+    constraint = getattr(getattr(err.orig, "diag", None), "constraint_name", None)
+    return constraint in _SEAT_INDEXES

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select
+from sqlalchemy.dialects.postgresql import insert
 
 from app.counters import IDEMPOTENT_REPLAYS
 from app.extensions import db
@@ -46,7 +47,6 @@ from app.services.common.errors import BookingNotFound, ErrorCode, EventTypeNotF
 from app.services.common.ids import is_storable_id
 from app.services.common.instants import resolve_instant
 from app.services.common.locking import lock_calendar
-from app.services.common.upserts import upsert_into
 from app.services.integrations.events import Actor, BookingEvent, BookingEventKind, emit
 from app.services.scheduling_inputs import get_event_type
 
@@ -131,7 +131,7 @@ def _upsert_contacts(
     """Every attendee becomes (or updates) a contact, in one ``INSERT … ON CONFLICT``: the
     name always follows the latest booking, first and last name and phone only when sent.
     A contact whose values do not change is not written (its ``updated_at`` stays)."""
-    stmt = upsert_into(Contact).values(
+    stmt = insert(Contact).values(
         [
             {
                 "sub_account_id": sub_account_id,

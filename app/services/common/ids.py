@@ -1,8 +1,8 @@
 """Row ids as people type them into URLs.
 
 Id columns are PostgreSQL ``integer``; a larger number names nothing, yet sent to the database
-it fails (out of range on PostgreSQL, overflow on SQLite) instead of finding nothing. Lookups
-check first, so a huge id in a URL is a 404 like any other unknown id.
+it fails (out of range) instead of finding nothing. Lookups check first, so a huge id in a URL
+is a 404 like any other unknown id.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Serializing writes to one calendar.
 
-Check-then-insert is only safe when no other writer of the same calendar runs in between.
-PostgreSQL: a transaction-scoped advisory lock per sub account (other calendars proceed in
-parallel; the lock is released by commit or rollback). SQLite: the database has a single
-writer anyway; a write as the transaction's first statement takes that write lock up front, so
-concurrent writers wait (``busy_timeout``) instead of failing on a lock upgrade.
+Check-then-insert is only safe when no other writer of the same calendar runs in between: a
+transaction-scoped advisory lock per sub account serializes them (other calendars proceed in
+parallel; the lock is released by commit or rollback).
 """
 
 from __future__ import annotations
@@ -19,16 +17,7 @@ CALENDAR_WRITE_LOCK = 0x0CA1
 
 def lock_calendar(sub_account_id: int) -> None:
     """Hold the calendar of ``sub_account_id`` for writing until the transaction ends."""
-    if db.session.get_bind().dialect.name == "postgresql":
-        db.session.execute(
-            text("SELECT pg_advisory_xact_lock(:space, :id)"),
-            {"space": CALENDAR_WRITE_LOCK, "id": sub_account_id},
-        )
-    else:
-        db.session.execute(
-            text(
-                "UPDATE calendar_settings SET sub_account_id = sub_account_id"
-                " WHERE sub_account_id = :id"
-            ),
-            {"id": sub_account_id},
-        )
+    db.session.execute(
+        text("SELECT pg_advisory_xact_lock(:space, :id)"),
+        {"space": CALENDAR_WRITE_LOCK, "id": sub_account_id},
+    )

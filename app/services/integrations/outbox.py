@@ -21,8 +21,7 @@ again after 1, 2, 4 … minutes (at most an hour apart, with jitter) by the swee
 no longer waits for it.
 
 No transaction stays open while a handler works (it may wait on a remote server): the
-delivery's reads end before the handler runs. A handler reads in a session of its own, or
-writes first (SQLite: a transaction that read and then writes can fail on a lock upgrade).
+delivery's reads end before the handler runs.
 """
 
 from __future__ import annotations

@@ -252,8 +252,7 @@ def valid_access_token(connection_id: int, timeout: float, *, renew: bool = Fals
             assert grant.access_token is not None  # fresh: it has one
             return grant.access_token
         session.rollback()
-        # One refresh at a time per connection: the row is locked while the provider answers
-        # (PostgreSQL; SQLite's writer lock does the same once written).
+        # One refresh at a time per connection: the row is locked while the provider answers.
         connection = session.scalars(
             select(CalendarConnection)
             .where(CalendarConnection.id == connection_id)

@@ -321,7 +321,7 @@ def _current(plan: _Plan) -> CalendarConnection | None:
 def _record_failure(plan: _Plan, err: CalendarSyncError, now: datetime) -> SyncResult:
     message = redacted(err.message, plan.access)
     log.warning("calendar connection %s: sync failed: %s", plan.connection_id, message)
-    lock_calendar(plan.sub_account_id)  # SQLite: write first, never upgrade a read
+    lock_calendar(plan.sub_account_id)  # as _record_success: one writer of the calendar at a time
     connection = _current(plan)
     if connection is None:
         return _stale(plan)

@@ -42,6 +42,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, delete, select, update
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from app.extensions import db
@@ -56,7 +57,6 @@ from app.models import (
 )
 from app.models.limits import LOCATION_MAX
 from app.services.common.transactions import owns_transactions
-from app.services.common.upserts import upsert_into
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.providers import provider_for
@@ -378,10 +378,9 @@ def _sequence_now(booking_id: int) -> int | None:
 
 
 def _record(plan: _Plan, outcomes: list[WriteOutcome], now: datetime) -> None:
-    """Each connection's write-back outcome, as plain UPDATEs: the transaction's first
-    statement is a write (SQLite takes its write lock up front instead of upgrading a read).
-    Where a provider named the event's id, it is kept for the next write; a deleted event's
-    id is forgotten."""
+    """Each connection's write-back outcome, as plain UPDATEs of the outcome's columns (the
+    connection is not loaded first). Where a provider named the event's id, it is kept for the
+    next write; a deleted event's id is forgotten."""
     for outcome in outcomes:
         values: dict[str, str | datetime]
         if outcome.error is None:
@@ -454,7 +453,7 @@ def _keep_event_id(booking_id: int, outcome: WriteOutcome) -> None:
             "event_id": outcome.event_id,
         }
         db.session.execute(
-            upsert_into(WrittenEvent)
+            insert(WrittenEvent)
             .values(row)
             .on_conflict_do_update(
                 index_elements=[WrittenEvent.booking_id, WrittenEvent.calendar_connection_id],

@@ -1,7 +1,7 @@
 """Benchmark of the availability engine and of GET /v1/api/calendar/availability.
 
-Run from the project root (about 25 seconds; needs nothing but the venv, plus PostgreSQL at
-``TEST_POSTGRES_URL`` for the PostgreSQL figures)::
+Run from the project root (about 25 seconds; needs the venv, plus PostgreSQL at
+``TEST_POSTGRES_URL`` for the endpoint's figures)::
 
     .venv/bin/python -m bench.availability
 
@@ -31,7 +31,7 @@ What is measured, all on one deterministic workload (seed ``SEED``):
    requests, 20 warm-up then 200 timed, alternating the availability query with the minimal
    authenticated endpoint ``GET /v1/api/calendar/bookings?limit=1`` as the framework floor.
    Target: availability median ≤ 25 ms. The response is checked: 200, one entry per day, and
-   the same slot count the engine computes. The same again on SQLite.
+   the same slot count the engine computes.
 
 gunicorn's sync workers close the connection after each response, so every request includes a
 loopback TCP connect (``http.client`` reconnects by itself); the baseline pays it too.
@@ -48,7 +48,6 @@ import platform
 import random
 import signal
 import socket
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -584,7 +583,7 @@ def main() -> None:
         f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()} "
         f"{platform.python_version()}, {platform.platform()}"
     )
-    print(f"         PostgreSQL {pg_version or 'unreachable'}, SQLite {sqlite3.sqlite_version}")
+    print(f"         PostgreSQL {pg_version or 'unreachable'}")
     print(
         f"window:  {DAYS} days from {calendar.first_day} ({TIMEZONE}); Mon–Fri 09:00–17:00,"
         f" Sat–Sun 10:00–14:00; {SLOT_MINUTES}-min slots every {SLOT_MINUTES} min,"
@@ -609,11 +608,6 @@ def main() -> None:
     else:
         with postgres_database() as url:
             bench_endpoint(f"PostgreSQL {pg_version}", url, workload, calendar, engine_slots)
-    print()
-    print("4. The same on SQLite")
-    with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
-        url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
-        bench_endpoint(f"SQLite {sqlite3.sqlite_version}", url, workload, calendar, engine_slots)
     print()
     print(f"total {time.monotonic() - started:.1f} s")
 

@@ -5,7 +5,7 @@ Run from the project root (about two minutes; needs the venv and PostgreSQL at
 
     .venv/bin/python -m bench.booking_writes
 
-The workload of 1, 3 and 4 never conflicts, so every create does the whole write path
+The workload of 1 and 3 never conflicts, so every create does the whole write path
 (per-calendar advisory lock, idempotency-key lookup, working hours and busy-time check, insert
 of the booking, its attendee and a new contact, commit) and answers 201; 2 measures the creates
 that are refused for their time (400 with ``suggestedSlots``) and slot holds next to accepted
@@ -56,7 +56,6 @@ creates:
    exactly as many active bookings as 201 answers. The client threads run on the same machine
    and their CPU share is printed: on a small machine they compete with the server for cores.
    Bookings accumulate over the run (a few thousand in all); the queries use indexes.
-4. Latency as in 1 on SQLite (a temporary file), with the same count check.
 
 gunicorn's sync workers close the connection after each response, so every request includes a
 loopback TCP connect (``http.client`` reconnects by itself); the baseline pays it too.
@@ -70,7 +69,6 @@ import json
 import os
 import platform
 import random
-import sqlite3
 import tempfile
 import threading
 import time
@@ -665,15 +663,6 @@ def check_holds(url: str) -> None:
         raise SystemExit("FAILED: holds were left in the database")
 
 
-def bench_sqlite(label: str, log_dir: Path) -> None:
-    url = f"sqlite:///{log_dir / 'bench.sqlite3'}"
-    calendars = prepare(url)
-    with gunicorn(url, log_dir / "gunicorn-sqlite.log", LATENCY_WORKERS) as port:
-        label = f"{label}, gunicorn {LATENCY_WORKERS} sync workers"
-        created = bench_latency(label, port, calendars[0], Slots())
-    check_count(url, created)
-
-
 def main() -> None:
     started = time.monotonic()
     pg_version = postgres_version()
@@ -683,7 +672,7 @@ def main() -> None:
         f"{platform.python_version()}, {platform.platform()}"
     )
     print(
-        f"         PostgreSQL {pg_version or 'unreachable'}, SQLite {sqlite3.sqlite_version},"
+        f"         PostgreSQL {pg_version or 'unreachable'},"
         f" gunicorn {version('gunicorn')} (sync workers)"
     )
     print(f"         load average at start {os.getloadavg()[0]:.2f} (other work skews the figures)")
@@ -702,12 +691,9 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
         if pg_version is None:
-            raise SystemExit("PostgreSQL is not reachable: the throughput figures need it")
+            raise SystemExit("PostgreSQL is not reachable: every figure needs it")
         with postgres_database() as url:
             bench_postgres(f"PostgreSQL {pg_version}", url, Path(tmp))
-        print()
-        print("4. Latency on SQLite, as in 1")
-        bench_sqlite(f"SQLite {sqlite3.sqlite_version}", Path(tmp))
     print()
     print(f"total {time.monotonic() - started:.1f} s")
 

@@ -1,9 +1,9 @@
 """Benchmark of the inbound CalDAV sync: one calendar of 2,000 events (a fifth of them
 recurring) synced in full, then again with nothing changed, with one event changed and with
-one deleted, against a real Radicale and a real Xandikos, each on PostgreSQL and on SQLite.
+one deleted, against a real Radicale and a real Xandikos, on PostgreSQL.
 
-Run from the project root (4–7 minutes for both servers; needs the dev venv, for Radicale
-and Xandikos, plus PostgreSQL at ``TEST_POSTGRES_URL`` for the PostgreSQL figures)::
+Run from the project root (a few minutes for both servers; needs the dev venv, for Radicale
+and Xandikos, and PostgreSQL at ``TEST_POSTGRES_URL``)::
 
     .venv/bin/python -m bench.calendar_sync [--server radicale|xandikos|both]
 
@@ -54,9 +54,9 @@ every sync makes (a new connection):
 * ``busy_periods`` on the REPORT's answer (icalendar's parsing and recurring-ical-events'
   expansion, no I/O), once: its count is what every full sync must store.
 
-Then, on PostgreSQL (a throw-away database, migrated, dropped at the end) and on SQLite (a
-temporary file), each provisioned with one sub account whose connection names the calendar
-by its display name, ``sync_connection(…, now=NOW)`` + ``db.session.commit()``:
+Then, on PostgreSQL (a throw-away database, migrated, dropped at the end), provisioned with one sub
+account whose connection names the calendar by its display name, ``sync_connection(…, now=NOW)`` +
+``db.session.commit()``:
 
 1. Full sync, ``FULL_RUNS`` times: before each, the connection's ``ConnectedCalendar`` rows,
    their ``CalendarItem`` rows and its busy time are deleted, as on a new connection, so the
@@ -102,7 +102,7 @@ the differences.
 Checked, not timed: every sync's status and counts; the requests it made (caldav's
 ``DAVClient.request`` recorded: an incremental sync making other requests than the expected
 ones fails the run); after each full sync, as many busy periods as the baseline's
-``busy_periods`` found (so both backends and both servers agree), one item per event, one
+``busy_periods`` found (so both servers agree), one item per event, one
 calendar row with its markers and the window's end; after each incremental one, that every
 other item's rows kept their ids, and the changed event's rows are exactly its periods; at the
 end, the count again.
@@ -118,7 +118,6 @@ import os
 import platform
 import random
 import re
-import sqlite3
 import statistics
 import tempfile
 import time
@@ -871,7 +870,7 @@ class Expected:
 
 
 class Bench:
-    """One backend's runs against one server."""
+    """The runs against one server, on one database."""
 
     def __init__(self, target: Target, expected: Expected, step: Iterator[int]) -> None:
         self.target, self.expected, self.step = target, expected, step
@@ -1003,8 +1002,7 @@ class Bench:
         db.session.commit()
 
     def row_ids(self) -> set[tuple]:
-        """The connection's busy rows as (id, start, end, UID): SQLite gives a deleted row's id
-        (the highest) to the next row inserted, so the id alone does not tell a new row."""
+        """The connection's busy rows as (id, start, end, UID)."""
         return set(
             db.session.execute(
                 select(
@@ -1114,7 +1112,7 @@ def report_baseline(baseline: Baseline) -> None:
         print(f"    {title:<70} {ms(median(values)):>9}")
 
 
-def report_backend(label: str, rows: dict[str, Samples]) -> None:
+def report_database(label: str, rows: dict[str, Samples]) -> None:
     print(f"  {label}: sync_connection + commit")
     print(
         f"    {'':<36} {'runs':>4} {'median':>9} {'min':>9} {'max':>9}"
@@ -1144,7 +1142,7 @@ def report_requests(rows: dict[str, Samples]) -> None:
             print(f"    {title:<36} {' | '.join(sorted(rows[key].requests))}")
 
 
-def run_server(kind: str, items: dict[str, str], folder: Path, pg_version: str | None) -> None:
+def run_server(kind: str, items: dict[str, str], folder: Path, pg_version: str) -> None:
     opened = radicale_server if kind == "radicale" else xandikos_server
     package = "radicale" if kind == "radicale" else "xandikos"
     step = iter(range(1, 10_000))
@@ -1164,22 +1162,12 @@ def run_server(kind: str, items: dict[str, str], folder: Path, pg_version: str |
             f" {deleted_uid} ({expected.deleted_periods} periods)"
         )
         report_baseline(baseline)
-        seen: dict[str, Samples] = {}
-        if pg_version is None:
-            print("\n  PostgreSQL: skipped, not reachable")
-        else:
-            with postgres_database() as url:
-                seen = Bench(target, expected, step).run(url)
-            print()
-            report_backend(f"PostgreSQL {pg_version}", seen)
-        path = folder / f"calendar_sync_{kind}.sqlite3"
-        rows = Bench(target, expected, step).run(f"sqlite:///{path}")
+        with postgres_database() as url:
+            rows = Bench(target, expected, step).run(url)
         print()
-        report_backend(f"SQLite {sqlite3.sqlite_version}", rows)
+        report_database(f"PostgreSQL {pg_version}", rows)
         print()
-        for key, samples in rows.items():
-            seen.setdefault(key, Samples()).requests |= samples.requests
-        report_requests(seen)
+        report_requests(rows)
     print(f"\n  {target.label}: {time.monotonic() - started:.0f} s")
 
 
@@ -1196,7 +1184,9 @@ def main() -> None:
         f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()}"
         f" {platform.python_version()}, {platform.platform()}"
     )
-    print(f"         PostgreSQL {pg_version or 'unreachable'}, SQLite {sqlite3.sqlite_version}")
+    if pg_version is None:
+        raise SystemExit("PostgreSQL is not reachable at TEST_POSTGRES_URL")
+    print(f"         PostgreSQL {pg_version}")
     print(
         f"         Radicale {version('radicale')}, Xandikos {version('xandikos')}, caldav"
         f" {version('caldav')}, icalendar {version('icalendar')}, recurring-ical-events"

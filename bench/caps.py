@@ -14,8 +14,8 @@ availability median at most 10 % above the median without.
 
 The data: ``bench.availability``'s workload (1,000 bookings and 500 blocked times over the
 31-day window from the Monday after today, seed ``bench.availability.SEED``), written by its
-``populate`` into a throw-away PostgreSQL database (``postgres_database``), then into a SQLite
-file, each served by its ``gunicorn`` (2 sync workers). The question: "Cleaning", the 31 days.
+``populate`` into a throw-away PostgreSQL database (``postgres_database``), served by its
+``gunicorn`` (2 sync workers). The question: "Cleaning", the 31 days.
 
 The caps: ``CAPS`` on "Cleaning" (none of the bookings are of it) and on the calendar (all
 1,000 count against it): each period with a count and minutes, as high as the API accepts
@@ -49,7 +49,6 @@ import json
 import os
 import platform
 import secrets
-import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator
@@ -291,7 +290,7 @@ def main() -> None:
         f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()}"
         f" {platform.python_version()}, {platform.platform()}"
     )
-    print(f"         PostgreSQL {pg_version or 'unreachable'}, SQLite {sqlite3.sqlite_version}")
+    print(f"         PostgreSQL {pg_version or 'unreachable'}")
     print(
         f"data:    bench.availability's workload, seed {SEED}: {len(workload.bookings):,}"
         f" bookings, {len(workload.blocked):,} blocked; {DAYS} days from {calendar.first_day}"
@@ -305,14 +304,9 @@ def main() -> None:
     )
     print()
     if pg_version is None:
-        print(f"  PostgreSQL: skipped, {POSTGRES_ADMIN_URL} is not reachable")
-    else:
-        with postgres_database() as url:
-            bench_database(f"PostgreSQL {pg_version}", url, workload, calendar, engine_slots)
-    print()
-    with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
-        url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
-        bench_database(f"SQLite {sqlite3.sqlite_version}", url, workload, calendar, engine_slots)
+        raise SystemExit(f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}")
+    with postgres_database() as url:
+        bench_database(f"PostgreSQL {pg_version}", url, workload, calendar, engine_slots)
     print()
     print(f"total {time.monotonic() - started:.1f} s")
 

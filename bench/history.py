@@ -1,7 +1,7 @@
 """Benchmark: does the cost of availability and of a booking create stay flat as one
 calendar's history grows?
 
-Run from the project root (about three minutes; PostgreSQL at ``TEST_POSTGRES_URL``)::
+Run from the project root (a few minutes; PostgreSQL at ``TEST_POSTGRES_URL``)::
 
     .venv/bin/python -m bench.history
 
@@ -12,13 +12,11 @@ type on a 30-minute grid, no buffers, no notice, a 10-year horizon) gets a past:
 reach about 11 years back); 40 % are still ``confirmed`` (active: they are in the exclusion
 constraint's GiST index), the rest ``completed``, ``cancelled`` or ``no_show``. Each has one
 attendee, ``client<n mod 50,000>@history.test`` (returning clients). Blocked times are 30, 60 or
-90 minutes, one every 2 hours back from yesterday. Rows are inserted in bulk (PostgreSQL:
-``INSERT … SELECT generate_series``, then ``VACUUM ANALYZE`` as autovacuum would do soon after;
-SQLite: ``executemany``, no ``ANALYZE``, as the app never runs one).
+90 minutes, one every 2 hours back from yesterday. Rows are inserted in bulk (``INSERT … SELECT
+generate_series``, then ``VACUUM ANALYZE`` as autovacuum would do soon after).
 
-A twin calendar, configured alike, never gets a past. At each size a real gunicorn
-(``wsgi:app``, 2 sync workers, started once per backend) is sent, sequentially, 20 warm-up
-then 80 timed rounds of:
+A twin calendar, configured alike, never gets a past. At each size a real gunicorn (``wsgi:app``, 2
+sync workers, started once) is sent, sequentially, 20 warm-up then 80 timed rounds of:
 
 * ``GET /availability`` on each calendar: the 31 days from the Monday after next (an empty
   future: the answer must be the same on both calendars and at every size, which is checked);
@@ -43,7 +41,6 @@ import http.client
 import json
 import os
 import platform
-import sqlite3
 import tempfile
 import time
 import uuid
@@ -153,17 +150,12 @@ def history_anchor() -> datetime:
     return datetime.combine(utcnow().date() - timedelta(days=1), clock(0), UTC)
 
 
-# status_of in SQL (for psycopg, whose placeholders make a literal % a %%)
+# Past booking n's status: 40 % still confirmed (active), the rest completed, cancelled or
+# no_show (a literal % is %% for psycopg's placeholders).
 _STATUS_SQL = (
     "CASE WHEN n %% 10 < 4 THEN 'confirmed' WHEN n %% 10 < 8 THEN 'completed'"
     " WHEN n %% 10 = 8 THEN 'cancelled' ELSE 'no_show' END"
 )
-
-
-def status_of(n: int) -> str:
-    """40 % still confirmed (active), the rest completed, cancelled or no_show."""
-    r = n % 10
-    return "confirmed" if r < 4 else "completed" if r < 8 else "cancelled" if r == 8 else "no_show"
 
 
 def grow_postgres(url: str, setup: Setup, done: int, target: int) -> None:
@@ -223,56 +215,6 @@ def grow_postgres(url: str, setup: Setup, done: int, target: int) -> None:
                 params,
             )
         conn.execute("VACUUM ANALYZE bookings, attendees, blocked_times")
-
-
-def grow_sqlite(path: Path, setup: Setup, done: int, target: int) -> None:
-    """The same rows as ``grow_postgres``, in SQLAlchemy's SQLite text form for instants."""
-
-    def text(instant: datetime) -> str:
-        return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-    anchor, length = history_anchor(), timedelta(minutes=PAST_MINUTES)
-    bookings = []
-    for n in range(done, target):
-        start = anchor - (n + 1) * PAST_STEP
-        s, e = text(start), text(start + length)
-        created = text(start - timedelta(days=7))
-        bookings.append(
-            (f"hist-{n}", setup.grown.sub_account_id, setup.grown.event_type_id, status_of(n),
-             f"Visit with client{n % CLIENTS}", TIMEZONE, "{}", s, e, s, e, created, s)
-        )  # fmt: skip
-    blocked = []
-    for k in range(done // BLOCKED_PER_BOOKINGS, target // BLOCKED_PER_BOOKINGS):
-        start = anchor - (k + 1) * BLOCKED_STEP
-        end = start + timedelta(minutes=30 * (1 + k % 3))
-        created = text(start - timedelta(days=30))
-        row = (setup.grown.sub_account_id, text(start), text(end), "Closed", "manual", created)
-        blocked.append(row)
-    conn = sqlite3.connect(path)
-    try:
-        with conn:
-            conn.executemany(
-                "INSERT INTO bookings (uid, sub_account_id, event_type_id, status, title,"
-                " timezone, metadata, start_at, end_at, occupied_start, occupied_end,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                bookings,
-            )
-            conn.execute(
-                "INSERT INTO attendees (booking_id, email, name, timezone, is_organizer,"
-                " created_at, updated_at, link_key)"
-                " SELECT id, 'client' || (CAST(substr(uid, 6) AS INTEGER) % ?) || '@history.test',"
-                " 'client' || (CAST(substr(uid, 6) AS INTEGER) % ?), timezone, 0, created_at,"
-                " created_at, uid FROM bookings"
-                " WHERE uid LIKE 'hist-%' AND CAST(substr(uid, 6) AS INTEGER) >= ?",
-                (CLIENTS, CLIENTS, done),
-            )
-            conn.executemany(
-                "INSERT INTO blocked_times (sub_account_id, start_at, end_at, reason, source,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                blocked,
-            )
-    finally:
-        conn.close()
 
 
 def sample_client_bookings(size: int) -> int:
@@ -441,18 +383,18 @@ def report(rows: list[tuple[int, Samples]]) -> None:
         )
 
 
-def run_backend(label: str, url: str, grow: Any, log_dir: Path) -> None:
+def run_sizes(label: str, url: str, log_dir: Path) -> None:
     print(f"  {label}")
     setup = prepare(url)
     today = utcnow().astimezone(zone(TIMEZONE)).date()
     first_day = next_monday(today) + timedelta(days=7)
     rows: list[tuple[int, Samples]] = []
     done = 0
-    with gunicorn(url, log_dir / f"gunicorn-{label.split()[0]}.log") as port:
+    with gunicorn(url, log_dir / "gunicorn.log") as port:
         client = Client(port, setup, first_day)
         for size in SIZES:
             started = time.monotonic()
-            grow(setup, done, size)
+            grow_postgres(url, setup, done, size)
             done = size
             grown_in = time.monotonic() - started
             started = time.monotonic()
@@ -473,7 +415,7 @@ def main() -> None:
         f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()}"
         f" {platform.python_version()}, {platform.platform()}"
     )
-    print(f"         PostgreSQL {pg_version or 'unreachable'}, SQLite {sqlite3.sqlite_version}")
+    print(f"         PostgreSQL {pg_version or 'unreachable'}")
     print(f"         load average at start {os.getloadavg()[0]:.2f} (other work skews the figures)")
     print(
         f"sizes:   {', '.join(f'{s:,}' for s in SIZES)} past bookings (+ a sixth as many past"
@@ -489,25 +431,10 @@ def main() -> None:
         " and GET bookings?limit=1 (its total counts the whole history)"
     )
     print()
-    with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
-        if pg_version is None:
-            print("  PostgreSQL: skipped, not reachable")
-        else:
-            with postgres_database() as url:
-                run_backend(
-                    f"PostgreSQL {pg_version}",
-                    url,
-                    lambda setup, done, size: grow_postgres(url, setup, done, size),
-                    Path(tmp),
-                )
-        print()
-        path = Path(tmp) / "history.sqlite3"
-        run_backend(
-            f"SQLite {sqlite3.sqlite_version}",
-            f"sqlite:///{path}",
-            lambda setup, done, size: grow_sqlite(path, setup, done, size),
-            Path(tmp),
-        )
+    if pg_version is None:
+        raise SystemExit("PostgreSQL is not reachable at TEST_POSTGRES_URL")
+    with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp, postgres_database() as url:
+        run_sizes(f"PostgreSQL {pg_version}", url, Path(tmp))
     print()
     print(f"total {time.monotonic() - started:.1f} s")
 

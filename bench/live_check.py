@@ -4,15 +4,16 @@ which the write calls before its lock), on Radicale (asking for a password, with
 delay of every 401: ``[auth] delay = 1``, 0.5–1.5 s at random) and on Xandikos (which asks for
 none over plain HTTP); sabre/dav needs PHP, which this bench does not install.
 
-Run from the project root (about a minute)::
+Run from the project root (about a minute; PostgreSQL at ``TEST_POSTGRES_URL``, as
+``bench.availability``)::
 
     .venv/bin/python -m bench.live_check [--runs 40]
 
-On SQLite (a temporary file), one sub account per server with one CalDAV connection to an
-empty calendar, synced once (so the server has asked for its password: the sync learns the
-scheme), and one with no connection (the live check then asks nothing: the write's own cost
-without it). Each run asks the live check about next week's 10:00–10:30, in a shuffled order
-of the rows, after ``WARMUP`` untimed runs; the app's deadline is the default 1.5 s
+On a throw-away PostgreSQL database (``bench.availability.postgres_database``), one sub account per
+server with one CalDAV connection to an empty calendar, synced once (so the server has asked for its
+password: the sync learns the scheme), and one with no connection (the live check then asks nothing:
+the write's own cost without it). Each run asks the live check about next week's 10:00–10:30, in a
+shuffled order of the rows, after ``WARMUP`` untimed runs; the app's deadline is the default 1.5 s
 (``CALENDAR_LIVE_CHECK_TIMEOUT_S``).
 
 Rows, per server:
@@ -58,6 +59,7 @@ from app.models.types import utcnow
 from app.scheduling.intervals import Interval
 from app.services.integrations.calendars import live_check, sync_connection
 from app.services.integrations.calendars.providers import caldav
+from bench.availability import postgres_database, postgres_version
 from tests.factories import TenantFactory, next_monday, ny
 from tests.radicale_servers import PASSWORD, OwnRadicale, connection_doc
 from tests.xandikos_servers import OwnXandikos
@@ -209,8 +211,11 @@ def main() -> None:
     )
     print(f"         load average at start {os.getloadavg()[0]:.2f} (other work skews the figures)")
     print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; {options.runs} runs after {WARMUP}")
-    with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite:///{Path(folder) / 'bench.sqlite3'}"
+    pg_version = postgres_version()
+    if pg_version is None:
+        raise SystemExit("PostgreSQL is not reachable at TEST_POSTGRES_URL")
+    print(f"         PostgreSQL {pg_version}")
+    with tempfile.TemporaryDirectory() as folder, postgres_database() as url:
         app = create_app(
             {"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "bench", "CALDAV_ALLOW_PRIVATE": True}
         )
@@ -223,6 +228,7 @@ def main() -> None:
             print(f"         servers that asked for Basic credentials: {sorted(remembered)}")
             run(rows, window, options.runs, remembered)
             db.session.remove()
+            db.engine.dispose()
     alone = statistics.median(rows[0].seconds)
     print()
     print("| Row | Median | p95 | Added (median) | Floor: the REPORT alone (median) | Outcomes |")

@@ -1,12 +1,11 @@
-"""Benchmark of the inbound sync from the providers other than CalDAV: one calendar of 2,000
-events synced in full, then again with nothing changed, with one event changed and with one
-deleted, from a calendar feed, from Google Calendar and from Microsoft 365, each on PostgreSQL
-and on SQLite. The CalDAV figures are ``bench.calendar_sync``'s; this bench uses the same
-events (its generator, ``calendar_items``), the same fixed instant ``NOW`` and window, so the
-figures sit beside each other.
+"""Benchmark of the inbound sync from the providers other than CalDAV: one calendar of 2,000 events
+synced in full, then again with nothing changed, with one event changed and with one deleted, from a
+calendar feed, from Google Calendar and from Microsoft 365, on PostgreSQL. The CalDAV figures are
+``bench.calendar_sync``'s; this bench uses the same events (its generator, ``calendar_items``), the
+same fixed instant ``NOW`` and window, so the figures sit beside each other.
 
-Run from the project root (3–6 minutes for all three, by the machine's load; needs PostgreSQL
-at ``TEST_POSTGRES_URL`` for the PostgreSQL figures)::
+Run from the project root (a few minutes for all three, by the machine's load; needs PostgreSQL
+at ``TEST_POSTGRES_URL``)::
 
     .venv/bin/python -m bench.provider_sync [--provider feed|google|microsoft|all]
 
@@ -36,10 +35,9 @@ Before anything is timed, the busy periods the app's iCalendar expansion finds i
 events (``busy_periods``: 4,897 in the window) are what every full sync must store, whatever
 the provider: a provider that lost or doubled an event cannot produce a figure.
 
-On PostgreSQL (a throw-away database, migrated, dropped at the end) and on SQLite (a temporary
-file), each provisioned with one sub account (America/New_York, a 60-day horizon, the window
-[NOW - 1 day, NOW + 67 days]) and one connection, ``sync_connection(…, now=NOW)`` +
-``db.session.commit()``:
+On PostgreSQL (a throw-away database, migrated, dropped at the end), provisioned with one sub
+account (America/New_York, a 60-day horizon, the window [NOW - 1 day, NOW + 67 days]) and one
+connection, ``sync_connection(…, now=NOW)`` + ``db.session.commit()``:
 
 1. Full sync, ``FULL_RUNS`` times: before each, the connection's items and busy time are
    deleted and its calendar row forgets its markers, as on a new connection, so the sync reads
@@ -103,9 +101,7 @@ import logging
 import os
 import platform
 import re
-import sqlite3
 import ssl
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -115,7 +111,6 @@ from datetime import UTC, date, datetime
 from datetime import time as clock
 from functools import cache
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -991,7 +986,7 @@ def google_event(uid: str, component: Any, recurrence: list[str]) -> dict[str, A
 
 
 class Bench:
-    """One backend's runs against one provider's server."""
+    """The runs against one provider's server, on one database."""
 
     def __init__(self, source: Source, step: Iterator[int]) -> None:
         self.source, self.step = source, step
@@ -1115,8 +1110,7 @@ class Bench:
         db.session.commit()
 
     def row_ids(self) -> set[tuple]:
-        """The connection's busy rows as (id, start, end, UID) (SQLite reuses a deleted row's
-        id, so the id alone does not tell a new row)."""
+        """The connection's busy rows as (id, start, end, UID)."""
         rows = set(
             db.session.execute(
                 select(
@@ -1201,7 +1195,7 @@ def report_baseline(lines: list[tuple[str, list[float]]]) -> None:
         print(f"    {title:<74} {ms(median(values)):>9}")
 
 
-def report_backend(label: str, rows: dict[str, Samples]) -> None:
+def report_database(label: str, rows: dict[str, Samples]) -> None:
     print(f"  {label}: sync_connection + commit")
     print(
         f"    {'':<28} {'runs':>4} {'median':>9} {'min':>9} {'max':>9} {'http':>9}"
@@ -1239,7 +1233,7 @@ SOURCES: dict[str, Callable[[Calendar], Source]] = {
 }
 
 
-def run_source(name: str, calendar: Calendar, folder: Path, pg_version: str | None) -> None:
+def run_source(name: str, calendar: Calendar, pg_version: str) -> None:
     source = SOURCES[name](calendar)
     step = iter(range(1, 10_000))
     started = time.monotonic()
@@ -1252,24 +1246,12 @@ def run_source(name: str, calendar: Calendar, folder: Path, pg_version: str | No
             f" the series deleted: {calendar.deleted_uid} ({calendar.deleted_periods} periods)"
         )
         report_baseline(source.baseline())
-        seen: dict[str, Samples] = {}
-        if pg_version is None:
-            print("\n  PostgreSQL: skipped, not reachable")
-        else:
-            with postgres_database() as url:
-                seen = Bench(source, step).run(url)
-            print()
-            report_backend(f"PostgreSQL {pg_version}", seen)
-        path = folder / f"provider_sync_{name}.sqlite3"
-        rows = Bench(source, step).run(f"sqlite:///{path}")
+        with postgres_database() as url:
+            rows = Bench(source, step).run(url)
         print()
-        report_backend(f"SQLite {sqlite3.sqlite_version}", rows)
+        report_database(f"PostgreSQL {pg_version}", rows)
         print()
-        for key, samples in rows.items():
-            kept = seen.setdefault(key, Samples())
-            kept.requests |= samples.requests
-            kept.item_calls |= samples.item_calls
-        report_requests(seen)
+        report_requests(rows)
     print(
         f"\n  {source.label}: {time.monotonic() - started:.0f} s; load average now"
         f" {os.getloadavg()[0]:.2f}"
@@ -1289,7 +1271,9 @@ def main() -> None:
         f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()}"
         f" {platform.python_version()}, {platform.platform()}"
     )
-    print(f"         PostgreSQL {pg_version or 'unreachable'}, SQLite {sqlite3.sqlite_version}")
+    if pg_version is None:
+        raise SystemExit("PostgreSQL is not reachable at TEST_POSTGRES_URL")
+    print(f"         PostgreSQL {pg_version}")
     print(
         f"         icalendar {version('icalendar')}, recurring-ical-events"
         f" {version('recurring-ical-events')}, httpx {version('httpx')}, urllib3"
@@ -1302,9 +1286,8 @@ def main() -> None:
         f" {HORIZON_DAYS}-day horizon)"
     )
     calendar = the_calendar()
-    with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
-        for name in names:
-            run_source(name, calendar, Path(tmp), pg_version)
+    for name in names:
+        run_source(name, calendar, pg_version)
     print()
     for line in (
         "http = the provider's requests (the server's time included); items = the function that",

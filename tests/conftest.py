@@ -214,8 +214,10 @@ def postgres_database(postgres_admin_url: str) -> Callable[[], str]:
         with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         created.append(name)
-        return make_url(database_url_from_env(postgres_admin_url)).set(database=name).render_as_string(
-            hide_password=False
+        return (
+            make_url(database_url_from_env(postgres_admin_url))
+            .set(database=name)
+            .render_as_string(hide_password=False)
         )
 
     yield create
@@ -250,9 +252,20 @@ def database_url(migrated_postgres_database: Callable[[], str]) -> str:
     return migrated_postgres_database()
 
 
+# Every sequence of the schema back to 1, so each test's ids start as on a new database.
+_RESTART_SEQUENCES = text(
+    "SELECT setval(c.oid, 1, false) FROM pg_class c"
+    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE c.relkind = 'S' AND n.nspname = current_schema()"
+)
+
+
 def _empty_all_tables() -> None:
-    names = ", ".join(f'"{t.name}"' for t in reversed(db.metadata.sorted_tables))
-    db.session.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    """DELETE, not TRUNCATE: a test leaves a few rows, and TRUNCATE's fixed cost (new files
+    for each of the ~34 tables) is about 100 ms a test against 15 ms (measured 2026-11-29)."""
+    for table in reversed(db.metadata.sorted_tables):
+        db.session.execute(table.delete())
+    db.session.execute(_RESTART_SEQUENCES)
     db.session.commit()
 
 

@@ -1,4 +1,4 @@
-"""GET /calendar/availability through HTTP, on SQLite and PostgreSQL.
+"""GET /calendar/availability through HTTP.
 
 Dates are relative to today (the rules depend on "now"), so expected instants are computed
 with zoneinfo from the dates used, never with a fixed UTC offset; the tests whose dates or
@@ -362,7 +362,6 @@ def test_one_query_per_kind_of_busy_time_for_the_whole_window(app, client, tenan
 
 @pytest.mark.slow
 @pytest.mark.date_sensitive
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_server_process_answers_on_the_tests_clock(database_url, tenants):
     tenant = tenants.create(
         settings={"defaultDuration": 30, "minimumNoticeMinutes": 0, "bookingHorizonDays": 60},

@@ -303,8 +303,9 @@ def test_a_wait_longer_than_allowed_is_not_waited(migrated_postgres_database):
             started = time.monotonic()
             with pytest.raises(RateLimited) as refused:
                 calendar.list_bookings()
+            refused_after = time.monotonic() - started  # not the server's stop below
     assert refused.value.retry_after > 5
-    assert time.monotonic() - started < 5
+    assert refused_after < 5
 
 
 def test_a_503_is_retried_then_raised_when_the_database_stays_away():

@@ -1,5 +1,5 @@
 """Slot holds: POST/DELETE /calendar/event-types/:id/holds, and what a hold does to
-availability and to other writes, on SQLite and PostgreSQL."""
+availability and to other writes."""
 
 from __future__ import annotations
 

@@ -108,7 +108,6 @@ def test_the_cache_can_be_turned_off(make_app, tenants):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_key_deactivated_elsewhere_is_refused_within_a_second_by_every_process(
     database_url, tenant
 ):

@@ -1,8 +1,8 @@
 """The live check: a create, reschedule or hold asks every connected calendar about its time
 before the calendar's lock, so an event added at the provider seconds ago (no sync, no
 notification since) refuses the write with ``external_busy``, and is stored as busy time at
-once. Against the Google and Microsoft fakes and real Radicale and Xandikos servers, on SQLite
-and PostgreSQL, through the API on the real clock (the slots are next week's)."""
+once. Against the Google and Microsoft fakes and real Radicale and Xandikos servers, through
+the API on the real clock (the slots are next week's)."""
 
 from __future__ import annotations
 

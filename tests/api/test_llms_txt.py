@@ -24,14 +24,15 @@ CODE_ROW = re.compile(r"^\| `([a-z_]+)` \| \d{3} \| .*\|$", re.M)
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Callable[..., Flask]:
-    """Apps that never touch their database: /llms.txt reads only the configuration."""
+def make_app() -> Callable[..., Flask]:
+    """Apps that never touch their database (nothing listens on port 9): /llms.txt reads only
+    the configuration."""
 
     def make(**config: Any) -> Flask:
         return create_app(
             {
                 "TESTING": True,
-                "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'unused.sqlite3'}",
+                "SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://postgres@127.0.0.1:9/unused",
                 "SECRET_KEY": "test",
                 "PUBLIC_URL": PUBLIC_URL,
                 **config,

@@ -3,14 +3,13 @@
 day, whose every occurrence used to end one hour after it began, so that the period's second
 hour was offered and booked (issue 48).
 
-The file is the fixture's (``tests/fixtures/calendars``) with its January 2006 dates moved to
-next week's (``next_monday``), and nothing else changed. Where the period is, and so which
-hour is its second, is what the reference expansion (``recurring-ical-events`` over
-``icalendar``) makes of that same text, not a copied list. It reaches the service as a feed
-(read by a sync) and on Xandikos, added after the connection's first read, so that only the
-live check sees it. Radicale refuses such a resource at its PUT (vobject: "PERIOD not
-supported"), so no Radicale calendar can hold it. Through the API on the real clock, on SQLite
-and PostgreSQL."""
+The file is the fixture's (``tests/fixtures/calendars``) with its January 2006 dates moved to next
+week's (``next_monday``), and nothing else changed. Where the period is, and so which hour is its
+second, is what the reference expansion (``recurring-ical-events`` over ``icalendar``) makes of that
+same text, not a copied list. It reaches the service as a feed (read by a sync) and on Xandikos,
+added after the connection's first read, so that only the live check sees it. Radicale refuses such
+a resource at its PUT (vobject: "PERIOD not supported"), so no Radicale calendar can hold it.
+Through the API on the real clock."""
 
 from __future__ import annotations
 

@@ -183,14 +183,14 @@ def browser():
 
 @pytest.mark.slow
 def test_the_dashboard_and_the_api_docs_work_in_a_browser_without_a_policy_violation(
-    browser, tmp_path
+    browser, postgres_database
 ):
-    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+    url = postgres_database()
     demo = migrate_and_run_demo(
         {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key"}
     )
     problems: list[str] = []
-    with gunicorn(url, workers=1, threads=4) as base:
+    with gunicorn(url, workers=1) as base:
         page = browser.new_page()
         page.expose_function("reportViolation", lambda text: problems.append(text))
         page.add_init_script(

@@ -6,7 +6,7 @@ leave one out.
 Reads of the environment elsewhere are found in the source (``app/``, ``worker/``,
 ``gunicorn.conf.py``, ``wsgi.py``): ``os.environ[...]``, ``os.environ.get(...)``,
 ``os.getenv(...)``. Only ``ELSEWHERE`` may read it, each for the reason given; the tests' own
-settings (``TEST_POSTGRES_URL`` …, read in ``tests/*.py``) are documented in
+settings (``TEST_REDIS_URL`` …, read in ``tests/*.py``) are documented in
 ``docs/testing.md``."""
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ def browser():
 
 
 @pytest.fixture
-def site(tmp_path):
-    """A live server on a fresh SQLite database with the demo workspace."""
-    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+def site(postgres_database):
+    """A live server on a fresh database with the demo workspace."""
+    url = postgres_database()
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key"}
     demo = migrate_and_run_demo(env)
-    with gunicorn(url, workers=1, threads=4) as base:
+    with gunicorn(url, workers=1) as base:
         yield base, demo
 
 

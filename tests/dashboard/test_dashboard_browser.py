@@ -103,19 +103,20 @@ def handed_to_a_worker() -> dict[str, str]:
 
 
 @pytest.fixture
-def site_with_worker(tmp_path):
-    """A live server on a fresh SQLite database with the demo workspace, and a worker: the
+def site_with_worker(postgres_database, tmp_path):
+    """A live server on a fresh database with the demo workspace, and a worker: the
     password-reset mail is made and sent (here: kept) by the worker, as all mail is, with the
-    server's address as its ``PUBLIC_URL`` (the links it writes lead there)."""
+    server's address as its ``PUBLIC_URL`` (the links it writes lead there). Yields the
+    database's URL too."""
     settings = handed_to_a_worker()
-    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+    url = postgres_database()
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key", **settings}
     demo = migrate_and_run_demo(env)
     with (
-        gunicorn(url, workers=1, threads=4, env=settings) as base,
+        gunicorn(url, workers=1, env=settings) as base,
         celery_worker(url, tmp_path / "worker.log", PUBLIC_URL=base, **settings),
     ):
-        yield base, demo
+        yield base, demo, url
 
 
 def kept_reset_link(database_url: str, email: str) -> str:
@@ -139,12 +140,10 @@ def kept_reset_link(database_url: str, email: str) -> str:
     return re.search(r"http://\S+/reset-password/\S+", outbox("--show", str(found[0]["id"])))[0]
 
 
-def test_a_forgotten_password_is_reset_through_the_mailed_link(
-    browser, site_with_worker, tmp_path, audit
-):
+def test_a_forgotten_password_is_reset_through_the_mailed_link(browser, site_with_worker, audit):
     """From the sign-in page's link to a new password, the link read from the mail the worker
     kept; the link then works no more, and the old password no longer signs in."""
-    base, demo = site_with_worker
+    base, demo, url = site_with_worker
     page = browser.new_page(viewport=WIDTHS["laptop"])
     page.goto(base + "/login")
     page.get_by_role("link", name="Forgot your password?").click()
@@ -156,7 +155,7 @@ def test_a_forgotten_password_is_reset_through_the_mailed_link(
     expect(page.get_by_role("heading", name="Check your mail")).to_be_visible()
     assert demo.email in page.get_by_role("status").inner_text()
 
-    link = kept_reset_link(f"sqlite:///{tmp_path / 'calendar.sqlite3'}", demo.email)
+    link = kept_reset_link(url, demo.email)
     assert link.startswith(base + "/reset-password/")
     page.goto(link)
     expect(page.get_by_role("heading", name="Choose a new password")).to_be_visible()
@@ -327,7 +326,7 @@ def test_an_owner_sets_up_a_calendar_an_agent_books_it_and_an_invited_user_is_ke
 
 
 @pytest.fixture(params=["google", "microsoft"])
-def provider_site(request, tmp_path):
+def provider_site(request, postgres_database, tmp_path):
     """A live server and a worker (write-back runs there) whose Google or Microsoft endpoints
     are the loopback fake's, the fake with one account signed in on its consent page."""
     kind = request.param
@@ -335,12 +334,12 @@ def provider_site(request, tmp_path):
     with fake_class() as fake:
         calendar_id = fake.add_account("front-desk@clinic.test")
         settings = {**fake.app_settings(), **handed_to_a_worker()}
-        url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+        url = postgres_database()
         env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key", **settings}
         demo = migrate_and_run_demo(env)
         with (
             celery_worker(url, tmp_path / "worker.log", **settings),
-            gunicorn(url, workers=1, threads=4, env=settings) as base,
+            gunicorn(url, workers=1, env=settings) as base,
         ):
             yield kind, fake, calendar_id, base, demo
 

@@ -259,6 +259,8 @@ def test_a_name_that_turns_into_a_disguised_address_is_refused_before_connecting
 
 def test_caldav_allow_private_is_read_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("CALDAV_ALLOW_PRIVATE", raising=False)
+    # Named, so that loading the settings starts no embedded PostgreSQL; nothing connects.
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:9/unused")
     assert load_settings(tmp_path).caldav_allow_private is False
     monkeypatch.setenv("CALDAV_ALLOW_PRIVATE", "1")
     assert load_settings(tmp_path).caldav_allow_private is True

@@ -32,16 +32,16 @@ NEW_YORK = ZoneInfo("America/New_York")  # the demo sub account's zone
 
 
 @pytest.fixture
-def furnished(tmp_path, browser):
+def furnished(postgres_database, browser):
     """The demo calendar on a live server with, on the day of its first open slot: a booking
     of Robin's at that slot, blocked time 12:00–13:00 ("Lunch") and, from a subscribed feed,
     busy time 14:00–15:00 (New York). Yields the demo sub account's dashboard URL, the demo,
     the booking and a laptop page signed in as the demo owner."""
-    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+    url = postgres_database()
     settings = {"CALDAV_ALLOW_PRIVATE": "true"}  # the feed is on loopback
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "test-secret-key", **settings}
     demo = migrate_and_run_demo(env)
-    with feed_server() as feed, gunicorn(url, workers=1, threads=4, env=settings) as base:
+    with feed_server() as feed, gunicorn(url, workers=1, env=settings) as base:
         event_type_id = demo.event_types["Consultation"]
         slot = open_slots(base, demo, event_type_id)[0]
         booking = book_slot(

@@ -15,10 +15,7 @@ from tests.factories import book_through_api, make_booking, next_monday, ny, z
 
 MONDAY = next_monday()
 
-pytestmark = [
-    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
-    pytest.mark.date_sensitive,  # bookings on next Monday
-]
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
 
 
 def stored_counts(tenant) -> dict:

@@ -68,7 +68,7 @@ INPUT_TABLES = {
 def version_of(tenant) -> int:
     db.session.expire_all()
     found = calendar_version(tenant.sub_account_id)
-    db.session.rollback()  # a reading transaction must not keep an old snapshot (SQLite)
+    db.session.rollback()  # the test's session holds no transaction open between changes
     return found
 
 
@@ -118,23 +118,12 @@ def test_availability_reads_only_tables_whose_changes_give_a_new_version(app, te
 
 def triggered_tables() -> set[str]:
     """The tables that have the calendar-version triggers for insert, update and delete."""
-    if db.engine.dialect.name == "postgresql":
-        rows = db.session.execute(
-            text(
-                "SELECT event_object_table, event_manipulation FROM information_schema.triggers"
-                " WHERE trigger_name LIKE 'calendar_version_%'"
-            )
-        ).all()
-    else:
-        rows = [
-            (table, name.rsplit("_", 1)[1].upper())
-            for name, table in db.session.execute(
-                text(
-                    "SELECT name, tbl_name FROM sqlite_master"
-                    " WHERE type = 'trigger' AND name LIKE 'calendar_version_%'"
-                )
-            )
-        ]
+    rows = db.session.execute(
+        text(
+            "SELECT event_object_table, event_manipulation FROM information_schema.triggers"
+            " WHERE trigger_name LIKE 'calendar_version_%'"
+        )
+    ).all()
     events: dict[str, set[str]] = {}
     for table, manipulation in rows:
         events.setdefault(table, set()).add(manipulation)

@@ -1,7 +1,7 @@
-"""When a connection is read (``app.services.integrations.calendars.freshness``), on SQLite and
-PostgreSQL: asked for once however often it is asked, one sync at a time, polled by what it
-has, spread over the interval, and how fresh availability says its busy time is. At a fixed
-instant far ahead (``NOW``): nothing here depends on today's date."""
+"""When a connection is read (``app.services.integrations.calendars.freshness``): asked for once
+however often it is asked, one sync at a time, polled by what it has, spread over the interval, and
+how fresh availability says its busy time is. At a fixed instant far ahead (``NOW``): nothing here
+depends on today's date."""
 
 from __future__ import annotations
 

@@ -20,10 +20,7 @@ from tests.servers import gunicorn, post_all
 MONDAY = next_monday()
 TEN = ny(MONDAY, 10)
 
-pytestmark = [
-    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
-    pytest.mark.date_sensitive,  # holds and bookings on next Monday
-]
+pytestmark = pytest.mark.date_sensitive  # holds and bookings on next Monday
 
 
 def store_hold(tenant, start, minutes=30, expires_in=timedelta(minutes=2)) -> SlotHold:

@@ -16,12 +16,7 @@ from tests.factories import make_booking, next_monday, ny, z
 
 MONDAY = next_monday()
 
-
-# The constraint is PostgreSQL's; on SQLite the single-writer lock is the whole guarantee.
-pytestmark = [
-    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
-    pytest.mark.date_sensitive,  # bookings on next Monday
-]
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
 
 
 def test_overlapping_active_bookings_cannot_be_stored(tenant):

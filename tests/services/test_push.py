@@ -1,8 +1,8 @@
-"""Push channels against the Google and Microsoft fakes, with the app served on loopback (a
-werkzeug server in the test process, ``PUBLIC_URL`` its address) so the fakes deliver their
-messages to it for real: channels made under ``PUBLIC_URL``, a change at the provider asks for
-exactly one sync however many messages it sends, forged and stale messages do nothing, channels
-are renewed before they expire and stopped when no longer needed. On SQLite and PostgreSQL.
+"""Push channels against the Google and Microsoft fakes, with the app served on loopback (a werkzeug
+server in the test process, ``PUBLIC_URL`` its address) so the fakes deliver their messages to it
+for real: channels made under ``PUBLIC_URL``, a change at the provider asks for exactly one sync
+however many messages it sends, forged and stale messages do nothing, channels are renewed before
+they expire and stopped when no longer needed.
 
 No worker runs here: a sync asked for is seen as the connection's mark
 (``sync_requested_at``) and the hand-over the app's registry records."""

@@ -1,6 +1,5 @@
 """PostgreSQL lets the seats of one group share their time and nothing else, even behind the
-application's back (migration 0023); the seat indexes hold on both databases
-(tests/api/test_seats.py)."""
+application's back (migration 0023); the seat indexes are tests/api/test_seats.py's."""
 
 from __future__ import annotations
 
@@ -21,10 +20,7 @@ from tests.factories import make_booking, next_monday, ny, z
 MONDAY = next_monday()
 TEN = ny(MONDAY, 10)
 
-pytestmark = [
-    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
-    pytest.mark.date_sensitive,  # bookings on next Monday
-]
+pytestmark = pytest.mark.date_sensitive  # bookings on next Monday
 
 
 def group_at(tenant, start=TEN) -> str:

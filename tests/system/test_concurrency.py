@@ -1,5 +1,5 @@
 """No double booking and one booking per idempotency key under concurrent requests to
-several real server processes, on PostgreSQL and on SQLite."""
+several real server processes."""
 
 from __future__ import annotations
 

@@ -92,13 +92,12 @@ def curl_lines(block: Block) -> list[str]:
     ]
 
 
-# The OpenAPI document, from an app that serves nothing
+# The OpenAPI document, from an app that serves nothing (its database is never connected to:
+# nothing listens on port 9)
 @pytest.fixture(scope="module")
-def openapi(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp("openapi")
-    app = create_app(
-        {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{folder / 'unused.sqlite3'}", "SECRET_KEY": "x"}
-    )
+def openapi() -> dict[str, Any]:
+    unused = "postgresql+psycopg://postgres@127.0.0.1:9/unused"
+    app = create_app({"SQLALCHEMY_DATABASE_URI": unused, "SECRET_KEY": "x"})
     return app.test_client().get("/v1/api/openapi.json").get_json()
 
 
@@ -169,23 +168,15 @@ def test_the_api_guide_lists_every_error_code_of_the_openapi_document(openapi):
 
 
 # Running the examples
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, Callable[[], str], int]]:
+@pytest.fixture(scope="module")
+def served(postgres_database: Callable[[], str]) -> Iterator[tuple[str, Callable[[], str], int]]:
     """A gunicorn holding the demo workspace on a fresh database, set up as ``make run`` does
     (``flask db upgrade``, ``flask demo``): its base URL, a function that issues a fresh demo
     key (each document gets a rate-limit budget of its own), and the Consultation's event type
-    id. SQLite is served as ``make run`` serves it (one process, threads, in-memory rate
-    limits); PostgreSQL as in production (processes sharing Redis)."""
+    id. Served as in production (processes sharing Redis)."""
     if time_machine.escape_hatch.is_travelling():
         pytest.skip("the examples read the machine's clock, which --clock does not move")
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('docs') / 'calendar.sqlite3'}"
-        server: dict[str, Any] = {"workers": 1, "threads": 4, "env": {"REDIS_URL": ""}}
-    else:
-        url = request.getfixturevalue("postgres_database")()
-        server = {}
+    url = postgres_database()
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": "docs-examples"}
     event_type = migrate_and_run_demo(env).event_types["Consultation"]
     app = create_app({"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "docs-examples"})
@@ -196,7 +187,7 @@ def served(
             db.session.commit()
             return key
 
-    with gunicorn(url, **server) as base:
+    with gunicorn(url) as base:
         yield base, issue_key, event_type
     with app.app_context():
         db.engine.dispose()

@@ -1,7 +1,6 @@
 """Fresh connected calendars over real HTTP, as a deployment runs them: the Procfile's web
-(gunicorn), worker and beat, on PostgreSQL with Redis and on the embedded default (SQLite, its
-broker file), with the Google and Microsoft fakes pushing to the web's ``PUBLIC_URL`` and a real
-Radicale for the polled kind.
+(gunicorn), worker and beat, on PostgreSQL with Redis, with the Google and Microsoft fakes
+pushing to the web's ``PUBLIC_URL`` and a real Radicale for the polled kind.
 
 - a new connection is read within seconds of a worker running, also one asked for while no
   worker ran and whose hand-over never reached a broker;
@@ -112,18 +111,13 @@ def _migrated_app(url: str, **config: Any) -> Flask:
     return app
 
 
-@pytest.fixture(scope="module", params=["postgresql", "sqlite"])
-def deployment(request, tmp_path_factory) -> Iterator[Deployment]:
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory, postgres_database) -> Iterator[Deployment]:
     tmp_path = tmp_path_factory.mktemp("deployment")
-    if request.param == "postgresql":
-        url = request.getfixturevalue("postgres_database")()
-        queue = f"test-{uuid.uuid4().hex}"
-        broker = {"REDIS_URL": MACHINE_REDIS, "CELERY_QUEUE": queue}
-        worker_broker = {"CELERY_BROKER_URL": MACHINE_REDIS, "CELERY_QUEUE": queue}
-    else:
-        url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
-        broker = {"REDIS_URL": ""}  # embedded: the broker is a SQLite file beside the database
-        worker_broker = {}
+    url = postgres_database()
+    queue = f"test-{uuid.uuid4().hex}"
+    broker = {"REDIS_URL": MACHINE_REDIS, "CELERY_QUEUE": queue}
+    worker_broker = {"CELERY_BROKER_URL": MACHINE_REDIS, "CELERY_QUEUE": queue}
     app = _migrated_app(url, OUTBOX_DISPATCH=True, **worker_broker)
     with FakeGoogle() as google, FakeMicrosoft() as microsoft:
         google.add_account(ACCOUNT_EMAIL)
@@ -136,10 +130,7 @@ def deployment(request, tmp_path_factory) -> Iterator[Deployment]:
             "SYNC_INTERVAL_SECONDS": str(POLL_SECONDS),
         }
         web_env = {**env, **broker, "OUTBOX_DISPATCH": "1"}
-        workers = 2 if request.param == "postgresql" else 1
-        with gunicorn(
-            url, workers=workers, threads=4, env=web_env, log_path=tmp_path / "web.log"
-        ) as base:
+        with gunicorn(url, workers=2, env=web_env, log_path=tmp_path / "web.log") as base:
             worker_env = {**env, **worker_broker, "PUBLIC_URL": base}
             deployment = Deployment(base, app, google, microsoft, worker_env, url, tmp_path)
             with (

@@ -10,7 +10,7 @@ and acknowledges what is sent, so only the client's own deadlines end a wait
 
 Real processes throughout: a PostgreSQL and a Redis of the test's own (never the machine's
 shared ones), migrated and provisioned here, behind gunicorn's gevent workers (the Procfile's
-serving stack on PostgreSQL), with the production defaults for every timeout. Events are
+serving stack), with the production defaults for every timeout. Events are
 published to the test's Redis (``OUTBOX_DISPATCH`` on); no worker consumes them.
 """
 
@@ -500,10 +500,11 @@ def test_the_time_to_wait_is_each_requests_own():
     assert seen[-1] is None
 
 
-def test_every_redis_client_has_the_one_timeout(tmp_path):
+def test_every_redis_client_has_the_one_timeout():
     app = create_app(
         {
-            "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'calendar.sqlite3'}",
+            # Never connected to (nothing listens on port 9): the settings are all it reads.
+            "SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://postgres@127.0.0.1:9/unused",
             "SECRET_KEY": "frozen-backends",
             "REDIS_URL": "redis://127.0.0.1:9/0",
             "REDIS_TIMEOUT_S": "0.4",

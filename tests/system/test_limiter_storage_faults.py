@@ -44,7 +44,6 @@ def create(url: str, headers: dict[str, str], body: dict) -> tuple[int, dict]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_frozen_rate_limit_store_never_costs_a_booking(database_url, tenants, tmp_path):
     tenant = tenants.create(
         settings={"defaultDuration": 15, "minimumNoticeMinutes": 0, "bookingHorizonDays": 365},

@@ -1,23 +1,22 @@
-"""How soon a polled calendar is read again, under the Procfile's worker and beat with the
-default interval (``SYNC_INTERVAL_SECONDS`` unset: 60 s), on the embedded default (SQLite, its
-broker file), as a fresh clone runs: an event added to a Radicale calendar just after the
-connection's first read is stored as busy time (so no longer offered) within one interval of
-that read plus a sync, whenever beat started and whatever the connection's own phase of the
-interval is.
+"""How soon a polled calendar is read again, under the Procfile's worker and beat with the default
+interval (``SYNC_INTERVAL_SECONDS`` unset: 60 s), on the embedded broker (kombu's SQLAlchemy
+transport on the service's database), as a fresh clone runs: an event added to a Radicale calendar
+just after the connection's first read is stored as busy time (so no longer offered) within one
+interval of that read plus a sync, whenever beat started and whatever the connection's own phase of
+the interval is.
 
 The event is a daily series begun long ago, so whatever today's date it is busy in the window
 the sync reads: nothing here reads the calendar's dates."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from flask import Flask
-from flask_migrate import upgrade
 
 from app import create_app
 from app.extensions import db
@@ -43,14 +42,13 @@ class Deployment:
 
 
 @pytest.fixture
-def deployment(tmp_path: Path) -> Iterator[Deployment]:
-    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+def deployment(
+    tmp_path: Path, migrated_postgres_database: Callable[[], str]
+) -> Iterator[Deployment]:
+    url = migrated_postgres_database()
     app = create_app(
         {"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "test-secret-key", "OUTBOX_DISPATCH": True}
     )
-    with app.app_context():
-        upgrade()
-        db.session.remove()
     env = {"CALDAV_ALLOW_PRIVATE": "1"}
     with (
         radicale_server(tmp_path / "radicale") as radicale,

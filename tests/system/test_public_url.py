@@ -17,6 +17,8 @@ LINK = re.compile(r'value="([^"]*/invite/[^"]+)"')
 def clean_env(monkeypatch):
     for name in ("APP_ENV", "PUBLIC_URL", "HOST", "PORT", "SECRET_KEY", "REDIS_URL"):
         monkeypatch.delenv(name, raising=False)
+    # Named, so that loading the settings starts no embedded PostgreSQL; nothing connects.
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:9/unused")
     return monkeypatch
 
 

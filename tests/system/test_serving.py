@@ -13,8 +13,8 @@ from tests.servers import gunicorn, migrate_and_demo
 
 
 @pytest.mark.slow
-def test_fresh_sqlite_database_migrate_demo_and_serve(tmp_path):
-    database_url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+def test_fresh_database_migrate_demo_and_serve(postgres_database):
+    database_url = postgres_database()
     key, _ = migrate_and_demo(
         {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"}
     )
@@ -30,15 +30,14 @@ def test_fresh_sqlite_database_migrate_demo_and_serve(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A gunicorn on a fresh SQLite database with the demo workspace: its base URL and key."""
-    folder = tmp_path_factory.mktemp("served")
-    database_url = f"sqlite:///{folder / 'calendar.sqlite3'}"
+def served(postgres_database):
+    """A gunicorn on a fresh database with the demo workspace: its base URL and key."""
+    database_url = postgres_database()
     key, event_types = migrate_and_demo(
         {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"}
     )
     event_type_id = event_types["Consultation"]
-    with gunicorn(database_url, workers=1, threads=2) as base:
+    with gunicorn(database_url, workers=1) as base:
         yield base, key, event_type_id
 
 
@@ -135,8 +134,8 @@ def test_a_header_over_8_kib_is_answered_by_the_server(served):
 
 
 @pytest.mark.slow
-def test_the_access_log_masks_the_secrets_in_paths(tmp_path):
-    database_url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+def test_the_access_log_masks_the_secrets_in_paths(postgres_database, tmp_path):
+    database_url = postgres_database()
     migrate_and_demo({**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "serving-test"})
     access_log = tmp_path / "access.log"
     paths = ("/manage/MaNaGeToKeN", "/manage/MaNaGeToKeN/reschedule", "/invite/InViTe")

@@ -2,7 +2,7 @@
 command line and under the Procfile's worker and beat: each sync of it ends within the deadline
 (6 × ``CALDAV_TIMEOUT_SECONDS``) with an error naming the server, never two of its syncs run at
 once, and a healthy feed beside it stays current within its poll interval. On the embedded
-default (SQLite, its broker file), as a fresh clone runs.
+broker (kombu's SQLAlchemy transport on the service's database), as a fresh clone runs.
 
 The events are daily series begun long ago, so whatever today's date they are busy in the
 window the sync reads: nothing here reads the clock."""
@@ -14,13 +14,12 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from flask import Flask
-from flask_migrate import upgrade
 
 from app import create_app
 from app.extensions import db
@@ -83,8 +82,8 @@ class Setup:
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> Iterator[Setup]:
-    url = f"sqlite:///{tmp_path / 'calendar.sqlite3'}"
+def setup(migrated_postgres_database: Callable[[], str]) -> Iterator[Setup]:
+    url = migrated_postgres_database()
     app = create_app(
         {"SQLALCHEMY_DATABASE_URI": url, "SECRET_KEY": "test-secret-key", "OUTBOX_DISPATCH": True}
     )
@@ -92,7 +91,6 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         hostile.answer, hostile.drip_seconds = "drip headers", TIMEOUT_SECONDS / 4
         healthy.serve(calendar(daily("morning", 9)))
         with app.app_context():
-            upgrade()
             tenant = TenantFactory().create(
                 calendarConnections=[
                     {"name": "Hostile", "kind": "ics", "url": hostile.url},

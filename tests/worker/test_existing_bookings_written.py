@@ -1,7 +1,7 @@
 """What already exists reaches the calendar: bookings made before a calendar was connected, or
 before its write-back was switched on, are written into it by the worker after its next sync,
 once each; cancelled and past ones are not. Against the loopback fakes of Google and Microsoft
-and a real Radicale, on SQLite and PostgreSQL.
+and a real Radicale.
 
 "The worker runs" is what its ``calendars.sync`` task does for one connection
 (``sync_and_follow_up``, with the task's own link builder), at a fixed instant far in the

@@ -1,6 +1,6 @@
-"""Calendar feeds (``kind: "ics"``): a real HTTP server of the test's own serves the file, on
-SQLite and PostgreSQL. Syncs run at a fixed instant far in the future (``NOW``) with events
-relative to it, so nothing depends on today's date."""
+"""Calendar feeds (``kind: "ics"``): a real HTTP server of the test's own serves the file. Syncs run
+at a fixed instant far in the future (``NOW``) with events relative to it, so nothing depends on
+today's date."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Google Calendar connections against the loopback fake of Google's OAuth server and Calendar
-API (``tests.google_servers``), on SQLite and PostgreSQL: busy time read in full and then
-incrementally, a token Google forgot, free time, write-back of bookings, and a revoked grant.
-Syncs run at a fixed instant far in the future (``NOW``), so nothing depends on today's date."""
+"""Google Calendar connections against the loopback fake of Google's OAuth server and Calendar API
+(``tests.google_servers``): busy time read in full and then incrementally, a token Google forgot,
+free time, write-back of bookings, and a revoked grant. Syncs run at a fixed instant far in the
+future (``NOW``), so nothing depends on today's date."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Google Meet and Microsoft Teams links made with a booking's calendar event (issue 41), against
-the loopback fakes of Google Calendar and Microsoft Graph, on SQLite and PostgreSQL. Write-back
-and the mail run in-process here; tests/worker/test_worker_meeting_links.py runs them through a
-real worker. Bookings lie at a fixed instant far ahead (``NOW``): nothing depends on today."""
+the loopback fakes of Google Calendar and Microsoft Graph. Write-back and the mail run in-process
+here; tests/worker/test_worker_meeting_links.py runs them through a real worker. Bookings lie at a
+fixed instant far ahead (``NOW``): nothing depends on today."""
 
 from __future__ import annotations
 

@@ -25,7 +25,6 @@ PAT = "pat@example.test"
 
 
 @pytest.mark.date_sensitive  # bookings from tomorrow on
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_bookings_mails_and_webhooks_arrive_in_the_order_of_its_changes(
     database_url, make_app, tenants, tmp_path
 ):

@@ -1,8 +1,8 @@
-"""Microsoft 365 connections against the loopback fake of the Microsoft identity platform and
-Graph (``tests.microsoft_servers``), on SQLite and PostgreSQL: busy time read in full and then
-through the delta link, a delta link Graph forgot, free time, Windows time zone names, several
-calendars, write-back of bookings (Graph chooses the event's id), and a revoked grant. Syncs
-run at a fixed instant far in the future (``NOW``), so nothing depends on today's date."""
+"""Microsoft 365 connections against the loopback fake of the Microsoft identity platform and Graph
+(``tests.microsoft_servers``): busy time read in full and then through the delta link, a delta link
+Graph forgot, free time, Windows time zone names, several calendars, write-back of bookings (Graph
+chooses the event's id), and a revoked grant. Syncs run at a fixed instant far in the future
+(``NOW``), so nothing depends on today's date."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Booking emails through a real SMTP server (aiosmtpd), on SQLite and PostgreSQL: who gets
-what, the times in each recipient's timezone, and an invitation mail clients act on. Deliveries
-run in-process here (``handle_event``); tests/worker/test_worker_messages.py runs them in a worker."""
+"""Booking emails through a real SMTP server (aiosmtpd): who gets what, the times in each
+recipient's timezone, and an invitation mail clients act on. Deliveries run in-process here
+(``handle_event``); tests/worker/test_worker_messages.py runs them in a worker."""
 
 from __future__ import annotations
 

@@ -261,7 +261,6 @@ def test_an_event_waits_for_workers_from_when_it_is_due_not_while_its_retry_wait
     assert outbox.waiting_for_workers(due + timedelta(minutes=4), timedelta(minutes=3)) == 1
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_two_handlers_finishing_at_once_leave_the_event_delivered(app, event_id, handlers):
     """Each handler's task records its delivery and checks whether the event is done, in its
     own transaction; the one that checks second must see the first one's record."""

@@ -1,7 +1,6 @@
-"""Webhooks to a real HTTP receiver on loopback, on SQLite and PostgreSQL: subscriptions, the
-Standard Webhooks signature, retries with the same webhook-id, timeouts, SSRF refusals, giving
-up and disabling. Attempts run in-process here (``send_delivery``); tests/worker/test_worker_messages.py
-runs them in a worker."""
+"""Webhooks to a real HTTP receiver on loopback: subscriptions, the Standard Webhooks signature,
+retries with the same webhook-id, timeouts, SSRF refusals, giving up and disabling. Attempts run
+in-process here (``send_delivery``); tests/worker/test_worker_messages.py runs them in a worker."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
-"""Connected calendars under faults, through a real Celery worker on the embedded default (SQLite
-database, kombu's SQLAlchemy broker): broken calendars are recorded and leave their busy time as
-it was while a healthy one syncs in the same run, and a worker killed in the middle of a
-write-back leaves the booking's event in the calendar exactly once after it is restarted."""
+"""Connected calendars under faults, through a real Celery worker on the embedded broker (kombu's
+SQLAlchemy transport on the service's database): broken calendars are recorded and leave their
+busy time as it was while a healthy one syncs in the same run, and a worker killed in the middle
+of a write-back leaves the booking's event in the calendar exactly once after it is restarted."""
 
 from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 
+import psycopg
 import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
@@ -30,7 +30,6 @@ from tests.radicale_servers import (
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.parametrize("database_url", ["sqlite"], indirect=True),
     pytest.mark.date_sensitive,  # events on next Monday
 ]
 
@@ -55,6 +54,16 @@ def busy_rows(connection_id):
         .where(BlockedTime.calendar_connection_id == connection_id)
         .order_by(BlockedTime.id)
     ).all()
+
+
+def waiting_for_a_lock_on(connection: psycopg.Connection, table: str) -> bool:
+    """Whether another session waits for a lock on ``table`` (as ``pg_locks`` shows it)."""
+    waiting = connection.execute(
+        "SELECT count(*) FROM pg_locks JOIN pg_class ON pg_class.oid = pg_locks.relation"
+        " WHERE pg_class.relname = %s AND NOT pg_locks.granted",
+        (table,),
+    ).fetchone()
+    return bool(waiting and waiting[0])
 
 
 def test_broken_calendars_are_recorded_and_the_healthy_one_still_syncs(
@@ -153,12 +162,12 @@ def test_a_worker_killed_during_a_write_back_leaves_the_event_once(
     database_url, make_app, tenants, tmp_path
 ):
     """The worst moment: the event is in the calendar, its delivery not yet recorded (the
-    test holds the database's write lock, so the worker waits to record it) and the worker is
-    killed. The restarted worker's sweep writes it again, to the same place."""
+    test holds a lock that makes the worker wait to record it) and the worker is killed. The
+    restarted worker's sweep writes it again, to the same place."""
     app = make_app(REDIS_URL=None, CELERY_BROKER_URL=None, OUTBOX_DISPATCH=True)
     worker_log = tmp_path / "worker.log"
     env = {"OUTBOX_SWEEP_GRACE_SECONDS": "1"}
-    database = make_url(database_url).database
+    dsn = make_url(database_url).set(drivername="postgresql").render_as_string(False)
     with radicale_server(tmp_path / "radicale") as radicale:
         calendar = radicale.make_calendar("dentist", "Personal")
         with app.app_context():
@@ -172,18 +181,16 @@ def test_a_worker_killed_during_a_write_back_leaves_the_event_once(
             # lock below is for the write-back's delivery alone.
             with app.app_context():
                 assert wait_for(lambda: first_read_over(tenant.connections["Personal"]))
-            booking = book_through_api(client, tenant, ny(MONDAY, 10)).json
-            lock = sqlite3.connect(database, isolation_level=None)
-            lock.execute("BEGIN IMMEDIATE")  # no one else writes until we let go
-            try:
+            with psycopg.connect(dsn) as lock:
+                lock.execute("LOCK TABLE outbox_deliveries IN SHARE MODE")  # no one records
+                booking = book_through_api(client, tenant, ny(MONDAY, 10)).json
                 # The event is in the calendar and the delivery cannot be recorded (the lock is
                 # ours): killed now, the write-back is done and not known to be.
                 assert wait_for(lambda: events_with_uid(calendar, booking["uid"]), timeout=30)
+                assert wait_for(lambda: waiting_for_a_lock_on(lock, "outbox_deliveries"))
                 os.killpg(worker.pid, signal.SIGKILL)
                 worker.wait()
-            finally:
-                lock.execute("ROLLBACK")
-                lock.close()
+                lock.rollback()
 
         with app.app_context():
             (event_id,) = db.session.scalars(select(OutboxEvent.id)).all()

@@ -128,7 +128,6 @@ def booking_events(calendar, uid: str) -> list[icalendar.Event]:
     return [e for e in found if str(e["UID"]) == uid]
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_worker_syncs_the_owners_calendar_both_ways(database_url, make_app, tenants, tmp_path):
     queue = f"test-{uuid.uuid4().hex}"
     broker = {"CELERY_BROKER_URL": MACHINE_REDIS, "CELERY_QUEUE": queue}

@@ -23,7 +23,6 @@ from tests.servers import MACHINE_REDIS
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.parametrize("database_url", ["postgresql"], indirect=True),
     pytest.mark.date_sensitive,  # events on next Monday
     pytest.mark.one_shifted_clock,  # killing workers; the dates only pick the slots
 ]

@@ -116,7 +116,6 @@ def updated_hook(receiver, uid: str) -> dict | None:
     return None
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_an_agent_books_meet_and_teams_consultations_and_reads_each_link_everywhere(
     database_url, make_app, tenants, tmp_path, google, microsoft
 ):

@@ -109,7 +109,6 @@ def tokyo_ten_oclock_a_day_after(instant: datetime) -> datetime:
 
 
 @pytest.mark.date_sensitive
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_emails_follow_a_booking_through_the_worker(database_url, make_app, tenants, tmp_path):
     queue = f"test-{uuid.uuid4().hex}"
     broker = {"CELERY_BROKER_URL": MACHINE_REDIS, "CELERY_QUEUE": queue}
@@ -164,7 +163,6 @@ def test_emails_follow_a_booking_through_the_worker(database_url, make_app, tena
             assert invitation(only)[1] == soon["uid"] and invitation(only)[3] == due_at
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_webhook_is_retried_through_the_worker_until_it_is_taken(
     database_url, make_app, tenants, tmp_path
 ):
@@ -198,7 +196,6 @@ def _status_of_only_delivery() -> str:
     return delivery.status
 
 
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_worker_killed_mid_delivery_delivers_exactly_once_more(
     database_url, make_app, tenants, tmp_path
 ):
@@ -238,7 +235,6 @@ def test_a_worker_killed_mid_delivery_delivers_exactly_once_more(
 
 
 @pytest.mark.date_sensitive  # a booking three days from now
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_from_the_invitation_mail_alone_pat_moves_then_cancels_and_everyone_follows(
     database_url, make_app, tenants, tmp_path
 ):

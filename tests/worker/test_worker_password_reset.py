@@ -39,7 +39,6 @@ def tasks_done(log: Path) -> int:
     return len(re.findall(rf"Task {re.escape(MAIL_TASK)}\[[0-9a-f-]+\] succeeded", log.read_text()))
 
 
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_the_reset_mail_is_made_and_sent_by_the_worker(database_url, make_app, tenants, tmp_path):
     """A known and an unknown email: one mail, to the account, whose link works; then asked
     for again from five more addresses, the account is still mailed only its ceiling of links,

@@ -1,7 +1,6 @@
-"""Write-back against a real Radicale server: bookings made through the API appear in the
-connected calendar, move with their reschedules and leave with their cancellation, on SQLite and
-PostgreSQL. Deliveries are run in-process here (``handle_event``); the worker tests run them
-through a real Celery worker."""
+"""Write-back against a real Radicale server: bookings made through the API appear in the connected
+calendar, move with their reschedules and leave with their cancellation. Deliveries are run
+in-process here (``handle_event``); the worker tests run them through a real Celery worker."""
 
 from __future__ import annotations
 

@@ -30,6 +30,16 @@ from app.services.integrations.calendars.freshness import poll_tick
 from app.services.integrations.events import BookingEvent
 from app.services.integrations.registry import init_registry
 
+# The tables kombu's SQLAlchemy transport (the embedded broker) creates in the service's database
+# at first use: the broker's, not the schema's, so the migrations leave them alone.
+BROKER_TABLES = frozenset({"kombu_queue", "kombu_message"})
+
+
+def schema_owns(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic's ``include_name`` hook: everything but the embedded broker's tables."""
+    return not (type_ == "table" and name in BROKER_TABLES)
+
+
 # Pool processes of a worker started without ``-c``: one per core, and at least four. A task
 # waiting on a slow calendar or webhook receiver (up to its deadline, a minute by default) holds
 # its process; with four, one hostile server never holds the only one, and the others' syncs,

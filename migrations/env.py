@@ -10,6 +10,7 @@ from logging.config import fileConfig
 from flask import current_app
 
 from alembic import context
+from app.celery_app import schema_owns
 from app.config import settings
 from app.database import without_statement_timeout
 
@@ -91,6 +92,7 @@ def run_migrations_online():
                 logger.info("No changes in schema detected.")
 
     conf_args = current_app.extensions["migrate"].configure_args
+    conf_args.setdefault("include_name", schema_owns)
     if conf_args.get("process_revision_directives") is None:
         conf_args["process_revision_directives"] = process_revision_directives
 

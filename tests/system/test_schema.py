@@ -10,12 +10,14 @@ from flask_migrate import upgrade
 from sqlalchemy import create_engine, inspect
 
 from app import create_app
+from app.celery_app import schema_owns
 from app.extensions import db
 
 
 def test_migrations_match_the_models(app):
     with db.engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        options = {"compare_type": True, "include_name": schema_owns}
+        context = MigrationContext.configure(conn, opts=options)
         assert compare_metadata(context, db.metadata) == []
 
 

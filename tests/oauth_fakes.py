@@ -70,7 +70,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from tests.servers import free_port
+from tests.servers import free_port, serve_in_thread
 
 # The account the tests connect (the conftest's ``google`` and ``microsoft`` fixtures make it).
 ACCOUNT_EMAIL = "dentist@example.com"
@@ -569,10 +569,7 @@ class OAuthFake:
         self.server = make_server(
             "127.0.0.1", self.port, self.wsgi, threaded=True, request_handler=QuietHandler
         )
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
+        self.thread = serve_in_thread(self.server)
 
     def stop(self) -> None:
         self.unstall()

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import time_machine
 
@@ -71,6 +71,22 @@ sys.exit({main}())
 """
 
 
+# How often a server thread of the tests looks for its shutdown: ``serve_forever``'s default,
+# 0.5 s, made every stop of a test's server wait up to that long (20 tests of
+# tests/services/test_push.py took 0.5 s each to tear down).
+SHUTDOWN_POLL_S = 0.02
+
+
+def serve_in_thread(server: Any) -> threading.Thread:
+    """Run ``server`` (a ``socketserver.BaseServer``) in a daemon thread; its ``shutdown()``
+    then returns within ``SHUTDOWN_POLL_S``."""
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True
+    )
+    thread.start()
+    return thread
+
+
 @contextmanager
 def serving_in_thread(handler: type) -> Iterator[str]:
     """An HTTP server of ``handler`` (a ``BaseHTTPRequestHandler``) on a free loopback port, in
@@ -79,8 +95,7 @@ def serving_in_thread(handler: type) -> Iterator[str]:
 
     server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    serve_in_thread(server)
     try:
         yield f"http://127.0.0.1:{server.server_port}"
     finally:

@@ -46,13 +46,15 @@ def test_error_answers_carry_the_request_id_too(client, tenant):
     assert len(response.headers["X-Request-Id"]) == 32
 
 
-def test_log_lines_of_a_request_are_json_with_its_request_id(app, client, log_lines):
+def test_log_lines_of_a_request_are_json_with_its_request_id(make_app, log_lines):
+    app = make_app()  # a route of its own, added before the app's first request
+
     @app.get("/test-log-line")
     def log_something():
         current_app.logger.warning("something worth a line")
         return "ok"
 
-    client.get("/test-log-line", headers={"X-Request-Id": "trace-me"})
+    app.test_client().get("/test-log-line", headers={"X-Request-Id": "trace-me"})
     (line,) = [entry for entry in log_lines() if entry["message"] == "something worth a line"]
     assert line["request_id"] == "trace-me"
     assert line["level"] == "WARNING"

@@ -34,7 +34,7 @@ from app.services.integrations.calendars.push import (
 from app.services.integrations.registry import app_registry
 from tests.factories import TenantFactory, changed_settings
 from tests.oauth_fakes import ACCOUNT_EMAIL
-from tests.servers import free_port
+from tests.servers import free_port, serve_in_thread
 
 START = datetime(2031, 1, 6, 12, tzinfo=UTC)
 
@@ -58,7 +58,7 @@ def served(make_app):
 
         app_registry(app).set_task_dispatcher(record)
         server = make_server("127.0.0.1", port, app, threaded=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        serve_in_thread(server)
         servers.append(server)
         return app
 

@@ -10,7 +10,6 @@ is a loopback server of the test's own; nothing patches the standard library."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,7 +32,7 @@ from app.services.integrations.calendars.providers.caldav import CalDAVProvider
 from app.services.integrations.webhooks.targets import AddressPolicy, is_public, system_addresses
 from tests.factories import TenantFactory
 from tests.feed_servers import Feed, feed_server
-from tests.servers import free_port
+from tests.servers import free_port, serve_in_thread
 
 NOW = datetime(2031, 1, 6, 12, tzinfo=UTC)
 FRONT = "127.0.0.2"  # counted as public by the tests' policy: "the internet"
@@ -74,7 +73,7 @@ class Recorder:
         self.server = ThreadingHTTPServer((host, free_port()), Handler)
         self.server.daemon_threads = True
         self.url = f"http://{host}:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_thread(self.server)
 
     def close(self) -> None:
         self.server.shutdown()

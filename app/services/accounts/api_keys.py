@@ -60,7 +60,10 @@ def issue_api_key(
     active: bool = True,
     created_by_user_id: int | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key; returns the row and the plain key, which exists nowhere else after this."""
+    """Create a key; returns the row and the plain key, which exists nowhere else after this.
+
+    The row is added to the session, not flushed: provisioning issues many keys at once, and
+    one flush writes them in one statement. A caller that needs the id flushes."""
     plain = KEY_PREFIX + new_token()
     wanted = set(permissions)
     api_key = ApiKey(
@@ -75,7 +78,6 @@ def issue_api_key(
         created_by_user_id=created_by_user_id,
     )
     db.session.add(api_key)
-    db.session.flush()
     return api_key, plain
 
 
@@ -235,7 +237,7 @@ def create_api_key(
                 errors["expiresAt"] = ["The expiry must be in the future."]
     if errors:
         raise InvalidRequest(describe_errors(errors), errors=errors)
-    return issue_api_key(
+    issued = issue_api_key(
         agency=sub_account.agency,
         sub_account=sub_account,
         name=doc["name"],
@@ -243,6 +245,8 @@ def create_api_key(
         expires_at=expires,
         created_by_user_id=created_by_user_id,
     )
+    db.session.flush()
+    return issued
 
 
 def list_keys(sub_account: SubAccount) -> list[ApiKey]:

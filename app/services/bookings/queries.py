@@ -190,7 +190,7 @@ def seats_taken(groups: Iterable[str | None]) -> dict[str, int]:
         select(Booking.seat_group, func.count())
         .where(Booking.seat_group.in_(named), Booking.status.in_(ACTIVE_STATUSES))
         .group_by(Booking.seat_group)
-    ).tuples()
+    )
     return {group: count for group, count in rows if group}
 
 

@@ -103,7 +103,7 @@ def on_starting(server):
         raise SystemExit(
             f"gunicorn: {server.cfg.workers} workers need REDIS_URL (rate limits are counted in"
             " memory without it, which holds for one process only); set REDIS_URL or run"
-            " --workers 1 (threads are fine)"
+            " --workers 1 (its gevent worker serves many requests at once)"
         )
     metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"]
     shutil.rmtree(metrics_dir, ignore_errors=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 
-from flask import Flask
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.pool import PoolProxiedConnection
 
@@ -56,9 +55,9 @@ def _claim_advisory_lock(engine: Engine) -> PoolProxiedConnection | None:
     return connection
 
 
-def owns_memory_counts(app: Flask) -> bool:
-    """Whether this process keeps the rate-limit counts of ``app``'s database (claiming them
-    if nobody does)."""
+def owns_memory_counts() -> bool:
+    """Whether this process keeps the rate-limit counts of the current app's database
+    (claiming them if nobody does)."""
     engine = db.engine
     key = (os.getpid(), engine.url)  # on every agent request: no rendering, just a lookup
     if key in _claims:

@@ -107,7 +107,7 @@ def _seconds_until_reset(response: Response) -> int:
 def _refuse_unless_owner_of_memory_counts() -> ResponseReturnValue | None:
     """Before the limiter counts in memory: only the one process that owns the database's
     counts may serve agent requests."""
-    if is_not_agent_api() or owns_memory_counts(current_app):
+    if is_not_agent_api() or owns_memory_counts():
         return None
     return envelope(503, NOT_OWNER_MESSAGE)
 

@@ -52,7 +52,7 @@ def live_server(database_url, live_tenant):
     env = {"RATE_LIMIT": "1000000/minute", "RATE_LIMIT_UNAUTHENTICATED": "1000000/minute"}
     # gunicorn answers request lines over 4 KiB itself, with an HTML 414 that is not the app's
     # (a deployment's proxy sets that bound); let every generated URL reach the app.
-    with gunicorn(database_url, threads=2, env=env, options=("--limit-request-line", "0")) as base:
+    with gunicorn(database_url, env=env, options=("--limit-request-line", "0")) as base:
         yield base
 
 

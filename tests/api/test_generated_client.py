@@ -20,6 +20,8 @@ import pytest
 from tests.factories import next_monday
 from tests.live_api import LiveApi
 
+pytestmark = pytest.mark.slow  # a gunicorn of its own
+
 PACKAGE = "generated_calendar_client"
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 

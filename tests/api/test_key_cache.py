@@ -112,7 +112,7 @@ def test_a_key_deactivated_elsewhere_is_refused_within_a_second_by_every_process
     database_url, tenant
 ):
     plain = tenant.keys["all"]
-    with gunicorn(database_url, workers=2, threads=2) as first, gunicorn(database_url) as second:
+    with gunicorn(database_url, workers=2) as first, gunicorn(database_url) as second:
         urls = [first + BOOKINGS, second + BOOKINGS]
         # Every worker process of both servers answers (and keeps the key) many times over.
         assert {status_of(url, plain) for url in urls * 20} == {200}

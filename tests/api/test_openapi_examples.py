@@ -15,6 +15,8 @@ from app.extensions import db
 from app.services.accounts.demo import ensure_demo
 from tests.live_api import LiveApi, live_api
 
+pytestmark = pytest.mark.slow  # a gunicorn of its own
+
 BOOKINGS = "/calendar/event-types/{event_type_id}/bookings"
 VOLATILE = {
     "id",

@@ -190,8 +190,8 @@ def test_processes_share_one_count_through_redis(database_url, machine_redis, te
         "RATELIMIT_KEY_PREFIX": f"test-{uuid.uuid4().hex}",
     }
     with (
-        gunicorn(database_url, threads=4, env=env) as first,
-        gunicorn(database_url, threads=4, env=env) as second,
+        gunicorn(database_url, env=env) as first,
+        gunicorn(database_url, env=env) as second,
     ):
         urls = [(first if i % 2 else second) + BOOKINGS for i in range(70)]
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -245,6 +245,7 @@ def own_redis(tmp_path):
         yield server
 
 
+@pytest.mark.slow
 def test_redis_outage_falls_back_to_memory_and_recovers(make_app, tenants, own_redis, caplog):
     app = make_app(REDIS_URL=own_redis.url)
     with app.app_context():
@@ -283,6 +284,7 @@ def stopped(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("connected", [False, True], ids=["new-connection", "open-connection"])
+@pytest.mark.slow
 def test_an_unreachable_redis_cannot_stall_requests(make_app, tenants, own_redis, connected):
     """A Redis that accepts connections but never answers (frozen with SIGSTOP: the kernel
     still completes TCP handshakes, as for a hung host) delays no request until it answers:

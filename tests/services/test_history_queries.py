@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from psycopg import sql
 from sqlalchemy import event, text
 
@@ -178,6 +179,7 @@ def busy_statement(tenant: Tenant, **kwargs: Any) -> tuple[str, Any]:
 # --- plans -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_busy_time_is_read_in_one_statement_through_each_tables_range_index(app, tenant):
     grow_history(tenant)
     statement, parameters = busy_statement(tenant, exclude_booking_id=1, exclude_hold_id=1)
@@ -191,6 +193,7 @@ def test_busy_time_is_read_in_one_statement_through_each_tables_range_index(app,
         assert not seq_scanned(nodes), nodes
 
 
+@pytest.mark.slow
 def test_busy_lookups_read_only_the_rows_near_the_window(app, tenant):
     """Thousands of past rows, none near the window: the index scans find (and the executor
     discards) nothing."""
@@ -217,6 +220,7 @@ def email_statements(tenant: Tenant, email: str) -> list[tuple[str, Any]]:
     return [(s, p) for s, p in seen if re.match(r"\s*SELECT (count|bookings\.)", s)]
 
 
+@pytest.mark.slow
 def test_email_filter_starts_from_the_attendees_email_index(app, tenant):
     grow_history(tenant)
     found = email_statements(tenant, "  Client7@Example.TEST ")
@@ -232,6 +236,7 @@ def test_email_filter_starts_from_the_attendees_email_index(app, tenant):
         assert [n["Index Name"] for n in bookings] == ["pk_bookings"], nodes
 
 
+@pytest.mark.slow
 def test_a_date_range_of_the_list_is_bounded_on_both_ends_of_the_index(app, tenant):
     """``endDate`` bounds ``end_at``; as ``start_at < end_at`` always holds, the index on
     ``start_at`` can stop there too instead of reading on to the end of the history."""

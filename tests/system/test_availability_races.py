@@ -26,7 +26,7 @@ from app import create_app
 from app.extensions import db
 from tests.celery_workers import wait_for
 from tests.factories import TenantFactory, ny, z
-from tests.servers import gunicorn
+from tests.servers import PATIENT, gunicorn
 
 pytestmark = [pytest.mark.slow]
 
@@ -38,10 +38,8 @@ READERS = 4
 # Reads to see before the race ends (the readers go on after the writers until they have): the
 # read-your-writes and per-version checks below need many answers across the writes.
 ENOUGH_READS = 100
-PATIENT = {
-    "DB_STATEMENT_TIMEOUT_MS": "30000",
-    "DB_POOL_TIMEOUT_S": "30",
-    "DB_REQUEST_WAIT_S": "30",
+RACING = {
+    **PATIENT,
     "RATE_LIMIT": "1000000 per minute",
     "API_KEY_CACHE_SECONDS": "1",
 }
@@ -114,8 +112,8 @@ def test_reads_racing_creates_and_cancels_never_offer_taken_time(race_database):
     lock = threading.Lock()
 
     with (
-        gunicorn(url, threads=4, env=PATIENT) as first,
-        gunicorn(url, threads=4, env=PATIENT) as second,
+        gunicorn(url, env=RACING) as first,
+        gunicorn(url, env=RACING) as second,
     ):
         servers = [first, second]
         headers = tenant.headers()

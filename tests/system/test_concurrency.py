@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import Booking, CalendarSettings, EventType, OutboxEvent
 from tests.factories import next_monday, ny, z
-from tests.servers import gunicorn, post_all
+from tests.servers import PATIENT, gunicorn, post_all
 
 pytestmark = [
     pytest.mark.date_sensitive,  # bookings on next Monday
@@ -42,24 +42,12 @@ def bookings_in_database(tenant):
     ).all()
 
 
-# Every create of a round waits for the one calendar's lock in turn; on a machine busy with
-# other tests the last ones wait longer than a request may wait on PostgreSQL by default
-# (app.deadlines), or than one statement may run, and answer 503 (retryable, but not the point
-# here: these tests are about how many bookings a race makes). As patient as the holds' race.
-PATIENT = {
-    "DB_STATEMENT_TIMEOUT_MS": "30000",
-    "DB_CONNECT_TIMEOUT_S": "30",
-    "DB_POOL_TIMEOUT_S": "30",
-    "DB_REQUEST_WAIT_S": "30",
-}
-
-
 @pytest.fixture
 def servers(database_url):
     """Two gunicorn masters, each with two worker processes and four threads."""
     with (
-        gunicorn(database_url, threads=4, env=PATIENT) as first,
-        gunicorn(database_url, threads=4, env=PATIENT) as second,
+        gunicorn(database_url, env=PATIENT) as first,
+        gunicorn(database_url, env=PATIENT) as second,
     ):
         yield [first, second]
 

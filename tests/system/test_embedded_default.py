@@ -179,11 +179,11 @@ def test_a_second_server_without_redis_refuses_agent_requests_while_the_first_se
 ):
     url, key = demo_database
     single = {"REDIS_URL": ""}
-    first_server = gunicorn(url, workers=1, threads=4, env=single)
+    first_server = gunicorn(url, workers=1, env=single)
     first = first_server.__enter__()
     try:
         assert status_of(first + BOOKINGS, key) == 200
-        with gunicorn(url, workers=1, threads=4, env=single) as second:
+        with gunicorn(url, workers=1, env=single) as second:
             status, body = refusal(second, key)
             assert status == 503
             assert '"statusCode":503' in body and "set REDIS_URL" in body

@@ -62,7 +62,6 @@ def test_a_frozen_rate_limit_store_never_costs_a_booking(database_url, tenants, 
         gunicorn(
             database_url,
             workers=2,
-            threads=4,
             env={"REDIS_URL": store.url, "RATE_LIMIT": "1000000/minute"},
             log_path=log_path,
         ) as base,

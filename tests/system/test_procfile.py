@@ -28,7 +28,7 @@ from app.models.types import utcnow
 from tests.celery_workers import wait_for, worker_idle
 from tests.factories import ALWAYS_OPEN, tenant_document, z
 from tests.mail_servers import ics_of, smtp_server
-from tests.servers import BIN, MACHINE_REDIS, ROOT, free_port
+from tests.servers import BIN, MACHINE_REDIS, PATIENT, ROOT, free_port
 from tests.webhook_receivers import webhook_receiver
 
 pytestmark = pytest.mark.slow
@@ -198,6 +198,7 @@ def test_the_procfile_serves_from_two_web_ports_sharing_one_database_and_redis(
             "MAIL_FROM": "Bookings <bookings@service.test>",
             "WEBHOOK_ALLOW_PRIVATE": "1",
             "WORKER_METRICS_PORT": str(free_port()),
+            **PATIENT,  # the race queues its creates on one calendar's lock
         }
         with procfile(env, tmp_path / "honcho.log") as bases:
             sub_account = provision(env, receiver.url)

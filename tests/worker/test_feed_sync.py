@@ -168,6 +168,7 @@ def test_a_feed_on_a_private_address_is_refused_unless_allowed(app, feed):
     assert feed.statuses() == []
 
 
+@pytest.mark.slow
 def test_a_server_sending_a_byte_at_a_time_meets_the_whole_reads_deadline(
     make_app, feed, monkeypatch
 ):
@@ -184,6 +185,7 @@ def test_a_server_sending_a_byte_at_a_time_meets_the_whole_reads_deadline(
     assert waited < 10
 
 
+@pytest.mark.slow
 def test_a_server_dripping_its_headers_meets_the_whole_reads_deadline_and_is_named(make_app, feed):
     app = make_app(CALDAV_ALLOW_PRIVATE=True, CALDAV_TIMEOUT_SECONDS=0.5)
     feed.answer, feed.drip_seconds = "drip headers", 0.1  # never a whole status line and headers
@@ -208,6 +210,7 @@ def test_a_feed_larger_than_the_limit_is_refused(private_allowed, feed, monkeypa
     assert "larger than" in result.error
 
 
+@pytest.mark.slow
 def test_a_five_megabyte_feed_syncs(private_allowed, feed):
     events = [
         event(

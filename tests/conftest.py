@@ -336,15 +336,20 @@ class ReusedApp:
         if app is None:
             return
         if self._fingerprint(app) != self._as_built:
-            with app.app_context():
-                db.engine.dispose()
-            self._app = None
+            self.close()
             return
         configured = settings_of(app)
         app.extensions["availability_store"] = availability_store(configured)
         app.extensions["api_key_cache"].forget_all()
         for limiter in app.extensions["limiter"]:
             limiter.storage.reset()  # (Limiter.reset would log a line each test)
+
+    def close(self) -> None:
+        """Let the app and its connections go."""
+        if self._app is not None:
+            with self._app.app_context():
+                db.engine.dispose()
+            self._app = None
 
     @staticmethod
     def _fingerprint(app: Flask) -> tuple[Any, ...]:
@@ -386,7 +391,7 @@ class ReusedApp:
 def reused_app(database_url: str) -> Iterator[ReusedApp]:
     reused = ReusedApp(database_url)
     yield reused
-    reused.give_back()
+    reused.close()
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from socketserver import BaseServer
+from typing import Self
 
 import time_machine
 
@@ -89,8 +90,8 @@ PATIENT = {
 SHUTDOWN_POLL_S = 0.02
 
 
-def serve_in_thread(server: Any) -> threading.Thread:
-    """Run ``server`` (a ``socketserver.BaseServer``) in a daemon thread; its ``shutdown()``
+def serve_in_thread(server: BaseServer) -> threading.Thread:
+    """Run ``server`` in a daemon thread; its ``shutdown()``
     then returns within ``SHUTDOWN_POLL_S``."""
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True

@@ -44,7 +44,7 @@ def bookings_in_database(tenant):
 
 @pytest.fixture
 def servers(database_url):
-    """Two gunicorn masters, each with two worker processes and four threads."""
+    """Two gunicorn masters, each with two (gevent) worker processes."""
     with (
         gunicorn(database_url, env=PATIENT) as first,
         gunicorn(database_url, env=PATIENT) as second,

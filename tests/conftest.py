@@ -30,6 +30,7 @@ from argon2 import PasswordHasher, profiles
 from flask import Flask
 from flask.testing import FlaskClient
 from flask_migrate import upgrade
+from limits.storage import MemoryStorage
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -42,6 +43,7 @@ from app.services.availability.kept import availability_store
 from app.services.integrations.registry import app_registry
 from tests.browser_pages import layout_lines
 from tests.dashboard_users import owner_email, sign_in
+from tests.database_templates import TEMPLATES, create_database
 from tests.factories import NEW_YORK, Tenant, TenantFactory
 from tests.google_servers import FakeGoogle
 from tests.live_api import LiveApi, live_api
@@ -101,10 +103,18 @@ ABOUT_DATES = frozenset(
 )
 
 
+# The fixtures that start a CalDAV server process (Radicale, Xandikos) for their tests: those
+# tests are marked ``slow`` here; a test that starts one in its body, or through a fixture of
+# another name, is marked where it is written.
+CALDAV_SERVER_FIXTURES = frozenset({"radicale", "own_radicale", "xandikos", "own_xandikos"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in ABOUT_DATES and item.get_closest_marker("date_sensitive"):
             item.add_marker(pytest.mark.about_dates)
+        if CALDAV_SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 def read_clock(text: str) -> datetime:
@@ -207,21 +217,15 @@ def postgres_admin_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_database(postgres_admin_url: str) -> Callable[[], str]:
-    """Creates throw-away PostgreSQL databases; drops them at the end of the run.
-
-    Their commits do not wait for the disk (``synchronous_commit = off``, a setting of the
-    database, not of the server): what the tests check is what a commit makes visible, never
-    whether it survives a crash, and on a busy CI disk a commit's flush took over the web
-    request's 2 s budget for waiting on PostgreSQL, answering a create 503 that then
-    committed."""
+def postgres_database(postgres_admin_url: str) -> Iterator[Callable[[], str]]:
+    """Creates throw-away PostgreSQL databases (``tests.database_templates.create_database``);
+    drops them, and the templates copied into them, at the end of the run."""
     created: list[str] = []
+    TEMPLATES.use_server(postgres_admin_url)
 
     def create() -> str:
         name = f"calbook_test_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
+        create_database(postgres_admin_url, name)
         created.append(name)
         return (
             make_url(database_url_from_env(postgres_admin_url))
@@ -233,15 +237,17 @@ def postgres_database(postgres_admin_url: str) -> Callable[[], str]:
     with psycopg.connect(postgres_admin_url, autocommit=True) as conn:
         for name in created:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    TEMPLATES.drop_all()
 
 
 @pytest.fixture(scope="session")
 def migrated_postgres_database(postgres_database: Callable[[], str]) -> Callable[[], str]:
-    """Creates throw-away PostgreSQL databases at the migrations' head."""
+    """Creates throw-away PostgreSQL databases at the migrations' head (copies of one this
+    process migrated: ``tests.database_templates``)."""
 
     def create() -> str:
         url = postgres_database()
-        _migrated(url)
+        TEMPLATES.fill(url, "migrated", _migrated)
         return url
 
     return create
@@ -309,47 +315,106 @@ def _built(config: dict[str, Any]) -> Flask:
     return app
 
 
-class ReusedApp:
-    """The default test app (the ``app`` fixture's), built once per process and handed from
-    test to test. Building an app costs about 0.2 s (its routes compiled, its OpenAPI document
-    built): 597 builds took 118 s of ``tests/api``'s 310 s (measured 2026-11-29).
+# Override values an app may be reused for: plain data compares by value, so two tests asking
+# for the same plain settings get the same app. Anything else (a fake server's object, a
+# callable) builds an app of its own.
+_PLAIN = (str, int, float, bool, type(None))
 
-    After each test the app's caches are new (kept availability, API keys, rate-limit
-    counts), as a new app's would be. A test that changed the app itself (its config, its
-    extensions, its listeners, its routes or hooks) gets it discarded: the next test builds
-    another."""
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _plain(item) for key, item in value.items())
+    return isinstance(value, _PLAIN)
+
+
+class ReusedApps:
+    """The test apps of this process, built once for each set of settings and handed from
+    test to test. Building an app costs about 0.2 s (its routes compiled, its OpenAPI document
+    built): 597 builds took 118 s of ``tests/api``'s 310 s, and ``make_app`` with the same
+    settings in each test of a module as much again (measured 2026-11-29).
+
+    A test gets an app that nothing else in the same test holds, built with the same settings
+    and environment. After the test the app's
+    caches are new (kept availability, API keys, rate-limit counts), as a new app's would be.
+    An app the test changed itself (its config, its extensions, its listeners, its routes or
+    hooks), or one counting rate limits outside the process (Redis, which other processes
+    share), is let go: the next test builds another. At most ``KEPT`` apps wait at a time,
+    each with its pooled database connections."""
+
+    KEPT = 6
 
     def __init__(self, database_url: str) -> None:
         self._database_url = database_url
-        self._app: Flask | None = None
-        self._as_built: tuple[Any, ...] = ()
+        self._idle: list[tuple[str, Flask, tuple[Any, ...]]] = []
+        self._lent: list[tuple[str, Flask, tuple[Any, ...]]] = []
 
-    def take(self) -> Flask:
-        if self._app is None:
-            self._app = _built(_test_config(self._database_url, {}))
-            self._as_built = self._fingerprint(self._app)
-        return self._app
+    def take(self, overrides: dict[str, Any]) -> Flask:
+        """An app with ``overrides`` on the test configuration."""
+        key = self._key(overrides) if _plain(overrides) else None
+        for index, entry in enumerate(self._idle):
+            if key is not None and entry[0] == key:
+                self._lent.append(self._idle.pop(index))
+                return entry[1]
+        app = _built(_test_config(self._database_url, overrides))
+        self._lent.append((key or "", app, self._fingerprint(app)) if key else ("", app, ()))
+        return app
+
+    def any_app(self) -> Flask:
+        """The default app: the test's, if it had it."""
+        default = self._key({})
+        for key, app, _ in self._lent:
+            if key == default:
+                return app
+        return self.take({})
 
     def give_back(self) -> None:
-        """Renew the app's caches, or discard it if the test changed it."""
-        app = self._app
-        if app is None:
-            return
-        if self._fingerprint(app) != self._as_built:
-            self.close()
-            return
-        configured = settings_of(app)
-        app.extensions["availability_store"] = availability_store(configured)
-        app.extensions["api_key_cache"].forget_all()
-        for limiter in app.extensions["limiter"]:
-            limiter.storage.reset()  # (Limiter.reset would log a line each test)
+        """After a test: renew the caches of the apps it had, or let them go."""
+        lent, self._lent = self._lent, []
+        for key, app, as_built in lent:
+            with app.app_context():
+                db.session.remove()
+            if not key or self._fingerprint(app) != as_built or not self._counts_in_memory(app):
+                self._close(app)
+                continue
+            configured = settings_of(app)
+            app.extensions["availability_store"] = availability_store(configured)
+            app.extensions["api_key_cache"].forget_all()
+            for limiter in app.extensions["limiter"]:
+                limiter.storage.reset()  # (Limiter.reset would log a line each test)
+            self._idle.insert(0, (key, app, as_built))
+        for _, app, _ in self._idle[self.KEPT :]:
+            self._close(app)
+        del self._idle[self.KEPT :]
 
     def close(self) -> None:
-        """Let the app and its connections go."""
-        if self._app is not None:
-            with self._app.app_context():
-                db.engine.dispose()
-            self._app = None
+        """Let every app and its connections go."""
+        self.give_back()
+        for _, app, _ in self._idle:
+            self._close(app)
+        self._idle.clear()
+
+    @staticmethod
+    def _key(overrides: dict[str, Any]) -> str:
+        """The overrides and the environment (settings are read from both when an app is
+        built), but not pytest's own variables, which name the running test."""
+        environment = {
+            name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")
+        }
+        return repr((sorted(overrides.items()), sorted(environment.items())))
+
+    @staticmethod
+    def _close(app: Flask) -> None:
+        with app.app_context():
+            db.session.remove()
+            db.engine.dispose()
+
+    @staticmethod
+    def _counts_in_memory(app: Flask) -> bool:
+        return all(
+            isinstance(limiter.storage, MemoryStorage) for limiter in app.extensions["limiter"]
+        )
 
     @staticmethod
     def _fingerprint(app: Flask) -> tuple[Any, ...]:
@@ -388,37 +453,26 @@ class ReusedApp:
 
 
 @pytest.fixture(scope="session")
-def reused_app(database_url: str) -> Iterator[ReusedApp]:
-    reused = ReusedApp(database_url)
+def reused_apps(database_url: str) -> Iterator[ReusedApps]:
+    reused = ReusedApps(database_url)
     yield reused
     reused.close()
 
 
 @pytest.fixture
-def make_app(database_url: str, reused_app: ReusedApp) -> Iterator[Callable[..., Flask]]:
-    """Builds apps on this run's database; the database is emptied after the test."""
-    apps: list[Flask] = []
-
-    def make(**overrides: Any) -> Flask:
-        app = _built(_test_config(database_url, overrides))
-        apps.append(app)
-        return app
-
-    yield make
-    for built in apps:
-        with built.app_context():
-            db.session.remove()
-            db.engine.dispose()
-    with reused_app.take().app_context():
+def make_app(reused_apps: ReusedApps) -> Iterator[Callable[..., Flask]]:
+    """Apps on this run's database (``ReusedApps``); the database is emptied after the test."""
+    yield lambda **overrides: reused_apps.take(overrides)
+    with reused_apps.any_app().app_context():
         db.session.remove()
         _empty_all_tables()
-    reused_app.give_back()
+    reused_apps.give_back()
 
 
 @pytest.fixture
-def app(make_app: Callable[..., Flask], reused_app: ReusedApp) -> Iterator[Flask]:
-    """The default app (``ReusedApp``: the same object test after test, its caches new)."""
-    app = reused_app.take()
+def app(make_app: Callable[..., Flask]) -> Iterator[Flask]:
+    """The default app (``ReusedApps``: the same object test after test, its caches new)."""
+    app = make_app()
     with app.app_context():
         yield app
         db.session.remove()

@@ -26,6 +26,8 @@ from typing import Self
 
 import time_machine
 
+from tests.database_templates import TEMPLATES
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 MACHINE_REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -155,7 +157,26 @@ class Demo:
 
 def migrate_and_run_demo(env: dict[str, str]) -> Demo:
     """``flask db upgrade`` and ``flask demo`` as the README runs them, in ``env`` (the whole
-    process environment); returns what the demo printed."""
+    process environment), on the new database ``env["DATABASE_URL"]``; returns what the demo
+    printed. This process runs the two commands once for each environment and copies their
+    database after that (``tests.database_templates``): the copies share the demo's password
+    and key. The secret key is not part of what tells environments apart: nothing the demo
+    writes is encrypted or signed with it."""
+    key = tuple(
+        sorted(
+            (name, value)
+            for name, value in env.items()
+            if name not in ("DATABASE_URL", "SECRET_KEY") and not name.startswith("PYTEST_")
+        )
+    )
+    return TEMPLATES.fill(
+        env["DATABASE_URL"],
+        ("demo", key),
+        lambda url: _run_migrate_and_demo({**env, "DATABASE_URL": url}),
+    )
+
+
+def _run_migrate_and_demo(env: dict[str, str]) -> Demo:
     flask = [str(BIN / "flask"), "--app", "wsgi"]
     subprocess.run([*flask, "db", "upgrade"], cwd=ROOT, env=env, check=True, capture_output=True)
     demo = subprocess.run(
@@ -287,6 +308,10 @@ def gunicorn(
         str(workers),
         "--timeout",
         "60",
+        # A test stops its server once it has read the last answer it needs; a graceful stop
+        # would wait out each idle keep-alive connection (a browser keeps some) for up to 5 s.
+        "--graceful-timeout",
+        "1",
         *options,
         "wsgi:app",
     ]

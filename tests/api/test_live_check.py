@@ -108,7 +108,14 @@ def xandikos(tmp_path_factory):
         yield server
 
 
-@pytest.fixture(params=["google", "microsoft", "radicale", "xandikos"])
+@pytest.fixture(
+    params=[
+        "google",
+        "microsoft",
+        pytest.param("radicale", marks=pytest.mark.slow),
+        pytest.param("xandikos", marks=pytest.mark.slow),
+    ]
+)
 def connected(request, make_app):
     """A tenant whose calendar of each kind is connected and synced while empty."""
     kind = request.param

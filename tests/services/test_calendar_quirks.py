@@ -47,7 +47,9 @@ EXPECTED: dict[str, dict[str, Any]] = json.loads((FIXTURES / "expected.json").re
 SERVERS = {"radicale": radicale_server, "xandikos": xandikos_server}
 
 
-@pytest.fixture(scope="module", params=sorted(SERVERS))
+@pytest.fixture(
+    scope="module", params=[pytest.param(name, marks=pytest.mark.slow) for name in sorted(SERVERS)]
+)
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OwnServer]:

@@ -163,6 +163,7 @@ def test_the_written_event_is_not_busy_time_on_the_next_sync(client, tenants, ra
     assert (result.status, result.busy_count) == ("synced", 0)
 
 
+@pytest.mark.slow
 def test_a_server_that_is_down_is_retried_with_the_error_recorded(client, tenants, tmp_path):
     with radicale_server(tmp_path / "own") as server:
         tenant, connection_id, calendar = connected(tenants, server)

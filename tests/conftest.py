@@ -340,11 +340,10 @@ class ReusedApps:
     settings in each test of a module as much again (measured 2026-11-29).
 
     A test gets an app that nothing else in the same test holds, built with the same settings
-    and environment. After the test the app's
-    caches are new (kept availability, API keys, rate-limit counts), as a new app's would be.
-    An app the test changed itself (its config, its extensions, its listeners, its routes or
-    hooks), or one counting rate limits outside the process (Redis, which other processes
-    share), is let go: the next test builds another. At most ``KEPT`` apps wait at a time,
+    and environment. After the test the app's caches are new (kept availability, API keys,
+    rate-limit counts), as a new app's would be. An app the test changed itself (its config,
+    its extensions, its listeners, its routes or hooks), or one counting rate limits outside
+    the process (Redis, which other processes share), is let go: the next test builds another. At most ``KEPT`` apps wait at a time,
     each with its pooled database connections."""
 
     KEPT = 6
@@ -354,15 +353,19 @@ class ReusedApps:
         self._idle: list[tuple[str, Flask, tuple[Any, ...]]] = []
         self._lent: list[tuple[str, Flask, tuple[Any, ...]]] = []
 
-    def take(self, overrides: dict[str, Any]) -> Flask:
-        """An app with ``overrides`` on the test configuration."""
-        key = self._key(overrides) if _plain(overrides) else None
-        for index, entry in enumerate(self._idle):
-            if key is not None and entry[0] == key:
+    def take(self, overrides: dict[str, Any], *, fresh: bool = False) -> Flask:
+        """An app with ``overrides`` on the test configuration; ``fresh``: one built now, that
+        has answered no request yet (a test adding a route needs one), and is let go after."""
+        key = self._key(overrides) if _plain(overrides) and not fresh else ""
+        for index, (idle_key, app, _) in enumerate(self._idle):
+            if key and idle_key == key:
                 self._lent.append(self._idle.pop(index))
-                return entry[1]
+                return app
         app = _built(_test_config(self._database_url, overrides))
-        self._lent.append((key or "", app, self._fingerprint(app)) if key else ("", app, ()))
+        if key and self._counts_in_memory(app):
+            self._lent.append((key, app, self._fingerprint(app)))
+        else:  # "": let go after the test
+            self._lent.append(("", app, ()))
         return app
 
     def any_app(self) -> Flask:
@@ -379,7 +382,7 @@ class ReusedApps:
         for key, app, as_built in lent:
             with app.app_context():
                 db.session.remove()
-            if not key or self._fingerprint(app) != as_built or not self._counts_in_memory(app):
+            if not key or self._fingerprint(app) != as_built:
                 self._close(app)
                 continue
             configured = settings_of(app)
@@ -465,8 +468,13 @@ def reused_apps(database_url: str) -> Iterator[ReusedApps]:
 
 @pytest.fixture
 def make_app(reused_apps: ReusedApps) -> Iterator[Callable[..., Flask]]:
-    """Apps on this run's database (``ReusedApps``); the database is emptied after the test."""
-    yield lambda **overrides: reused_apps.take(overrides)
+    """Apps on this run's database (``ReusedApps``; ``make_app(fresh=True, …)`` for one built
+    now); the database is emptied after the test."""
+
+    def make(*, fresh: bool = False, **overrides: Any) -> Flask:
+        return reused_apps.take(overrides, fresh=fresh)
+
+    yield make
     with reused_apps.any_app().app_context():
         db.session.remove()
         _empty_all_tables()

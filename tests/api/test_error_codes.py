@@ -160,7 +160,7 @@ def test_an_unreachable_database_is_service_unavailable():
 
 
 def test_an_unexpected_failure_is_internal_error(make_app):
-    app = make_app(TESTING=False)
+    app = make_app(fresh=True, TESTING=False)
     add_probe_routes(app)
     assert_code(app.test_client().get("/v1/api/probe/boom"), 500, "internal_error")
 

@@ -11,7 +11,7 @@ from tests.probe_routes import add_probe_routes
 
 @pytest.fixture
 def probe_client(make_app):
-    app = make_app(TESTING=False)
+    app = make_app(fresh=True, TESTING=False)
     add_probe_routes(app)
     return app.test_client()
 

@@ -47,7 +47,7 @@ def test_error_answers_carry_the_request_id_too(client, tenant):
 
 
 def test_log_lines_of_a_request_are_json_with_its_request_id(make_app, log_lines):
-    app = make_app()  # a route of its own, added before the app's first request
+    app = make_app(fresh=True)  # a route of its own, added before the app's first request
 
     @app.get("/test-log-line")
     def log_something():

@@ -93,8 +93,8 @@ SHUTDOWN_POLL_S = 0.02
 
 
 def serve_in_thread(server: BaseServer) -> threading.Thread:
-    """Run ``server`` in a daemon thread; its ``shutdown()``
-    then returns within ``SHUTDOWN_POLL_S``."""
+    """Run ``server`` in a daemon thread; its ``shutdown()`` then returns within
+    ``SHUTDOWN_POLL_S``."""
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True
     )

@@ -56,17 +56,19 @@ run: venv
 ## pick a slot to book runs on the real clock alone. The conventions (tests/conventions) are
 ## make lint's.
 TEST_CLOCKS ?= 2027-07-15T14:00:00Z 2027-03-14T06:30:00Z 2027-11-07T06:30:00Z
-## Two pytest processes (pytest-xdist, a test file each at a time): most tests wait on servers
-## and subprocesses, so this halves the time on a 2-core machine. A third gained 45 s of 22
-## minutes in CI and answered a 503 under the load (2026-11-29).
-PYTEST = $(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/conventions
+## pytest-xdist, a test file to a process at a time. `make test`'s main pass runs three
+## processes: about half its tests wait out real time on servers and subprocesses, so two left
+## a core idle for a third of the run (11.1 minutes with two, 9.0 with three, 2026-12-06). The
+## tests about dates and the fast tests are CPU-bound (a clock's pass 35 s with two or three),
+## and `make check` runs make lint beside the fast tests: two processes there.
+PYTEST = $(BIN)/pytest -q --dist loadfile --ignore=tests/conventions
 test: dev-venv
-	$(PYTEST) --durations=25
+	$(PYTEST) -n 3 --durations=25
 	@last=$(lastword $(TEST_CLOCKS)); for clock in $(TEST_CLOCKS); do \
 	  marks="about_dates and not one_shifted_clock"; \
 	  if [ "$$clock" = "$$last" ]; then marks=about_dates; fi; \
 	  echo "tests about dates on a clock starting at $$clock"; \
-	  $(PYTEST) -m "$$marks" --clock $$clock || exit 1; \
+	  $(PYTEST) -n 2 -m "$$marks" --clock $$clock || exit 1; \
 	done
 
 ## make check: the contributors' inner loop: make lint beside the fast tests (none that starts
@@ -80,7 +82,7 @@ check: dev-venv
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint fast-tests
 
 fast-tests: dev-venv
-	$(PYTEST) -m "not slow" --time-per-folder $(FAST_TESTS)
+	$(PYTEST) -n 2 -m "not slow" --time-per-folder $(FAST_TESTS)
 
 ## make lint: ruff, formatting, the import contracts, types, and the conventions the code and
 ## the tests keep (tests/conventions: date markers, public APIs only, no sleeps, the docs'

@@ -132,6 +132,7 @@ class Settings(BaseSettings):
     outbox_dispatch: bool = Field(True, description="hand committed events to Celery at once")
     outbox_sweep_grace_seconds: Seconds = Field(30.0, description="before the sweep retries")
     outbox_retry_base_seconds: Seconds = Field(60.0, description="first wait after a failure")
+    retention_days: int = Field(30, ge=1, description="keeping delivered events and mail logs")
 
     # Fresh calendars
     sync_interval_seconds: float = Field(60.0, gt=0, description="how often a calendar is read")

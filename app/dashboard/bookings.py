@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 from flask_login import current_user
-from sqlalchemy import select
 from werkzeug.wrappers import Response
 from wtforms.fields.choices import SelectChoice
 
 from app.dashboard.forms import FORM_EXPIRED, ActionForm, BookingFilterForm, CancelForm, page_count
 from app.dashboard.views import dashboard
 from app.extensions import db
-from app.models import BookingStatus, OutboxEvent
+from app.models import BookingStatus
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
 from app.services.accounts.users import open_sub_account
@@ -25,7 +24,12 @@ from app.services.bookings.lifecycle import (
     is_active,
     record_outcome,
 )
-from app.services.bookings.queries import BookingListQuery, get_booking, list_bookings
+from app.services.bookings.queries import (
+    BookingListQuery,
+    booking_history,
+    get_booking,
+    list_bookings,
+)
 from app.services.bookings.reminders import reminder_plan
 from app.services.bookings.writes import cancel_booking
 from app.services.common.errors import InvalidRequest
@@ -79,9 +83,7 @@ def _event_type_id(text: str | None) -> int | None:
 def booking(sub_account_id: int, booking_id: int) -> str:
     sub_account = open_sub_account(current_user, sub_account_id)
     found = get_booking(sub_account, booking_id)
-    history = db.session.scalars(
-        select(OutboxEvent).where(OutboxEvent.booking_id == found.id).order_by(OutboxEvent.id)
-    ).all()
+    history = booking_history(found)
     return render_template(
         "dashboard/booking.html",
         sub_account=sub_account,

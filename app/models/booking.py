@@ -222,3 +222,21 @@ class BookingDayCount(Model):
     event_type_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     bookings: Mapped[int] = mapped_column(Integer)
     minutes: Mapped[int] = mapped_column(Integer)
+
+
+class BookingChange(Model):
+    """One line of a booking's history as the dashboard shows it: what happened (an event's
+    kind), who did it, which fields changed, when. Written beside the booking's outbox event
+    (``app.services.integrations.events.emit``) and kept as long as the booking, while the
+    outbox row, a queue's entry, is deleted once delivered and old (``RETENTION_DAYS``)."""
+
+    __tablename__ = "booking_changes"
+    __table_args__ = (Index("ix_booking_changes_booking_id", "booking_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    booking_id: Mapped[int] = mapped_column(ForeignKey("bookings.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    # "attendee" (their manage link) or "business" (the API, the dashboard, the service).
+    actor: Mapped[str] = mapped_column(String(16))
+    changed: Mapped[list[str]] = mapped_column(JSON, default=list)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)

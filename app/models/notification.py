@@ -27,6 +27,10 @@ class MailMessage(Model):
     __table_args__ = (
         Index("uq_mail_messages_dedupe_key", "dedupe_key", unique=True),
         Index("ix_mail_messages_sub_account_created", "sub_account_id", "created_at"),
+        # What the retention deletes (``RETENTION_DAYS``), and the SET NULL of an event's
+        # deletion.
+        Index("ix_mail_messages_created_at", "created_at"),
+        Index("ix_mail_messages_event_id", "event_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

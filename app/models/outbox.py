@@ -20,7 +20,12 @@ class OutboxEvent(Model):
     again when a handler is due."""
 
     __tablename__ = "outbox_events"
-    __table_args__ = (Index("ix_outbox_events_undelivered", "delivered_at", "id"),)
+    __table_args__ = (
+        Index("ix_outbox_events_undelivered", "delivered_at", "id"),
+        # A booking's events in order: the handlers' ordering check, the cascade of a deleted
+        # booking.
+        Index("ix_outbox_events_booking_id", "booking_id", "id"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(String(32))

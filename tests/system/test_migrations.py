@@ -398,3 +398,83 @@ def test_0021_moves_the_reminder_minutes_into_the_list_and_keeps_sent_ones_sent(
         )
     engine.dispose()
     assert minutes == [90, None]
+
+
+def test_0027_gives_each_booking_its_history_from_the_outbox_rows_there_are(fresh_database_url):
+    """``booking_changes`` is filled from the outbox, in order, an actor not recorded then
+    being the business; the downgrade drops it and leaves the outbox as it was."""
+    url = fresh_database_url
+    run(url, upgrade, None, "0026")
+    created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        insert_agency(connection, created)
+        connection.execute(
+            text(
+                "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
+                " VALUES (1, 1, 'S', true, :at)"
+            ),
+            {"at": created},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO event_types (id, sub_account_id, name, duration, buffer_before,"
+                " buffer_after, active, created_at, updated_at)"
+                " VALUES (1, 1, 'E', 30, 0, 0, true, :at, :at)"
+            ),
+            {"at": created},
+        )
+        start, end = datetime(2030, 1, 3, 10, tzinfo=UTC), datetime(2030, 1, 3, 10, 30, tzinfo=UTC)
+        connection.execute(
+            text(
+                "INSERT INTO bookings (id, uid, sub_account_id, event_type_id, status, title,"
+                " timezone, metadata, start_at, end_at, occupied_start, occupied_end,"
+                " created_at, updated_at) VALUES (7, 'u7', 1, 1, 'confirmed', 'T', 'UTC', '{}',"
+                " :start, :end, :start, :end, :at, :at)"
+            ),
+            {"start": start, "end": end, "at": created},
+        )
+        for minutes, kind, actor, changed in (
+            (0, "booking.created", None, "[]"),
+            (5, "booking.rescheduled", "attendee", '["startTime", "endTime"]'),
+            (9, "booking.cancelled", "business", "[]"),
+        ):
+            connection.execute(
+                text(
+                    "INSERT INTO outbox_events (kind, sub_account_id, booking_id, changed, actor,"
+                    " occurred_at, delivered_at) VALUES (:kind, 1, 7, :changed, :actor, :at, :at)"
+                ),
+                {
+                    "kind": kind,
+                    "changed": changed,
+                    "actor": actor,
+                    "at": created + timedelta(minutes=minutes),
+                },
+            )
+    engine.dispose()
+
+    run(url, upgrade, None, "0027")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        history = connection.execute(
+            text(
+                "SELECT booking_id, kind, actor, changed, occurred_at FROM booking_changes"
+                " ORDER BY id"
+            )
+        ).all()
+    engine.dispose()
+    assert history == [
+        (7, "booking.created", "business", [], created),
+        (
+            7,
+            "booking.rescheduled",
+            "attendee",
+            ["startTime", "endTime"],
+            created + timedelta(minutes=5),
+        ),
+        (7, "booking.cancelled", "business", [], created + timedelta(minutes=9)),
+    ]
+
+    run(url, downgrade, None, "0026")
+    assert "booking_changes" not in table_names(url)
+    assert "outbox_events" in table_names(url)

@@ -283,3 +283,59 @@ def test_two_handlers_finishing_at_once_leave_the_event_delivered(app, event_id,
         db.session.commit()
     other.join()
     assert outbox_rows()[0].delivered_at is not None
+
+
+def later_event(first_event_id: int) -> int:
+    """A second event of the same booking as ``first_event_id``, after it."""
+    first = db.session.get(OutboxEvent, first_event_id)
+    row = OutboxEvent(
+        kind="booking.rescheduled",
+        sub_account_id=first.sub_account_id,
+        booking_id=first.booking_id,
+        changed=["startTime"],
+        occurred_at=first.occurred_at + timedelta(seconds=1),
+    )
+    db.session.add(row)
+    db.session.commit()
+    return row.id
+
+
+def test_a_later_event_waits_for_the_handler_to_be_done_with_the_earlier_one(event_id, calls):
+    second = later_event(event_id)
+    assert outbox.handle_event(second, "test", utcnow()) is False
+    assert calls == []
+
+
+def test_once_done_with_an_event_the_handler_is_handed_the_bookings_next(event_id, calls):
+    second = later_event(event_id)
+    outbox.handle_event(event_id, "test", utcnow())
+    db.session.commit()
+    assert outbox.next_in_line(event_id, "test") == second
+    assert outbox.handle_event(second, "test", utcnow()) is True
+    assert calls == [event_id, second]
+
+
+def test_nothing_is_next_in_line_while_the_event_waits_to_retry(event_id, failing):
+    later_event(event_id)
+    outbox.handle_event(event_id, "flaky", utcnow())
+    db.session.commit()
+    assert outbox.next_in_line(event_id, "flaky") is None
+
+
+def test_an_event_given_up_hands_the_bookings_next_one_over(event_id, failing):
+    second = later_event(event_id)
+    now = utcnow()
+    for attempt in range(outbox.MAX_ATTEMPTS):
+        outbox.handle_event(event_id, "flaky", now + timedelta(days=attempt))
+        db.session.commit()
+    assert record(event_id, "flaky").status == "failed"
+    assert outbox.next_in_line(event_id, "flaky") == second
+
+
+def test_the_next_in_line_is_one_the_handler_has_not_had(event_id, calls):
+    second = later_event(event_id)
+    third = later_event(second)
+    outbox.handle_event(event_id, "test", utcnow())
+    outbox.handle_event(second, "test", utcnow())
+    db.session.commit()
+    assert outbox.next_in_line(event_id, "test") == third

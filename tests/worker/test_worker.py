@@ -151,6 +151,26 @@ def test_the_sweep_delivers_events_whose_dispatch_was_lost(
             assert wait_for(lambda: delivered(event_id))
 
 
+def test_beat_has_the_worker_purge_what_is_past_the_retention(
+    database_url, make_app, tenants, tmp_path
+):
+    app = make_app(REDIS_URL=None, CELERY_BROKER_URL=None)
+    schedule = app.extensions["celery"].conf.beat_schedule
+    assert schedule["purge-old-records"]["task"] == "retention.purge"
+    with app.app_context():
+        tenant = tenants.create()
+        booking = make_booking(tenant, utcnow() - timedelta(days=60))
+        long_ago = utcnow() - timedelta(days=31)
+        event_id = make_outbox_event(booking, long_ago, delivered_at=long_ago).id
+
+    with celery_worker(database_url, tmp_path / "worker.log"):
+        app.extensions["celery"].send_task("retention.purge")
+        with app.app_context():
+            assert wait_for(lambda: db.session.get(OutboxEvent, event_id) is None)
+            db.session.expire_all()
+            assert db.session.get(Booking, booking.id) is not None
+
+
 def test_the_worker_purges_expired_holds(database_url, make_app, tenants, tmp_path):
     queue = f"test-{uuid.uuid4().hex}"
     app = make_app(CELERY_BROKER_URL=MACHINE_REDIS, CELERY_QUEUE=queue)

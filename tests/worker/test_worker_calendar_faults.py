@@ -6,7 +6,10 @@ of a write-back leaves the booking's event in the calendar exactly once after it
 from __future__ import annotations
 
 import os
+import re
 import signal
+import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -18,7 +21,7 @@ from app.models import BlockedTime, CalendarConnection, OutboxDelivery, OutboxEv
 from app.models.types import utcnow
 from app.services.common.encryption import encrypt_secret
 from tests.celery_workers import celery_worker, wait_for
-from tests.factories import book_through_api, first_read_over, next_monday, ny
+from tests.factories import book_through_api, first_read_over, next_monday, ny, z
 from tests.postgres_servers import waiting_for_a_lock_on
 from tests.radicale_servers import (
     PASSWORD,
@@ -28,6 +31,7 @@ from tests.radicale_servers import (
     stamp,
     vevent,
 )
+from tests.servers import MACHINE_REDIS
 
 pytestmark = [
     pytest.mark.slow,
@@ -200,3 +204,75 @@ def test_a_worker_killed_during_a_write_back_leaves_the_event_once(
         (event,) = events_with_uid(calendar, booking["uid"])
         assert event["DTSTART"].dt == ny(MONDAY, 10)
         assert len(calendar.events()) == 1
+
+
+def handles_taken(log: Path, since: int) -> int:
+    """How many ``outbox.handle`` tasks the worker took from byte ``since`` of its log."""
+    return len(re.findall(r"Task outbox\.handle\[[0-9a-f-]+\] received", log.read_text()[since:]))
+
+
+def test_a_later_event_waiting_on_a_stalled_write_back_costs_a_bounded_number_of_tasks(
+    database_url, make_app, tenants, tmp_path
+):
+    """A booking is made and moved while its calendar's server is frozen: the move's
+    write-back waits behind the booking's, which waits out its deadline. Waiting publishes
+    nothing: the tasks taken are the hand-overs of the two events alone (a deliver, then one
+    task per handler, and the hand-over of the move once the booking is done with), however
+    long the deadline."""
+    broker = {"CELERY_BROKER_URL": MACHINE_REDIS, "CELERY_QUEUE": f"test-{uuid.uuid4().hex}"}
+    app = make_app(OUTBOX_DISPATCH=True, CALENDAR_LIVE_CHECK="off", **broker)
+    worker_log = tmp_path / "worker.log"
+    with radicale_server(tmp_path / "radicale") as radicale:
+        radicale.make_calendar("dentist", "Personal")
+        with app.app_context():
+            tenant = tenants.create(
+                calendarConnections=[connection_doc("Personal", radicale, "dentist")]
+            )
+        client = app.test_client()
+        with celery_worker(
+            database_url,
+            worker_log,
+            processes=2,
+            CALDAV_TIMEOUT_SECONDS=str(STALL_S),
+            **broker,
+        ):
+            with app.app_context():
+                assert wait_for(lambda: first_read_over(tenant.connections["Personal"]))
+            before = worker_log.stat().st_size
+            radicale.freeze()
+            try:
+                booking = book_through_api(client, tenant, ny(MONDAY, 10)).json
+                moved = client.put(
+                    f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}"
+                    f"/bookings/{booking['id']}",
+                    json={"startTime": z(ny(MONDAY, 11))},
+                    headers=tenant.headers(),
+                )
+                assert moved.status_code == 200, moved.json
+                with app.app_context():
+                    # The booking's write-back waited out its deadline and waits to retry.
+                    assert wait_for(
+                        lambda: write_back_retrying(booking["id"]), timeout=STALL_S + 20
+                    )
+            finally:
+                radicale.thaw()
+            taken = handles_taken(worker_log, before)
+    # Two events, three handlers each (write-back, mail, webhooks); the move handed to the two
+    # handlers done with the booking; a few more for the broker's redeliveries. A task that
+    # asked again while it waited took 25 in the same time (8 s).
+    assert taken <= 2 * 3 + 2 + 4, worker_log.read_text()[before:]
+
+
+STALL_S = 8
+
+
+def write_back_retrying(booking_id: int) -> bool:
+    db.session.expire_all()
+    first = db.session.scalar(
+        select(OutboxEvent.id)
+        .where(OutboxEvent.booking_id == booking_id)
+        .order_by(OutboxEvent.id)
+        .limit(1)
+    )
+    record = db.session.get(OutboxDelivery, (first, "calendar_write_back"))
+    return record is not None and record.status == "retrying"

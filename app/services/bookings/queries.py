@@ -20,7 +20,7 @@ from sqlalchemy.sql.operators import custom_op
 
 from app.api_terms import LIST_LIMIT_DEFAULT
 from app.extensions import db
-from app.models import ACTIVE_STATUSES, Attendee, Booking, SubAccount
+from app.models import ACTIVE_STATUSES, Attendee, Booking, BookingChange, SubAccount
 from app.scheduling.timezones import InstantInput, zone
 from app.services.common.errors import BookingNotFound
 from app.services.common.ids import is_storable_id
@@ -238,3 +238,15 @@ def get_booking(sub_account: SubAccount, booking_id: int) -> Booking:
     if booking is None:
         raise BookingNotFound()
     return booking
+
+
+def booking_history(booking: Booking) -> list[BookingChange]:
+    """What happened to ``booking``, oldest first: its own table (``booking_changes``), kept
+    as long as the booking, whatever the retention has deleted of its outbox events."""
+    return list(
+        db.session.scalars(
+            select(BookingChange)
+            .where(BookingChange.booking_id == booking.id)
+            .order_by(BookingChange.id)
+        )
+    )

@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session, SessionTransaction, scoped_session
 
-from app.models import Booking, BookingReminder, OutboxEvent
+from app.models import Booking, BookingChange, BookingReminder, OutboxEvent
 from app.services.integrations.event_schema import booking_snapshot
 from app.services.integrations.registry import IntegrationRegistry, Subscriber, app_registry
 
@@ -75,8 +75,9 @@ def unsubscribe(subscriber: Subscriber) -> None:
 
 
 def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) -> OutboxEvent:
-    """Record ``booking_event`` in the outbox, in ``session``'s transaction, and queue it for
-    the subscribers when that transaction commits; returns the outbox row (unflushed)."""
+    """Record ``booking_event`` in the outbox and in the booking's history, in ``session``'s
+    transaction, and queue it for the subscribers when that transaction commits; returns the
+    outbox row (unflushed)."""
     booking = session.get(Booking, booking_event.booking_id)
     row = OutboxEvent(
         kind=str(booking_event.kind),
@@ -88,6 +89,17 @@ def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) ->
         occurred_at=booking_event.occurred_at,
     )
     session.add(row)
+    # The booking's history, kept as long as the booking (the outbox row goes once delivered
+    # and old: ``RETENTION_DAYS``).
+    session.add(
+        BookingChange(
+            booking_id=row.booking_id,
+            kind=row.kind,
+            actor=row.actor,
+            changed=row.changed,
+            occurred_at=row.occurred_at,
+        )
+    )
     # The subscribers are those of the app the write runs in, looked up now: the commit's
     # listener below runs wherever SQLAlchemy calls it.
     pending: list[tuple[BookingEvent, OutboxEvent, IntegrationRegistry]]

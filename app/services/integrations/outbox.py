@@ -12,8 +12,10 @@ One booking's events reach each handler in the order they happened, however many
 a handler is given an event only once it is done with every earlier event of the same booking
 (delivered or given up). So the mail about a reschedule never leaves before the mail about the
 booking, nor is a webhook delivery made before the earlier one's. An event whose turn has not
-come is asked about again shortly while the earlier one is under way (``waiting_for_earlier``:
-its task asks again, backing off), and by the sweep while the earlier one waits to retry.
+come is not asked about again: when the handler is done with an event, the next one of the
+booking is handed to it (``next_in_line``); an event whose hand-over was lost, or that waits
+behind one waiting to retry, is the sweep's. So a later event costs no task while it waits,
+however long the earlier one takes.
 
 A handler that fails (raises ``DeliveryFailed``, or anything unexpected) is offered the event
 again after 1, 2, 4 … minutes (at most an hour apart, with jitter) by the sweep, up to
@@ -224,19 +226,28 @@ def _earlier_unfinished(event: OutboxEvent, handler_name: str) -> bool:
     return _earlier_event(event, with_record=~done)
 
 
-def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
-    """Whether the event's turn with the handler comes soon: it has not had the event yet, and
-    no earlier event of the booking waits to retry with it (an earlier one under way, queued or
-    just done). An earlier event waiting to retry leaves this one to the sweep instead."""
+def next_in_line(event_id: int, handler_name: str) -> int | None:
+    """The booking's next event for the handler once it is done with ``event_id`` (delivered
+    or given up): the first later undelivered event of the booking it has no record of. None
+    while ``event_id`` waits to retry with it, or when there is none. Asked after the record's
+    commit, so an event that found ``event_id`` unfinished a moment before is handed over
+    here (it may also have run meanwhile: a second hand-over finds its record and does
+    nothing)."""
+    record = db.session.get(OutboxDelivery, (event_id, handler_name))
     event = db.session.get(OutboxEvent, event_id)
-    if (
-        event is None
-        or handler_name not in app_registry().handlers
-        or db.session.get(OutboxDelivery, (event_id, handler_name)) is not None
-    ):
-        return False
-    retrying = _record_of(handler_name, OutboxDelivery.status == DeliveryStatus.RETRYING)
-    return not _earlier_event(event, with_record=retrying)
+    if record is None or not record.finished or event is None:
+        return None
+    return db.session.scalar(
+        select(OutboxEvent.id)
+        .where(
+            OutboxEvent.booking_id == event.booking_id,
+            OutboxEvent.id > event.id,
+            OutboxEvent.delivered_at.is_(None),
+            ~_record_of(handler_name),
+        )
+        .order_by(OutboxEvent.id)
+        .limit(1)
+    )
 
 
 def _record(

@@ -20,6 +20,7 @@ from app.models.booking import (
 from app.models.calendar_connection import (
     CalendarConnection,
     CalendarItem,
+    CalendarWriteLease,
     ConnectedCalendar,
     ConnectionKind,
     OAuthConsent,
@@ -68,6 +69,7 @@ __all__ = [
     "CalendarItem",
     "CalendarSettings",
     "CalendarVersion",
+    "CalendarWriteLease",
     "ConnectedCalendar",
     "ConnectionKind",
     "Contact",

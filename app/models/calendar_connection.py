@@ -196,6 +196,27 @@ class WrittenEvent(Model):
     event_id: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
 
 
+class CalendarWriteLease(Model):
+    """One writer at a time of a booking's event in a connection's calendar: the write-back of
+    an outbox event, a second delivery of it, and the writing of existing bookings after a
+    connection is made could otherwise write the same booking at once (two events where the
+    provider chooses the id, as Graph does). A writer claims the row (committed at once) before
+    it writes, and the row goes in the transaction that records what it wrote; one that finds
+    the row held, and not past ``until``, leaves the booking to its retry. ``until`` outlasts
+    any write (a worker task's hard time limit), so a writer that died frees it then."""
+
+    __tablename__ = "calendar_write_leases"
+
+    booking_id: Mapped[int] = mapped_column(
+        ForeignKey("bookings.id", ondelete="CASCADE"), primary_key=True
+    )
+    calendar_connection_id: Mapped[int] = mapped_column(
+        ForeignKey("calendar_connections.id", ondelete="CASCADE"), primary_key=True
+    )
+    holder: Mapped[str] = mapped_column(String(32))
+    until: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 class PushChannel(Model):
     """A provider's promise to tell the service when a connected calendar changes: a Google
     ``events.watch`` channel or a Microsoft Graph subscription

@@ -100,6 +100,7 @@ ALLOWED: dict[str, str] = {
             "test_worker.py::test_the_sweep_delivers_events_whose_dispatch_was_lost",
             "test_worker.py::test_the_worker_purges_expired_holds",
             "test_worker.py::test_beat_has_the_worker_purge_what_is_past_the_retention",
+            "test_existing_bookings_written.py::test_a_booking_another_writer_is_writing_is_left_to_the_next_run",
             "test_worker.py::test_the_heartbeat_says_when_the_worker_last_took_a_task",
         ],
         RELATIVE,

@@ -11,13 +11,14 @@ them has an event of its own to deliver, as bookings made before the connection 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import CalendarConnection, SubAccount, WrittenEvent
+from app.models import CalendarConnection, CalendarWriteLease, SubAccount, WrittenEvent
+from app.models.types import utcnow
 from app.services.integrations.calendars.connections import (
     add_connection,
     update_connection,
@@ -175,6 +176,36 @@ def test_a_failed_write_is_tried_again_at_the_next_run_from_that_booking(
     worker_runs(connection_id, now=NOW.replace(minute=5))
     assert written_uids(google) == sorted([first.uid, second.uid, third.uid])
     assert len(event_writes(google)) == 2  # the first is not written again
+    assert not connection(connection_id).write_existing_pending
+
+
+def test_a_booking_another_writer_is_writing_is_left_to_the_next_run(google_app, google):
+    """The outbox's write-back of a booking is under way (its claim held): the run writes the
+    bookings before it, stops there without counting it a failure of the calendar's, and the
+    next run goes on from it."""
+    tenant = TenantFactory().create()
+    first = make_booking(tenant, at(7, 15))
+    second = make_booking(tenant, at(8, 15))
+    connection_id = connect_later(tenant, google_doc(google))
+    claim = CalendarWriteLease(
+        booking_id=second.id,
+        calendar_connection_id=connection_id,
+        holder="the-outbox",
+        until=utcnow() + timedelta(minutes=1),
+    )
+    db.session.add(claim)
+    db.session.commit()
+
+    worker_runs(connection_id)
+    assert written_uids(google) == [first.uid]
+    stored = connection(connection_id)
+    assert stored.write_existing_pending and stored.write_existing_after == first.id
+    assert stored.last_write_error is None
+
+    db.session.delete(claim)  # that writer is done
+    db.session.commit()
+    worker_runs(connection_id, now=NOW.replace(minute=5))
+    assert written_uids(google) == sorted([first.uid, second.uid])
     assert not connection(connection_id).write_existing_pending
 
 

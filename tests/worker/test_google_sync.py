@@ -165,12 +165,14 @@ def test_a_booking_is_written_moved_and_removed_and_is_not_busy_time(google_app,
     tenant, connection_id = connect(google)
     booking = make_booking(tenant, at(7, 15))
     (outcome,) = write_back_booking(booking.id, now=NOW)
+    db.session.commit()  # as the worker commits each write's outcome
     assert outcome.error is None
     written = google.event(EMAIL, event_id(booking.uid))
     assert (written["iCalUID"], written["summary"]) == (booking.uid, booking.title)
     assert written["start"]["dateTime"].startswith("2031-01-07T15:00:00")
 
     again = write_back_booking(booking.id, now=NOW)  # a retry: the same event, updated
+    db.session.commit()
     assert again[0].error is None
     assert len(google.events(EMAIL)) == 1
     assert sync(connection_id).busy_count == 0  # the service's own event is not busy time
@@ -178,6 +180,7 @@ def test_a_booking_is_written_moved_and_removed_and_is_not_busy_time(google_app,
     booking.status = "cancelled"
     db.session.commit()
     assert write_back_booking(booking.id, now=NOW)[0].error is None
+    db.session.commit()
     assert google.events(EMAIL) == []
     assert write_back_booking(booking.id, now=NOW)[0].error is None  # gone already: done
 

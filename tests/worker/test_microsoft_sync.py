@@ -231,10 +231,10 @@ def test_a_retried_create_whose_id_was_not_kept_makes_no_second_event(microsoft_
     calendar = microsoft.default_calendar_id()
     tenant, _ = connect(microsoft)
     booking = make_booking(tenant, at(7, 15))
-    write_back_booking(booking.id, now=NOW)
+    write_back_booking(booking.id, now=NOW, writer="outbox event 1")
     db.session.rollback()  # the worker stopped before the event's id was saved
     assert written_ids(booking.id) == []
-    (outcome,) = write_back_booking(booking.id, now=NOW)
+    (outcome,) = write_back_booking(booking.id, now=NOW, writer="outbox event 1")  # run again
     db.session.commit()
     assert outcome.error is None
     assert [e["id"] for e in microsoft.events(calendar)] == written_ids(booking.id)

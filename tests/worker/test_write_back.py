@@ -4,6 +4,7 @@ in-process here (``handle_event``); the worker tests run them through a real Cel
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, timedelta
 
 import icalendar
@@ -11,12 +12,23 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Booking, CalendarConnection, OutboxDelivery, OutboxEvent
+from app.models import (
+    Booking,
+    CalendarConnection,
+    CalendarWriteLease,
+    OutboxDelivery,
+    OutboxEvent,
+)
 from app.models.types import utcnow
 from app.services.integrations import outbox
 from app.services.integrations.calendars import sync_connection
-from app.services.integrations.calendars.write_back import HANDLER_NAME
+from app.services.integrations.calendars.write_back import (
+    HANDLER_NAME,
+    UNDER_WAY,
+    write_back_booking,
+)
 from app.services.integrations.ical import booking_calendar
+from tests.celery_workers import wait_for
 from tests.factories import book_through_api, make_booking, next_monday, ny, utc, z
 from tests.radicale_servers import connection_doc, fresh_user, radicale_server
 
@@ -183,6 +195,116 @@ def test_a_server_that_is_down_is_retried_with_the_error_recorded(client, tenant
         assert deliver_all(record.next_attempt_at) == [True]
         assert len(stored_events(calendar)) == 1
         assert connection(connection_id).last_write_at is not None
+
+
+def claim_by_another_writer(booking_id, connection_id, until):
+    db.session.add(
+        CalendarWriteLease(
+            booking_id=booking_id,
+            calendar_connection_id=connection_id,
+            holder="another-writer",
+            until=until,
+        )
+    )
+    db.session.commit()
+
+
+def leases():
+    db.session.expire_all()
+    return db.session.scalars(select(CalendarWriteLease)).all()
+
+
+def test_a_booking_another_writer_is_writing_is_left_to_a_retry(client, tenants, radicale):
+    tenant, connection_id, calendar = connected(tenants, radicale)
+    booking = create(client, tenant, ny(MONDAY, 10))
+    claim_by_another_writer(booking["id"], connection_id, utcnow() + timedelta(minutes=1))
+
+    assert deliver_all() == [True]
+    (record,) = db.session.scalars(select(OutboxDelivery)).all()
+    assert (record.status, record.last_error) == ("retrying", f"Work: {UNDER_WAY}")
+    assert stored_events(calendar) == []
+    assert connection(connection_id).last_write_error is None  # not the calendar's fault
+
+
+def test_a_claim_past_its_time_is_taken_over(client, tenants, radicale):
+    tenant, connection_id, calendar = connected(tenants, radicale)
+    booking = create(client, tenant, ny(MONDAY, 10))
+    claim_by_another_writer(booking["id"], connection_id, utcnow() - timedelta(seconds=1))
+
+    assert deliver_all() == [True]
+    assert len(stored_events(calendar)) == 1
+
+
+def test_a_delivery_run_again_after_its_process_died_takes_its_own_claim_back(
+    client, tenants, radicale
+):
+    tenant, connection_id, calendar = connected(tenants, radicale)
+    booking = create(client, tenant, ny(MONDAY, 10))
+    (event_id,) = db.session.scalars(select(OutboxEvent.id)).all()
+    db.session.add(
+        CalendarWriteLease(
+            booking_id=booking["id"],
+            calendar_connection_id=connection_id,
+            holder=f"outbox event {event_id}",  # killed while it wrote
+            until=utcnow() + timedelta(minutes=2),
+        )
+    )
+    db.session.commit()
+
+    assert deliver_all() == [True]
+    assert len(stored_events(calendar)) == 1
+    assert leases() == []
+
+
+def test_a_writer_gives_its_claim_back_with_the_outcome(client, tenants, radicale):
+    tenant, _, calendar = connected(tenants, radicale)
+    create(client, tenant, ny(MONDAY, 10))
+    deliver_all()
+    assert len(stored_events(calendar)) == 1
+    assert leases() == []
+
+
+def test_a_second_write_in_one_transaction_is_deferred_not_waited_for(client, tenants, radicale):
+    """The first write gave its claim back in a transaction not committed yet: a second
+    write in it would wait on its own transaction; it is deferred instead."""
+    tenant, _, calendar = connected(tenants, radicale)
+    booking = create(client, tenant, ny(MONDAY, 10))
+    write_back_booking(booking["id"], now=utcnow())
+    (second,) = write_back_booking(booking["id"], now=utcnow())
+    db.session.commit()
+    assert (second.deferred, second.error) == (True, UNDER_WAY)
+    assert len(stored_events(calendar)) == 1
+
+
+@pytest.mark.slow
+def test_a_second_writer_of_a_booking_does_not_wait_for_the_first(app, client, tenants, tmp_path):
+    """The first writer waits on a frozen server; the second, for the same booking and
+    calendar, is deferred at once, while the first still waits."""
+    with radicale_server(tmp_path / "own") as server:
+        tenant, _, _ = connected(tenants, server)
+        booking = create(client, tenant, ny(MONDAY, 10))
+        outcomes: dict[str, list] = {}
+
+        def write(name):
+            with app.app_context():
+                outcomes[name] = write_back_booking(booking["id"], now=utcnow(), timeout=4)
+                db.session.commit()
+
+        server.freeze()
+        try:
+            first = threading.Thread(target=write, args=("first",))
+            first.start()
+            assert wait_for(lambda: len(leases()) == 1)
+            write("second")
+            assert first.is_alive()  # still waiting on the server
+            first.join(timeout=30)
+        finally:
+            server.thaw()
+    (second,) = outcomes["second"]
+    assert (second.deferred, second.error) == (True, UNDER_WAY)
+    (first_outcome,) = outcomes["first"]
+    assert "did not answer" in first_outcome.error
+    assert leases() == []
 
 
 def ical_times(tenants, start, minutes=60):

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from app.extensions import db
 from app.models.types import utcnow
 from app.services.integrations.outbox import (
     handle_event,
     handlers_due,
     mark_delivered_if_done,
-    next_in_line,
     undelivered_events,
+    waiting_for_earlier,
 )
 
 
@@ -24,19 +23,24 @@ def deliver(event_id: int) -> None:
     mark_delivered_if_done(event_id, utcnow())
 
 
+# How a task whose event's turn has not come waits while an earlier event of the booking is
+# under way (a mail sent, a POST answered, a calendar written): it asks again after FIRST_WAIT_S,
+# then twice as long each time, at most ASKS times (about 6 s in all), then leaves the event to
+# the sweep. Quick at first, so a booking's rapid changes follow each other closely; bounded,
+# so an earlier event stalled on a slow server costs a few tasks, not one a second.
+FIRST_WAIT_S = 0.1
+ASKS = 6
+
+
 @shared_task(name="outbox.handle")
-def handle(event_id: int, handler_name: str) -> None:
-    """One handler, one event; its outcome is recorded in this task's transaction. Once the
-    handler is done with it, the booking's next event goes to the handler; an event whose
-    turn has not come returns at once (the earlier one hands it over when done)."""
+def handle(event_id: int, handler_name: str, waited: int = 0) -> None:
+    """One handler, one event; its outcome is recorded in this task's transaction. When an
+    earlier event of the booking is still under way for the handler, asks again later (a
+    bounded number of times)."""
     ran = handle_event(event_id, handler_name, utcnow())
     mark_delivered_if_done(event_id, utcnow())
-    # The record committed before the next event is looked for: one that found this event
-    # unfinished a moment ago is then seen without a record, and handed over.
-    db.session.commit()
-    following = next_in_line(event_id, handler_name) if ran else None
-    if following is not None:
-        handle.delay(following, handler_name)
+    if not ran and waited < ASKS and waiting_for_earlier(event_id, handler_name):
+        handle.apply_async((event_id, handler_name, waited + 1), countdown=FIRST_WAIT_S * 2**waited)
 
 
 @shared_task(name="outbox.sweep")

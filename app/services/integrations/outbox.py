@@ -12,10 +12,9 @@ One booking's events reach each handler in the order they happened, however many
 a handler is given an event only once it is done with every earlier event of the same booking
 (delivered or given up). So the mail about a reschedule never leaves before the mail about the
 booking, nor is a webhook delivery made before the earlier one's. An event whose turn has not
-come is not asked about again: when the handler is done with an event, the next one of the
-booking is handed to it (``next_in_line``); an event whose hand-over was lost, or that waits
-behind one waiting to retry, is the sweep's. So a later event costs no task while it waits,
-however long the earlier one takes.
+come is asked about again while the earlier one is under way (``waiting_for_earlier``: its
+task asks again, backing off, a bounded number of times, ``worker.tasks.outbox``), and by the
+sweep after that, or while the earlier one waits to retry.
 
 A handler that fails (raises ``DeliveryFailed``, or anything unexpected) is offered the event
 again after 1, 2, 4 … minutes (at most an hour apart, with jitter) by the sweep, up to
@@ -35,7 +34,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Exists, exists, func, select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.config import settings
 from app.counters import DELIVERIES
@@ -226,28 +226,19 @@ def _earlier_unfinished(event: OutboxEvent, handler_name: str) -> bool:
     return _earlier_event(event, with_record=~done)
 
 
-def next_in_line(event_id: int, handler_name: str) -> int | None:
-    """The booking's next event for the handler once it is done with ``event_id`` (delivered
-    or given up): the first later undelivered event of the booking it has no record of. None
-    while ``event_id`` waits to retry with it, or when there is none. Asked after the record's
-    commit, so an event that found ``event_id`` unfinished a moment before is handed over
-    here (it may also have run meanwhile: a second hand-over finds its record and does
-    nothing)."""
-    record = db.session.get(OutboxDelivery, (event_id, handler_name))
+def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
+    """Whether the event's turn with the handler comes soon: it has not had the event yet, and
+    no earlier event of the booking waits to retry with it (an earlier one under way, queued or
+    just done). An earlier event waiting to retry leaves this one to the sweep instead."""
     event = db.session.get(OutboxEvent, event_id)
-    if record is None or not record.finished or event is None:
-        return None
-    return db.session.scalar(
-        select(OutboxEvent.id)
-        .where(
-            OutboxEvent.booking_id == event.booking_id,
-            OutboxEvent.id > event.id,
-            OutboxEvent.delivered_at.is_(None),
-            ~_record_of(handler_name),
-        )
-        .order_by(OutboxEvent.id)
-        .limit(1)
-    )
+    if (
+        event is None
+        or handler_name not in app_registry().handlers
+        or db.session.get(OutboxDelivery, (event_id, handler_name)) is not None
+    ):
+        return False
+    retrying = _record_of(handler_name, OutboxDelivery.status == DeliveryStatus.RETRYING)
+    return not _earlier_event(event, with_record=retrying)
 
 
 def _record(
@@ -258,12 +249,24 @@ def _record(
     now: datetime,
     retry_base: timedelta,
 ) -> bool:
-    record = db.session.get(OutboxDelivery, (event_id, handler_name))
-    if record is None:
-        record = OutboxDelivery(event_id=event_id, handler=handler_name)
-        db.session.add(record)
-    record.attempts = attempt
+    """The handler's outcome on its record, in the handler's transaction (its writes kept
+    with it). Another delivery of the same event may have recorded one meanwhile (a broker's
+    redelivery, the sweep): the row is made if missing, without a conflict, then locked and
+    updated, so neither delivery's writes are undone; a failure never overwrites an outcome
+    that is final (delivered or given up). Returns True: the handler ran."""
     DELIVERIES.labels(handler_name, "delivered" if error is None else "failed").inc()
+    db.session.execute(
+        insert(OutboxDelivery)
+        .values(event_id=event_id, handler=handler_name, status=DeliveryStatus.RETRYING, attempts=0)
+        .on_conflict_do_nothing()
+    )
+    record = db.session.get(
+        OutboxDelivery, (event_id, handler_name), with_for_update=True, populate_existing=True
+    )
+    assert record is not None  # made above, or by the other delivery
+    if error is not None and record.attempts and record.finished:
+        return True  # the other delivery's final outcome stands
+    record.attempts = max(attempt, record.attempts)
     if error is None:
         record.status = DeliveryStatus.DELIVERED
         record.delivered_at = now
@@ -284,12 +287,7 @@ def _record(
         record.status = DeliveryStatus.RETRYING
         record.last_error = error[:_ERROR_LENGTH]
         record.next_attempt_at = now + retry_delay(attempt, retry_base)
-    try:
-        db.session.flush()
-    except IntegrityError:
-        # Another delivery of this event to this handler recorded its outcome first.
-        db.session.rollback()
-        return False
+    db.session.flush()
     return True
 
 

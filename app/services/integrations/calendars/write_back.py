@@ -27,6 +27,20 @@ or a reschedule keeps the meeting and a cancel deletes it with the event. Withou
 connection (removed after the event type was saved) no meeting is made and the location stays
 the event type's text.
 
+One writer at a time writes a booking's event into a connection's calendar: the delivery of
+an event, a second delivery of it (a broker's redelivery, the sweep), and the writing of
+existing bookings could otherwise write the same booking at once, making two events where the
+provider chooses the id (Graph). A writer claims the booking and connection
+(``CalendarWriteLease``, committed at once) before it writes and gives the claim back in the
+transaction that records the outcome (the event's id included). A writer is named for what it
+writes (an outbox event's delivery, one connection's existing bookings), so the same writer run
+again (its task redelivered after its process was killed, the sweep's hand-over) takes its own
+claim back at once. Another writer that finds it claimed does not wait: its outcome is
+``deferred``, not an error of the connection's, and the delivery is offered again later (the
+existing bookings' run stops there and goes on at its next run), when it writes the booking as
+it is then. Two deliveries of one event at once both write; the providers keep one event (the
+same UID, Graph's ``transactionId``).
+
 Bookings made before a connection wrote back (it was connected later, or write-back was
 switched on later) have no event to deliver: ``write_existing_bookings`` writes the sub
 account's future active bookings into that one connection once, when the connection asks for
@@ -36,13 +50,16 @@ it (``write_existing_pending``); the worker runs it after a successful sync.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, delete, select, update
+from psycopg.errors import LockNotAvailable
+from sqlalchemy import CursorResult, delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app.extensions import db
@@ -52,10 +69,12 @@ from app.models import (
     Booking,
     BookingStatus,
     CalendarConnection,
+    CalendarWriteLease,
     SubAccount,
     WrittenEvent,
 )
 from app.models.limits import LOCATION_MAX
+from app.models.types import utcnow
 from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
@@ -77,6 +96,11 @@ _MAX_ROUNDS = 3
 # How long one run of ``write_existing_bookings`` goes on before leaving the rest to the next
 # (a worker task may run 120 s; each write waits at most ``CALDAV_TIMEOUT_SECONDS``).
 EXISTING_BUDGET_SECONDS = 45.0
+# How long a writer's claim on a booking's event in a calendar holds: longer than any write-back
+# runs (a worker task is killed at 180 s, ``app.celery_app``), so a writer that died frees it.
+WRITE_LEASE = timedelta(seconds=180)
+CLAIM_WAIT_MS = 1000
+UNDER_WAY = "another write of this booking to this calendar is under way (written again later)"
 
 
 @dataclass(frozen=True)
@@ -110,13 +134,16 @@ class WriteOutcome:
     event_id: str | None = None  # the event's id, for providers that choose it
     join_url: str | None = None  # the link of the meeting the event carries, once made
     meeting_pending: bool = False  # a meeting was asked for and is still being made
+    deferred: bool = False  # another writer had the booking's event in this calendar
 
 
 def write_back_delivery(delivery: Delivery, now: datetime) -> None:
     """Outbox handler: bring the booking's event in the connected calendars up to date."""
     if delivery.kind in _NOT_SHOWN:
         return
-    outcomes = write_back_booking(delivery.booking_id, now=now)
+    outcomes = write_back_booking(
+        delivery.booking_id, now=now, writer=f"outbox event {delivery.event_id}"
+    )
     failed = [f"{o.name}: {o.error}" for o in outcomes if o.error]
     failed += [
         f"{o.name}: the meeting's link is not ready yet (asking again)"
@@ -133,29 +160,94 @@ def write_back_booking(
     now: datetime,
     timeout: float | None = None,
     connection_id: int | None = None,
+    writer: str | None = None,
 ) -> list[WriteOutcome]:
     """Store (or, once cancelled, delete) the booking's event in every active write-back
     connection of its sub account (or only in ``connection_id``, if it is one of them); record
     each outcome on its connection (flushed, not committed). Never raises for a server's sake:
     failures are in the outcomes. A meeting's new join link becomes the booking's location,
-    with a ``booking.updated`` event (flushed too)."""
+    with a ``booking.updated`` event (flushed too). ``writer`` names what writes (the same
+    name takes its own claims back; None: a writer of its own); a connection another writer
+    has is left out, its outcome ``deferred``."""
     outcomes: list[WriteOutcome] = []
     plan = None
     learned: dict[int, str | None] = {}  # event ids answered in an earlier round
+    holder = writer or f"writer {secrets.token_hex(8)}"
+    claimed: set[int] = set()
+    refused: dict[int, str] = {}  # connections another writer has, by name
     for _ in range(_MAX_ROUNDS):
         with Session(db.engine) as read_session:
             plan = _plan(
                 read_session, booking_id, now, caldav_timeout(timeout), learned, connection_id
             )
         if plan is None or not plan.targets:
+            _give_back(booking_id, claimed, holder)
             return []
-        outcomes = [_write(plan, target) for target in plan.targets]
+        for target in plan.targets:
+            if target.connection_id not in claimed | refused.keys():
+                if _claim(booking_id, target.connection_id, holder):
+                    claimed.add(target.connection_id)
+                else:
+                    refused[target.connection_id] = target.name
+        outcomes = [_write(plan, t) for t in plan.targets if t.connection_id in claimed]
         learned.update((o.connection_id, o.event_id) for o in outcomes if o.error is None)
         if _sequence_now(booking_id) == plan.sequence:
             break
     assert plan is not None  # the last round's
     _record(plan, outcomes, now)
-    return outcomes
+    _give_back(booking_id, claimed, holder)
+    action = "deleted" if plan.data is None else "stored"
+    return outcomes + [
+        WriteOutcome(connection, name, action, UNDER_WAY, deferred=True)
+        for connection, name in refused.items()
+    ]
+
+
+@owns_transactions
+def _claim(booking_id: int, connection_id: int, holder: str) -> bool:
+    """Claim the booking's event in the connection's calendar for ``holder``, committed at
+    once (a session of its own) so every other writer sees it; whether it is ``holder``'s: no
+    one had it, ``holder`` had it already, or the claim there was is past its time. A record
+    that must be kept whatever becomes of the caller's transaction."""
+    now = utcnow()
+    claim = insert(CalendarWriteLease).values(
+        booking_id=booking_id,
+        calendar_connection_id=connection_id,
+        holder=holder,
+        until=now + WRITE_LEASE,
+    )
+    taken_over = claim.on_conflict_do_update(
+        index_elements=[CalendarWriteLease.booking_id, CalendarWriteLease.calendar_connection_id],
+        set_={"holder": claim.excluded.holder, "until": claim.excluded.until},
+        where=(CalendarWriteLease.until <= now) | (CalendarWriteLease.holder == holder),
+    )
+    with Session(db.engine) as session:
+        # Never waited for: the row is locked only by a claim being made or given back, which
+        # is over in milliseconds, or by a transaction of this very thread that gave its claim
+        # back and has not committed yet (two writes in one transaction), which would wait
+        # forever. Either way the booking is left to a later write.
+        session.execute(text(f"SET LOCAL lock_timeout = '{CLAIM_WAIT_MS}ms'"))
+        try:
+            won = session.scalar(taken_over.returning(CalendarWriteLease.holder))
+        except OperationalError as error:
+            if not isinstance(error.orig, LockNotAvailable):
+                raise
+            return False
+        session.commit()
+    return won == holder
+
+
+def _give_back(booking_id: int, connections: set[int], holder: str) -> None:
+    """End ``holder``'s claims, in the transaction that records the outcome (flushed): the
+    next writer finds the event's id the provider chose."""
+    if connections:
+        db.session.execute(
+            delete(CalendarWriteLease).where(
+                CalendarWriteLease.booking_id == booking_id,
+                CalendarWriteLease.calendar_connection_id.in_(connections),
+                CalendarWriteLease.holder == holder,
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -223,7 +315,11 @@ def write_existing_bookings(
         if written and time.monotonic() - started >= budget_seconds:
             return ExistingBookingsWritten(connection_id, written)
         outcomes = write_back_booking(
-            booking_id, now=now, timeout=timeout, connection_id=connection_id
+            booking_id,
+            now=now,
+            timeout=timeout,
+            connection_id=connection_id,
+            writer=f"existing bookings {connection_id}",
         )
         if not outcomes:  # not written to now (switched off or made inactive): left to later
             return ExistingBookingsWritten(connection_id, written)

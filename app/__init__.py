@@ -48,8 +48,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.services.availability.kept import availability_store
     from app.services.integrations.calendars.consent import consent_page_origins
     from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
+    from app.services.integrations.calendars.write_back import KINDS as WRITE_BACK_KINDS
     from app.services.integrations.calendars.write_back import write_back_delivery
     from app.services.integrations.notifications.booking_mail import HANDLER_NAME as NOTIFICATIONS
+    from app.services.integrations.notifications.booking_mail import KINDS as NOTIFIED
     from app.services.integrations.notifications.booking_mail import notify_delivery
     from app.services.integrations.registry import init_registry
     from app.services.integrations.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
@@ -103,7 +105,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         app.config["MAX_CONTENT_LENGTH"],
     )
     celery_init_app(app)  # subscribes the hand-over to the worker, sets the webhook dispatcher
-    events.register_handler(WRITE_BACK, write_back_delivery)
-    events.register_handler(NOTIFICATIONS, notify_delivery)
+    # Each handler takes the event kinds it acts on; webhooks take every kind (subscriptions
+    # choose theirs).
+    events.register_handler(WRITE_BACK, write_back_delivery, WRITE_BACK_KINDS)
+    events.register_handler(NOTIFICATIONS, notify_delivery, NOTIFIED)
     events.register_handler(WEBHOOKS, webhooks_delivery)
     return app

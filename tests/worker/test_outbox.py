@@ -360,3 +360,52 @@ def test_two_deliveries_of_one_event_at_once_both_keep_their_outcome_delivered_w
         "delivered",
         1,
     )
+
+
+@pytest.fixture
+def cancels_only(handlers):
+    """A handler registered under "cancels" for ``booking.cancelled`` events alone."""
+    seen: list[int] = []
+    handlers.register_handler(
+        "cancels",
+        lambda delivery, now: seen.append(delivery.event_id),
+        frozenset({"booking.cancelled"}),
+    )
+    return seen
+
+
+def test_a_handler_is_not_offered_an_event_of_a_kind_it_does_not_take(event_id, cancels_only):
+    assert outbox.handlers_due(event_id, utcnow()) == []
+    assert outbox.handle_event(event_id, "cancels", utcnow()) is False
+    assert cancels_only == []
+
+
+def test_an_event_is_delivered_once_the_handlers_taking_its_kind_are_done(
+    event_id, calls, cancels_only
+):
+    assert outbox.handlers_due(event_id, utcnow()) == ["test"]
+    outbox.handle_event(event_id, "test", utcnow())
+    assert outbox.mark_delivered_if_done(event_id, utcnow()) is True
+    assert record(event_id, "cancels") is None
+
+
+def test_a_handler_waits_only_for_earlier_events_of_its_kinds(event_id, calls, cancels_only):
+    first = db.session.get(OutboxEvent, event_id)  # booking.created, "test" not done with it
+    row = OutboxEvent(
+        kind="booking.cancelled",
+        sub_account_id=first.sub_account_id,
+        booking_id=first.booking_id,
+        changed=[],
+        occurred_at=first.occurred_at + timedelta(seconds=1),
+    )
+    db.session.add(row)
+    db.session.commit()
+    assert outbox.handle_event(row.id, "cancels", utcnow()) is True
+    assert cancels_only == [row.id]
+    assert outbox.handle_event(row.id, "test", utcnow()) is False  # "test" waits for the first
+
+
+def test_the_apps_write_back_does_not_take_reminders(app):
+    registry = app_registry(app)
+    assert not registry.takes("calendar_write_back", "booking.reminder")
+    assert registry.takes("calendar_write_back", "booking.rescheduled")

@@ -80,10 +80,10 @@ class DeliveryFailed(Exception):
         self.message = message
 
 
-def register_handler(name: str, handler: Handler) -> None:
-    """Register ``handler`` under ``name`` with the current app (its registry, which
-    ``create_app`` fills with the app's own handlers)."""
-    app_registry().register_handler(name, handler)
+def register_handler(name: str, handler: Handler, kinds: frozenset[str] | None = None) -> None:
+    """Register ``handler`` under ``name`` for the events of ``kinds`` (None: every kind) with
+    the current app (its registry, which ``create_app`` fills with the app's own handlers)."""
+    app_registry().register_handler(name, handler, kinds)
 
 
 def unregister_handler(name: str) -> None:
@@ -104,14 +104,18 @@ def retry_delay(attempts: int, base: timedelta) -> timedelta:
 
 
 def handlers_due(event_id: int, now: datetime) -> list[str]:
-    """The handlers that are not done with event ``event_id`` and not waiting to retry."""
+    """The handlers taking the event's kind that are not done with event ``event_id`` and not
+    waiting to retry."""
+    event = db.session.get(OutboxEvent, event_id)
+    if event is None:
+        return []
     records = {
         record.handler: record
         for record in db.session.scalars(
             select(OutboxDelivery).where(OutboxDelivery.event_id == event_id)
         )
     }
-    return [name for name in app_registry().handlers if _due(records.get(name), now)]
+    return [name for name in app_registry().handlers_of(event.kind) if _due(records.get(name), now)]
 
 
 def _due(record: OutboxDelivery | None, now: datetime) -> bool:
@@ -145,7 +149,7 @@ def mark_delivered_if_done(event_id: int, now: datetime) -> bool:
                 )
             )
         )
-        if all(name in finished for name in app_registry().handlers):
+        if all(name in finished for name in app_registry().handlers_of(event.kind)):
             event.delivered_at = now
             db.session.flush()
     return event.delivered_at is not None
@@ -161,7 +165,7 @@ def handle_event(
     handler waits on another server."""
     handler = app_registry().handlers.get(handler_name)
     event = db.session.get(OutboxEvent, event_id)
-    if handler is None or event is None:
+    if handler is None or event is None or not app_registry().takes(handler_name, event.kind):
         return False
     record = db.session.get(OutboxDelivery, (event_id, handler_name))
     if not _due(record, now) or _earlier_unfinished(event, handler_name):
@@ -198,15 +202,21 @@ def handle_event(
     return _record(event_id, handler_name, attempt, error, now, base)
 
 
-def _earlier_event(event: OutboxEvent, *, with_record: ColumnElement[bool]) -> bool:
-    """Whether an earlier undelivered event of the event's booking has a record for the
-    handler such as ``with_record`` (an ``EXISTS`` clause over it) says."""
+def _earlier_event(
+    event: OutboxEvent, handler_name: str, *, with_record: ColumnElement[bool]
+) -> bool:
+    """Whether an earlier undelivered event of the event's booking, of a kind the handler
+    takes, has a record for the handler such as ``with_record`` (an ``EXISTS`` clause over
+    it) says."""
+    kinds = app_registry().handler_kinds.get(handler_name)
+    of_its_kinds = [OutboxEvent.kind.in_(kinds)] if kinds is not None else []
     found = db.session.scalar(
         select(OutboxEvent.id)
         .where(
             OutboxEvent.booking_id == event.booking_id,
             OutboxEvent.id < event.id,
             OutboxEvent.delivered_at.is_(None),
+            *of_its_kinds,
             with_record,
         )
         .limit(1)
@@ -223,7 +233,7 @@ def _record_of(handler_name: str, *conditions: Any) -> Exists:
 def _earlier_unfinished(event: OutboxEvent, handler_name: str) -> bool:
     """Whether the handler is not done yet with an earlier event of the event's booking."""
     done = _record_of(handler_name, OutboxDelivery.status != DeliveryStatus.RETRYING)
-    return _earlier_event(event, with_record=~done)
+    return _earlier_event(event, handler_name, with_record=~done)
 
 
 def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
@@ -233,12 +243,12 @@ def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
     event = db.session.get(OutboxEvent, event_id)
     if (
         event is None
-        or handler_name not in app_registry().handlers
+        or not app_registry().takes(handler_name, event.kind)
         or db.session.get(OutboxDelivery, (event_id, handler_name)) is not None
     ):
         return False
     retrying = _record_of(handler_name, OutboxDelivery.status == DeliveryStatus.RETRYING)
-    return not _earlier_event(event, with_record=retrying)
+    return not _earlier_event(event, handler_name, with_record=retrying)
 
 
 def _record(

@@ -42,6 +42,8 @@ class IntegrationRegistry:
 
     subscribers: list[Subscriber] = field(default_factory=list)
     handlers: dict[str, Handler] = field(default_factory=dict)
+    # The event kinds each handler takes (absent: every kind).
+    handler_kinds: dict[str, frozenset[str]] = field(default_factory=dict)
     dispatchers: list[Dispatcher] = field(default_factory=list)
     task_dispatchers: list[TaskDispatcher] = field(default_factory=list)
 
@@ -56,13 +58,33 @@ class IntegrationRegistry:
         if subscriber in self.subscribers:
             self.subscribers.remove(subscriber)
 
-    def register_handler(self, name: str, handler: Handler) -> None:
-        """Run ``handler`` on every outbox event under ``name``, the key of its delivery
-        records: a stable name, since records of past events carry it."""
+    def register_handler(
+        self, name: str, handler: Handler, kinds: frozenset[str] | None = None
+    ) -> None:
+        """Run ``handler`` on the outbox events of ``kinds`` (None: every kind) under
+        ``name``, the key of its delivery records: a stable name, since records of past events
+        carry it. An event of another kind is never offered to it, waits for nothing of it,
+        and is delivered without a record of it."""
         self.handlers[name] = handler
+        if kinds is None:
+            self.handler_kinds.pop(name, None)
+        else:
+            self.handler_kinds[name] = kinds
 
     def unregister_handler(self, name: str) -> None:
         self.handlers.pop(name, None)
+        self.handler_kinds.pop(name, None)
+
+    def takes(self, name: str, kind: str) -> bool:
+        """Whether handler ``name`` is registered and takes events of ``kind``."""
+        if name not in self.handlers:
+            return False
+        kinds = self.handler_kinds.get(name)
+        return kinds is None or kind in kinds
+
+    def handlers_of(self, kind: str) -> list[str]:
+        """The names of the handlers that take events of ``kind``, in registration order."""
+        return [name for name in self.handlers if self.takes(name, kind)]
 
     def set_dispatcher(self, dispatcher: Dispatcher | None) -> None:
         """The one hand-over of webhook attempts (None: attempts wait for the sweep)."""

@@ -86,12 +86,13 @@ from app.services.integrations.outbox import Delivery, DeliveryFailed
 log = logging.getLogger(__name__)
 
 HANDLER_NAME = "calendar_write_back"
-# Events that change nothing a calendar shows.
+# Events that change nothing a calendar shows; the handler takes every other kind.
 _NOT_SHOWN = {
     str(BookingEventKind.COMPLETED),
     str(BookingEventKind.NO_SHOW),
     str(BookingEventKind.REMINDER),
 }
+KINDS = frozenset(str(kind) for kind in BookingEventKind) - _NOT_SHOWN
 _MAX_ROUNDS = 3
 # How long one run of ``write_existing_bookings`` goes on before leaving the rest to the next
 # (a worker task may run 120 s; each write waits at most ``CALDAV_TIMEOUT_SECONDS``).
@@ -138,9 +139,8 @@ class WriteOutcome:
 
 
 def write_back_delivery(delivery: Delivery, now: datetime) -> None:
-    """Outbox handler: bring the booking's event in the connected calendars up to date."""
-    if delivery.kind in _NOT_SHOWN:
-        return
+    """Outbox handler (of the events of ``KINDS``): bring the booking's event in the
+    connected calendars up to date."""
     outcomes = write_back_booking(
         delivery.booking_id, now=now, writer=f"outbox event {delivery.event_id}"
     )

@@ -61,6 +61,9 @@ HANDLER_NAME = "notifications"
 NOTIFIED_KINDS = frozenset(
     {"booking.created", "booking.rescheduled", "booking.confirmed", "booking.cancelled"}
 )
+# The kinds the handler takes: those mailed, an update (mailed when it changed what the
+# attendees see: ``notified``) and a reminder.
+KINDS = NOTIFIED_KINDS | {str(BookingEventKind.UPDATED), str(REMINDER)}
 
 
 @dataclass(frozen=True)

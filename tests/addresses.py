@@ -1,5 +1,5 @@
 """Private addresses in disguise and a stand-in resolver, for the tests of the one rule that
-refuses private targets (``app.services.integrations.webhooks.targets.is_public``) wherever a
+refuses private targets (``app.services.integrations.outbound.addresses.is_public``) wherever a
 URL is saved or connected to: webhooks and CalDAV connections alike."""
 
 from __future__ import annotations

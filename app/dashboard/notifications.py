@@ -2,7 +2,7 @@
 default, kept mail is only readable here and through ``flask outbox``), and the sub account's
 webhook subscriptions with each one's delivery log. Adding, removing, enabling and re-sending
 are the services the ``flask webhooks`` commands call, under the same rules (a webhook URL must
-be safe to POST to: ``app.services.integrations.webhooks.targets``)."""
+be safe to POST to: ``app.services.integrations.outbound.addresses``)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ versions and digests here.
   which ``_do_get`` waits; ``DeadlineConnection`` overrides ``Connection.wait`` and catches
   psycopg's ``errors._WaitTimeout``. Kept for behaviour (bounded waits on a frozen PostgreSQL;
   neither library has a public way).
-* ``app/services/integrations/webhooks/http.py`` (urllib3): its connections override
+* ``app/services/integrations/outbound/transport.py`` (urllib3): its connections override
   ``HTTPConnection._new_conn``, which ``connect`` calls for the TCP socket before the TLS
   handshake, to show each socket to the exchange's deadline (``ExchangeDeadline``). Kept for
   behaviour (a webhook's or a feed's whole exchange bounded, its handshake included; urllib3
@@ -68,8 +68,8 @@ import run_procfile
 from app.api import rate_limit
 from app.database import DeadlinePool
 from app.deadlines import wait_budget
-from app.services.integrations.webhooks.http import ExchangeDeadline, pinned_pool
-from app.services.integrations.webhooks.targets import Target
+from app.services.integrations.outbound.addresses import Target
+from app.services.integrations.outbound.transport import ExchangeDeadline, pinned_pool
 
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements.txt"
 
@@ -201,7 +201,7 @@ def test_a_psycopg_wait_past_its_timeout_raises_the_private_wait_timeout():
         other.close()
 
 
-# urllib3, for app/services/integrations/webhooks/http.py's watched connections
+# urllib3, for app/services/integrations/outbound/transport.py's watched connections
 
 
 def test_a_connections_socket_meets_the_exchange_deadline_before_its_tls_handshake():

@@ -64,7 +64,7 @@ PINNED: dict[str, dict[str, tuple[str, str]]] = {
             " reads-only sessions' autocommit engine), so that it lives and goes with it",
         ),
     },
-    "app/services/integrations/webhooks/http.py": {
+    "app/services/integrations/outbound/transport.py": {
         "_new_conn": (
             "urllib3",
             "the connections of webhooks and calendar feeds show their TCP socket to the"

@@ -1,5 +1,5 @@
 """Every spelling of a private address refused, for webhooks and CalDAV connections alike (one
-rule, ``app.services.integrations.webhooks.targets.is_public``): an IPv4 address written inside IPv6
+rule, ``app.services.integrations.outbound.addresses.is_public``): an IPv4 address written inside IPv6
 (IPv4-mapped, -compatible, -translated, NAT64 ``64:ff9b::/96`` and ``64:ff9b:1::/48``, 6to4,
 Teredo) is judged as the address it hides, when a URL is saved and again at connect time, and
 the refusal names the setting that allows private targets.
@@ -18,8 +18,8 @@ from app.extensions import db
 from app.models import CalendarConnection, SubAccount
 from app.services.common.errors import InvalidRequest
 from app.services.integrations.calendars.connections import connect_calendar
-from app.services.integrations.webhooks.targets import (
-    UnsafeWebhookUrl,
+from app.services.integrations.outbound.addresses import (
+    UnsafeUrl,
     embedded_ipv4,
     is_public,
     resolve_target,
@@ -119,7 +119,7 @@ def test_ordinary_internet_addresses_are_public(address):
 
 @disguised
 def test_a_webhook_url_spelling_a_private_address_is_refused(address):
-    with pytest.raises(UnsafeWebhookUrl, match="which is not a public address"):
+    with pytest.raises(UnsafeUrl, match="which is not a public address"):
         resolve_target(f"https://[{address}]/hooks", require_https=True, allow_private=False)
 
 
@@ -144,19 +144,19 @@ def test_the_connect_time_check_refuses_a_name_resolving_to_a_disguised_address(
     monkeypatch, address
 ):
     resolving(monkeypatch, {"hooks.example.test": [address]})
-    with pytest.raises(UnsafeWebhookUrl, match=r"hooks\.example\.test resolves to"):
+    with pytest.raises(UnsafeUrl, match=r"hooks\.example\.test resolves to"):
         resolve_target("https://hooks.example.test/", require_https=True, allow_private=False)
 
 
 def test_a_name_with_one_disguised_address_among_public_ones_is_refused(monkeypatch):
     resolving(monkeypatch, {"hooks.example.test": ["93.184.215.14", "64:ff9b::7f00:1"]})
-    with pytest.raises(UnsafeWebhookUrl, match="resolves to 64:ff9b::7f00:1"):
+    with pytest.raises(UnsafeUrl, match="resolves to 64:ff9b::7f00:1"):
         resolve_target("https://hooks.example.test/", require_https=True, allow_private=False)
 
 
 @pytest.mark.parametrize("url", ["http://localhost:8080/hooks", "http://[64:ff9b::7f00:1]/"])
 def test_a_webhook_refusal_names_webhook_allow_private(url):
-    with pytest.raises(UnsafeWebhookUrl) as refused:
+    with pytest.raises(UnsafeUrl) as refused:
         resolve_target(url, require_https=False, allow_private=False)
     assert refused.value.message.endswith(f"which is not a public address {WEBHOOK_HINT}")
 

@@ -26,7 +26,7 @@ from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.errors import ServerTimeout
 from app.services.integrations.calendars.providers.base import Cursor
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider, CalendarAccess
-from app.services.integrations.webhooks.targets import DEFAULT_POLICY, AddressGuard
+from app.services.integrations.outbound.addresses import DEFAULT_POLICY, AddressGuard
 from tests.factories import TenantFactory
 from tests.servers import serving_in_thread
 

@@ -4,7 +4,7 @@ changes to one between the check and the connection, are refused before anything
 there. CalDAV at "Test connection", sync, the live check and write-back alike, with an error
 that does not say what answered where; feeds at every fetch.
 
-The guard's view of the network is the app's ``ADDRESS_POLICY`` (``webhooks.targets``), given
+The guard's view of the network is the app's ``ADDRESS_POLICY`` (``outbound.addresses``), given
 here: which loopback address counts as "public" and what a test name resolves to. Every server
 is a loopback server of the test's own; nothing patches the standard library."""
 
@@ -29,7 +29,7 @@ from app.services.integrations.calendars.connections import (
 )
 from app.services.integrations.calendars.errors import AddressRefused
 from app.services.integrations.calendars.providers.caldav import CalDAVProvider
-from app.services.integrations.webhooks.targets import AddressPolicy, is_public, system_addresses
+from app.services.integrations.outbound.addresses import AddressPolicy, is_public, system_addresses
 from tests.factories import TenantFactory
 from tests.feed_servers import Feed, feed_server
 from tests.servers import free_port, serve_in_thread

@@ -16,6 +16,7 @@ from app.models import OutboxEvent, WebhookAttempt, WebhookDelivery, WebhookSubs
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc
 from app.services.integrations import outbox
+from app.services.integrations.outbound.addresses import UnsafeUrl, is_public, resolve_target
 from app.services.integrations.webhooks import deliveries
 from app.services.integrations.webhooks.deliveries import (
     HANDLER_NAME,
@@ -23,7 +24,6 @@ from app.services.integrations.webhooks.deliveries import (
     resend,
     send_delivery,
 )
-from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, is_public, resolve_target
 from tests.addresses import disguised, resolving
 from tests.factories import next_monday, ny, z
 from tests.webhook_receivers import webhook_receiver
@@ -270,16 +270,16 @@ def test_public_addresses_are_public():
 
 
 def test_a_private_address_is_refused_when_protection_is_on():
-    with pytest.raises(UnsafeWebhookUrl, match="not a public address"):
+    with pytest.raises(UnsafeUrl, match="not a public address"):
         resolve_target("http://localhost:8080/hooks", require_https=False, allow_private=False)
-    with pytest.raises(UnsafeWebhookUrl, match=r"169\.254\.169\.254"):
+    with pytest.raises(UnsafeUrl, match=r"169\.254\.169\.254"):
         resolve_target("http://169.254.169.254/latest", require_https=False, allow_private=False)
 
 
 def test_only_https_in_production():
-    with pytest.raises(UnsafeWebhookUrl, match="https://"):
+    with pytest.raises(UnsafeUrl, match="https://"):
         resolve_target("http://127.0.0.1/hooks", require_https=True, allow_private=True)
-    with pytest.raises(UnsafeWebhookUrl, match="credentials"):
+    with pytest.raises(UnsafeUrl, match="credentials"):
         resolve_target("https://u:p@127.0.0.1/", require_https=True, allow_private=True)
 
 

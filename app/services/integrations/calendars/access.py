@@ -17,7 +17,7 @@ from app.services.integrations.calendars.oauth import oauth_provider, valid_acce
 from app.services.integrations.calendars.providers.caldav import CalendarAccess
 from app.services.integrations.calendars.providers.feed import FeedAccess
 from app.services.integrations.calendars.providers.http_json import ApiAccess
-from app.services.integrations.webhooks.targets import (
+from app.services.integrations.outbound.addresses import (
     CALDAV_ALLOW_PRIVATE,
     AddressGuard,
     app_policy,

@@ -5,7 +5,7 @@ are stored encrypted and never shown. The connection's document (``CalendarConne
 lives here, and provisioning creates connections through ``create_connection``.
 
 Where a connection may point (users' functions only): the CalDAV URL, and a calendar given as
-a URL, must resolve to public addresses, as webhook URLs must (``webhooks.targets``: no
+a URL, must resolve to public addresses, as webhook URLs must (``outbound.addresses``: no
 loopback, private, link-local — the cloud metadata service — or otherwise reserved address,
 nor an IPv6 address hiding one) unless ``CALDAV_ALLOW_PRIVATE`` is on (tests and their Radicale
 on 127.0.0.1, a private deployment), which the refusal names. The check runs when a URL is
@@ -60,9 +60,9 @@ from app.services.integrations.calendars.providers import PRIMARY, provider_for
 from app.services.integrations.calendars.providers.feed import feed_url
 from app.services.integrations.calendars.push import push_enabled, stop_channels
 from app.services.integrations.calendars.sync import forget_sync_state
-from app.services.integrations.webhooks.targets import (
+from app.services.integrations.outbound.addresses import (
     CALDAV_ALLOW_PRIVATE,
-    UnsafeWebhookUrl,
+    UnsafeUrl,
     resolve_target,
 )
 from app.validation import Text, describe_errors, flatten_errors
@@ -537,7 +537,7 @@ def _target_errors(url: str, calendar: str | None) -> dict[str, list[str]]:
                 allow_private=allow_private,
                 setting=CALDAV_ALLOW_PRIVATE,
             )
-        except UnsafeWebhookUrl as err:
+        except UnsafeUrl as err:
             errors[field] = [f"{err.message[:1].upper()}{err.message[1:]}."]
     return errors
 

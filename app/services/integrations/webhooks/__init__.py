@@ -1,2 +1,3 @@
-"""Webhooks: subscriptions (``subscriptions``), where they may point (``targets``), delivering
-events with retries (``deliveries``) and the POST itself (``http``)."""
+"""Webhooks: subscriptions (``subscriptions``) and delivering events with retries
+(``deliveries``). Where they may point and the POST itself are the outbound rules every
+integration shares (``app.services.integrations.outbound``)."""

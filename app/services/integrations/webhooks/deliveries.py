@@ -64,11 +64,11 @@ from app.services.integrations.events import (
     reminder_channels,
     reminder_minutes,
 )
+from app.services.integrations.outbound.addresses import UnsafeUrl, resolve_target
+from app.services.integrations.outbound.transport import Answer, post
 from app.services.integrations.outbox import Delivery, retry_delay
 from app.services.integrations.registry import Dispatcher, app_registry
-from app.services.integrations.webhooks.http import Answer, post
 from app.services.integrations.webhooks.subscriptions import allow_private, require_https
-from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +296,7 @@ def _attempt(message: _Message, now: datetime, timeout: float) -> Answer:
         target = resolve_target(
             message.url, require_https=require_https(), allow_private=allow_private()
         )
-    except UnsafeWebhookUrl as err:
+    except UnsafeUrl as err:
         return Answer(None, 0, error=f"refused: {err.message}")
     headers = signed_headers(message.secret, message.msg_id, message.body, now)
     return post(target, message.body, headers, timeout)

@@ -22,7 +22,7 @@ from app.services.common.encryption import encrypt_secret
 from app.services.common.errors import NotFound
 from app.services.common.lookups import get_checked, load_named, rows_in_order
 from app.services.integrations.events import BookingEventKind
-from app.services.integrations.webhooks.targets import UnsafeWebhookUrl, resolve_target
+from app.services.integrations.outbound.addresses import UnsafeUrl, resolve_target
 from app.validation import Text
 
 EVENT_NAMES = [str(kind) for kind in BookingEventKind]
@@ -61,7 +61,7 @@ class WebhookDoc(Schema):
     def url_is_safe(self, value: str, **kwargs: Any) -> None:
         try:
             resolve_target(value, require_https=require_https(), allow_private=allow_private())
-        except UnsafeWebhookUrl as err:
+        except UnsafeUrl as err:
             raise ValidationError(err.message) from None
 
     @validates("secret")

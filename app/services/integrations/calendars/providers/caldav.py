@@ -124,8 +124,8 @@ from app.services.integrations.calendars.providers.base import (
     StoredEvent,
     ical_item,
 )
-from app.services.integrations.webhooks.http import shut_down
-from app.services.integrations.webhooks.targets import AddressGuard, UnsafeWebhookUrl
+from app.services.integrations.outbound.addresses import AddressGuard, UnsafeUrl
+from app.services.integrations.outbound.transport import shut_down
 
 if TYPE_CHECKING:
     from caldav.davclient import DAVClient
@@ -718,7 +718,7 @@ class _CheckedResolver(SystemResolver):
         number = int(port or 0)
         try:
             addresses = self._guard.addresses(name.strip("[]"), number)
-        except UnsafeWebhookUrl as err:
+        except UnsafeUrl as err:
             raise _AddressRefused(err.message) from None
         records = []
         for address in addresses:  # as numbers: nothing is resolved a second time

@@ -47,13 +47,13 @@ from app.services.integrations.calendars.providers.base import (
     ical_item,
     zone_by_name,
 )
-from app.services.integrations.webhooks.http import ExchangeDeadline, host_header, pinned_pool
-from app.services.integrations.webhooks.targets import (
+from app.services.integrations.outbound.addresses import (
     CALDAV_ALLOW_PRIVATE,
     Target,
-    UnsafeWebhookUrl,
+    UnsafeUrl,
     resolve_target,
 )
+from app.services.integrations.outbound.transport import ExchangeDeadline, host_header, pinned_pool
 
 # A real calendar's feed is a few MB at most (a 4,770-event Google export is about 3 MB).
 MAX_FEED_BYTES = 20 * 1024 * 1024
@@ -322,7 +322,7 @@ def _target(url: str, access: FeedAccess) -> Target:
             allow_private=access.allow_private,
             setting=CALDAV_ALLOW_PRIVATE,
         )
-    except UnsafeWebhookUrl as err:
+    except UnsafeUrl as err:
         raise CalendarNotFound(f"the feed's address is refused: {err.message}") from None
 
 

@@ -106,7 +106,7 @@ _SPECIAL_IPV6 = tuple(
 )
 
 
-class UnsafeWebhookUrl(Exception):
+class UnsafeUrl(Exception):
     """A URL the service may not send a request to (webhooks, CalDAV, …): the message says why."""
 
     def __init__(self, message: str) -> None:
@@ -172,21 +172,21 @@ class AddressGuard:
     setting: str = WEBHOOK_ALLOW_PRIVATE
 
     def addresses(self, host: str, port: int) -> list[str]:
-        """``host``'s addresses, resolved once; raises ``UnsafeWebhookUrl`` when it has none or
+        """``host``'s addresses, resolved once; raises ``UnsafeUrl`` when it has none or
         one of them is refused."""
         try:
             addresses = self.policy.resolve(host, port)
         except (OSError, UnicodeError) as err:
-            raise UnsafeWebhookUrl(f"cannot resolve {host}: {err}") from None
+            raise UnsafeUrl(f"cannot resolve {host}: {err}") from None
         if not addresses:
-            raise UnsafeWebhookUrl(f"{host} has no address")
+            raise UnsafeUrl(f"{host} has no address")
         if not self.allow_private:
             refused = [a for a in addresses if not self.policy.is_public(a)]
             if refused:
                 lifted_by = _LIFTED_BY.get(
                     self.setting, f"set {self.setting}=1 to allow private targets"
                 )
-                raise UnsafeWebhookUrl(
+                raise UnsafeUrl(
                     f"{host} resolves to {refused[0]}, which is not a public address ({lifted_by})"
                 )
         return addresses
@@ -199,7 +199,7 @@ def resolve_target(
     allow_private: bool,
     setting: str = WEBHOOK_ALLOW_PRIVATE,
 ) -> Target:
-    """The URL checked and resolved to one permitted address; raises ``UnsafeWebhookUrl``.
+    """The URL checked and resolved to one permitted address; raises ``UnsafeUrl``.
     Every address the name resolves to (by the app's ``AddressPolicy``) must be public unless
     ``allow_private``; ``setting`` is the configuration key that allows private ones, named in
     the refusal."""
@@ -270,14 +270,14 @@ def _parts(url: str, require_https: bool):
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError as err:
-        raise UnsafeWebhookUrl(f"not a URL: {err}") from None
+        raise UnsafeUrl(f"not a URL: {err}") from None
     allowed = ("https",) if require_https else ("https", "http")
     if parts.scheme not in allowed:
-        raise UnsafeWebhookUrl(f"the URL must start with {' or '.join(a + '://' for a in allowed)}")
+        raise UnsafeUrl(f"the URL must start with {' or '.join(a + '://' for a in allowed)}")
     if not parts.hostname:
-        raise UnsafeWebhookUrl("the URL has no host")
+        raise UnsafeUrl("the URL has no host")
     if parts.username or parts.password:
-        raise UnsafeWebhookUrl("the URL must not hold credentials (the signature authenticates)")
+        raise UnsafeUrl("the URL must not hold credentials (the signature authenticates)")
     if parts.fragment:
-        raise UnsafeWebhookUrl("the URL must not have a fragment")
+        raise UnsafeUrl("the URL must not have a fragment")
     return parts

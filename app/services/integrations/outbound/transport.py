@@ -21,7 +21,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError, TimeoutError
 
 from app.services.common.tls import shared_tls_context
-from app.services.integrations.webhooks.targets import Target
+from app.services.integrations.outbound.addresses import Target
 
 EXCERPT_BYTES = 1024
 

@@ -146,6 +146,29 @@ def insert_agency(connection: Connection, created: datetime) -> None:
     )
 
 
+def insert_booking_7(connection: Connection, created: datetime) -> None:
+    """Event type 1 of sub account 1, and its confirmed booking 7 (2030-01-03 10:00 UTC, 30
+    minutes), as the columns every revision since 0001 has."""
+    connection.execute(
+        text(
+            "INSERT INTO event_types (id, sub_account_id, name, duration, buffer_before,"
+            " buffer_after, active, created_at, updated_at)"
+            " VALUES (1, 1, 'E', 30, 0, 0, true, :at, :at)"
+        ),
+        {"at": created},
+    )
+    start, end = datetime(2030, 1, 3, 10, tzinfo=UTC), datetime(2030, 1, 3, 10, 30, tzinfo=UTC)
+    connection.execute(
+        text(
+            "INSERT INTO bookings (id, uid, sub_account_id, event_type_id, status, title,"
+            " timezone, metadata, start_at, end_at, occupied_start, occupied_end,"
+            " created_at, updated_at) VALUES (7, 'u7', 1, 1, 'confirmed', 'T', 'UTC', '{}',"
+            " :start, :end, :start, :end, :at, :at)"
+        ),
+        {"start": start, "end": end, "at": created},
+    )
+
+
 def test_0014_has_connections_that_write_back_write_their_earlier_bookings(fresh_database_url):
     """Active write-back connections from before 0014 ask for the bookings made before they
     were connected; feeds, inactive ones and those not writing back do not; the downgrade drops
@@ -338,24 +361,7 @@ def test_0021_moves_the_reminder_minutes_into_the_list_and_keeps_sent_ones_sent(
                 ),
                 {"id": sub_account_id, "minutes": minutes},
             )
-        connection.execute(
-            text(
-                "INSERT INTO event_types (id, sub_account_id, name, duration, buffer_before,"
-                " buffer_after, active, created_at, updated_at)"
-                " VALUES (1, 1, 'E', 30, 0, 0, true, :at, :at)"
-            ),
-            {"at": created},
-        )
-        start, end = datetime(2030, 1, 3, 10, tzinfo=UTC), datetime(2030, 1, 3, 10, 30, tzinfo=UTC)
-        connection.execute(
-            text(
-                "INSERT INTO bookings (id, uid, sub_account_id, event_type_id, status, title,"
-                " timezone, metadata, start_at, end_at, occupied_start, occupied_end,"
-                " created_at, updated_at) VALUES (7, 'u7', 1, 1, 'confirmed', 'T', 'UTC', '{}',"
-                " :start, :end, :start, :end, :at, :at)"
-            ),
-            {"start": start, "end": end, "at": created},
-        )
+        insert_booking_7(connection, created)
         for booking_id in (7, 8):  # 8: deleted since (its mail keeps no booking)
             connection.execute(
                 text(
@@ -416,24 +422,7 @@ def test_0027_gives_each_booking_its_history_from_the_outbox_rows_there_are(fres
             ),
             {"at": created},
         )
-        connection.execute(
-            text(
-                "INSERT INTO event_types (id, sub_account_id, name, duration, buffer_before,"
-                " buffer_after, active, created_at, updated_at)"
-                " VALUES (1, 1, 'E', 30, 0, 0, true, :at, :at)"
-            ),
-            {"at": created},
-        )
-        start, end = datetime(2030, 1, 3, 10, tzinfo=UTC), datetime(2030, 1, 3, 10, 30, tzinfo=UTC)
-        connection.execute(
-            text(
-                "INSERT INTO bookings (id, uid, sub_account_id, event_type_id, status, title,"
-                " timezone, metadata, start_at, end_at, occupied_start, occupied_end,"
-                " created_at, updated_at) VALUES (7, 'u7', 1, 1, 'confirmed', 'T', 'UTC', '{}',"
-                " :start, :end, :start, :end, :at, :at)"
-            ),
-            {"start": start, "end": end, "at": created},
-        )
+        insert_booking_7(connection, created)
         for minutes, kind, actor, changed in (
             (0, "booking.created", None, "[]"),
             (5, "booking.rescheduled", "attendee", '["startTime", "endTime"]'),

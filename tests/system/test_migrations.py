@@ -146,6 +146,17 @@ def insert_agency(connection: Connection, created: datetime) -> None:
     )
 
 
+def insert_sub_account(connection: Connection, created: datetime, sub_account_id: int = 1) -> None:
+    """Sub account ``sub_account_id`` of agency 1, as the columns every revision has."""
+    connection.execute(
+        text(
+            "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
+            " VALUES (:id, 1, 'S', true, :at)"
+        ),
+        {"id": sub_account_id, "at": created},
+    )
+
+
 def insert_booking_7(connection: Connection, created: datetime) -> None:
     """Event type 1 of sub account 1, and its confirmed booking 7 (2030-01-03 10:00 UTC, 30
     minutes), as the columns every revision since 0001 has."""
@@ -179,13 +190,7 @@ def test_0014_has_connections_that_write_back_write_their_earlier_bookings(fresh
     engine = create_engine(url)
     with engine.begin() as connection:
         insert_agency(connection, created)
-        connection.execute(
-            text(
-                "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
-                " VALUES (1, 1, 'S', true, :at)"
-            ),
-            {"at": created},
-        )
+        insert_sub_account(connection, created)
         for id_, kind, write_back, active in (
             (1, "caldav", True, True),
             (2, "google", True, True),
@@ -345,13 +350,7 @@ def test_0021_moves_the_reminder_minutes_into_the_list_and_keeps_sent_ones_sent(
     with engine.begin() as connection:
         insert_agency(connection, created)
         for sub_account_id, minutes in ((1, 90), (2, None)):
-            connection.execute(
-                text(
-                    "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
-                    " VALUES (:id, 1, 'S', true, :at)"
-                ),
-                {"id": sub_account_id, "at": created},
-            )
+            insert_sub_account(connection, created, sub_account_id)
             connection.execute(
                 text(
                     "INSERT INTO calendar_settings (sub_account_id, timezone, default_duration,"
@@ -415,13 +414,7 @@ def test_0027_gives_each_booking_its_history_from_the_outbox_rows_there_are(fres
     engine = create_engine(url)
     with engine.begin() as connection:
         insert_agency(connection, created)
-        connection.execute(
-            text(
-                "INSERT INTO sub_accounts (id, agency_id, name, active, created_at)"
-                " VALUES (1, 1, 'S', true, :at)"
-            ),
-            {"at": created},
-        )
+        insert_sub_account(connection, created)
         insert_booking_7(connection, created)
         for minutes, kind, actor, changed in (
             (0, "booking.created", None, "[]"),

@@ -274,7 +274,7 @@ def _record(
         OutboxDelivery, (event_id, handler_name), with_for_update=True, populate_existing=True
     )
     assert record is not None  # made above, or by the other delivery
-    if error is not None and record.attempts and record.finished:
+    if error is not None and record.finished:
         return True  # the other delivery's final outcome stands
     record.attempts = max(attempt, record.attempts)
     if error is None:

@@ -367,5 +367,5 @@ def test_a_live_check_sends_the_credentials_a_server_asked_for_with_its_first_re
             check = server.log_path.read_text()[before:]
             assert "REPORT request" in check  # the live check's calendar-query
             assert "Successful login: 'dentist'" in check
-            assert "401" not in check and "denied for anonymous user" not in check
+            assert " 401 Unauthorized" not in check and "denied for anonymous user" not in check
             db.session.remove()

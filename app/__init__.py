@@ -73,7 +73,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.url_map.merge_slashes = False
 
     # Who hears about booking events, this app's own (never another app's in the process):
-    # the in-process subscribers, the outbox handlers, the webhook hand-over (the last two
+    # the in-process subscribers, the outbox handlers, the webhook enqueueing (the last two
     # below and in celery_init_app).
     events = init_registry(app)
 
@@ -104,7 +104,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         RequestWaitBudget(app.wsgi_app, settings.db_request_wait_s),
         app.config["MAX_CONTENT_LENGTH"],
     )
-    celery_init_app(app)  # subscribes the hand-over to the worker, sets the webhook dispatcher
+    celery_init_app(app)  # subscribes the enqueueing to the worker, sets the webhook dispatcher
     # Each handler takes the event kinds it acts on; webhooks take every kind (subscriptions
     # choose theirs).
     events.register_handler(WRITE_BACK, write_back_delivery, WRITE_BACK_KINDS)

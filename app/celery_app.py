@@ -83,7 +83,7 @@ BEAT_SCHEDULE = {
 
 def publish_once(name: str, args: list[Any], what: str, **options: Any) -> bool:
     """Publish task ``name`` once, without retrying: a commit is already made and what it
-    hands over waits in the database for a sweep, so a broker that is away or frozen costs the
+    enqueues waits in the database for a sweep, so a broker that is away or frozen costs the
     committing request one socket timeout (``REDIS_TIMEOUT_S``), not the seconds of a retry
     policy. Returns whether the broker took it; a failure is logged as one line."""
     try:
@@ -104,7 +104,7 @@ def dispatch_to_worker(booking_event: BookingEvent) -> None:
 
 def webhook_attempt_to_worker(delivery_id: int, when: datetime) -> None:
     """Hand a webhook delivery's attempt planned for ``when`` to the worker (Celery's ``eta``);
-    should the broker be away, the webhook sweep hands it over later."""
+    should the broker be away, the webhook sweep enqueues it later."""
     if settings().outbox_dispatch:
         publish_once("webhooks.send", [delivery_id], f"webhook delivery {delivery_id}", eta=when)
 
@@ -112,7 +112,7 @@ def webhook_attempt_to_worker(delivery_id: int, when: datetime) -> None:
 def task_to_worker(task: str, args: list[Any], delay: float) -> None:
     """After a commit: hand a connection's task (its queued sync, a person's test) to the
     worker, to run ``delay`` seconds later; should the broker be away, a sync's mark waits for
-    a worker's start or the next poll. A request for a password-reset link is handed over the
+    a worker's start or the next poll. A request for a password-reset link is enqueued the
     same way, with nothing written to wait for a sweep: lost with the broker away, it is asked
     for again."""
     if settings().outbox_dispatch:
@@ -215,7 +215,7 @@ def consumer_settings(flask_app: Flask) -> dict[str, Any]:
 
 def celery_init_app(flask_app: Flask) -> Celery:
     """Create the Celery app for ``flask_app`` and keep it in ``flask_app.extensions``; wire
-    the hand-overs to the worker into ``flask_app``'s event registry (committed events, planned
+    enqueueing for the worker into ``flask_app``'s event registry (committed events, planned
     webhook attempts)."""
 
     class FlaskTask(Task):

@@ -179,7 +179,7 @@ class Settings(BaseSettings):
     webhook_allow_private: bool = Field(False, description="webhooks on private addresses")
     webhook_timeout_seconds: Seconds = Field(5.0, description="connect and each read")
     webhook_retry_base_seconds: Seconds = Field(30.0, description="first wait before a retry")
-    webhook_lease_seconds: Seconds = Field(300.0, description="before the sweep hands over")
+    webhook_lease_seconds: Seconds = Field(300.0, description="before the sweep enqueues")
     webhook_disable_after_hours: float = Field(72.0, gt=0, description="failing, then disabled")
 
     # The dashboard

@@ -43,7 +43,7 @@ of next week (``next_monday``), checked to be offered first. Connections do not 
    ``push_channels`` row), for each change: t0 just before ``add_event`` at the fake, t1 when
    ``GET /v1/api/calendar/availability`` (that day, polled every 25 ms on a keep-alive
    connection, at most 30 s) no longer offers the slot: the fake's push, the web's handling, the
-   hand-over, the worker's sync and the availability answer. The kinds take turns, with a random
+   enqueueing, the worker's sync and the availability answer. The kinds take turns, with a random
    pause of 0.2–1 s between changes (so a change seldom lands while the last change's sync still
    holds its connection). No beat: nothing is polled. Target: p95 ≤ 5 s.
 2. **poll** (``--poll-changes``, default 30, per kind; ``--poll-interval``, default 10 s, is the
@@ -72,7 +72,7 @@ of next week (``next_monday``), checked to be offered first. Connections do not 
    one booking per 201 and one floor C row per 201.
 4. **burst** (``--burst-connections``, default 1,000; ``--burst-per-channel``, default 5): one
    agency with that many sub accounts, each with one Google connection (each its own account at
-   the fake), provisioned in one document with the hand-over off, so the marks wait; a
+   the fake), provisioned in one document with the enqueueing off, so the marks wait; a
    ``push_channels`` row is inserted for each connection's calendar with a secret the bench
    knows (its SHA-256 stored, a channel id and resource id of the bench's choosing, expiring in
    a week), so the worker makes no channel itself; then ``calendars.sync_requested`` hands the
@@ -981,7 +981,7 @@ def part_burst(args: argparse.Namespace, log_dir: Path) -> list[str]:
                 f" ({time.perf_counter() - started:.1f} s)",
                 flush=True,
             )
-            # The hand-over: as a worker starting does it, for every mark waiting.
+            # The enqueueing: as a worker starting does it, for every mark waiting.
             dep.app.extensions["celery"].send_task("calendars.sync_requested")
             warm_started = datetime.now(UTC)
             warm = dep.wait(
@@ -1195,7 +1195,7 @@ def google_headers(channel: Channel, number: int) -> dict[str, str]:
 
 def provision_burst(dep: Deployment, emails: list[str], tokens: list[str]) -> list[Channel]:
     """One agency of ``len(emails)`` sub accounts, each one Google connection, with the
-    hand-over off (the marks wait); a channel row for each connection's calendar."""
+    enqueueing off (the marks wait); a channel row for each connection's calendar."""
     doc = {
         "agencies": [
             {

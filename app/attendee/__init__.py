@@ -46,8 +46,10 @@ from app.services.bookings.attendee_changes import (
     open_attendee_booking,
     open_slots_for_attendee,
 )
+from app.services.bookings.planned import PlannedWrite
 from app.services.common.errors import InvalidRequest, TimeUnavailable
 from app.services.common.manage_links import LinkProblem, ManageLinkUnusable
+from app.unit_of_work import perform
 
 attendee = Blueprint("attendee", __name__, url_prefix="/manage")
 
@@ -205,10 +207,10 @@ class _Stepped:
 def _moving_step(
     token: str,
     form: ChoiceForm | ConfirmForm,
-    step: Callable[[AttendeeBooking, datetime, datetime], Any],
+    step: Callable[[AttendeeBooking, datetime, datetime], PlannedWrite[Any]],
 ) -> Any:
     """A POST of the move (the choice, then the confirmation) run alike: the link opened, the
-    form's token checked, ``step(shown, start, now)`` run and committed (``_Stepped``), or the
+    form's token checked, ``step(shown, start, now)`` planned and performed (``_Stepped``), or the
     answer to give instead: the slots again with the nearest open ones when the time was just
     taken (409), else back to the slots saying why."""
     now = utcnow()
@@ -219,8 +221,7 @@ def _moving_step(
         return redirect(back)
     try:
         start = _chosen_start(form.start.data)
-        result = step(shown, start, now)
-        db.session.commit()
+        result = perform(step(shown, start, now))
     except TimeUnavailable as err:
         db.session.rollback()
         return _slots_page(

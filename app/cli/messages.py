@@ -15,7 +15,7 @@ from app.models import MailMessage, MailStatus
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc
 from app.services.common.errors import ServiceError
-from app.services.integrations.webhooks.deliveries import delivery_log, hand_over, resend
+from app.services.integrations.webhooks.deliveries import delivery_log, enqueue_attempt, resend
 from app.services.integrations.webhooks.subscriptions import (
     EVENT_NAMES,
     add_subscription,
@@ -120,7 +120,7 @@ def webhooks_resend(delivery_id: int) -> None:
     except ServiceError as err:
         db.session.rollback()
         raise service_failure(err) from None
-    hand_over(delivery.id, now)
+    enqueue_attempt(delivery.id, now)
     click.echo(json.dumps({"resent": delivery.id, "webhookId": f"evt_{delivery.event_id}"}))
 
 

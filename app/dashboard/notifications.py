@@ -24,8 +24,8 @@ from app.services.accounts.users import open_sub_account
 from app.services.integrations.notifications.mail_log import get_mail, list_mail
 from app.services.integrations.webhooks.deliveries import (
     delivery_log,
+    enqueue_attempt,
     get_subscription_delivery,
-    hand_over,
     resend,
 )
 from app.services.integrations.webhooks.subscriptions import (
@@ -206,5 +206,5 @@ def webhook_resend(sub_account_id: int, subscription_id: int, delivery_id: int) 
         f"Event evt_{delivery.event_id} will be sent again (the same webhook-id).",
     )
     if sent_again:
-        hand_over(delivery.id, now)  # once committed: the worker reads what was stored
+        enqueue_attempt(delivery.id, now)  # once committed: the worker reads what was stored
     return redirect(_webhook_url(subscription))

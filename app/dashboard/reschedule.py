@@ -24,6 +24,7 @@ from app.services.bookings.lifecycle import is_active
 from app.services.bookings.queries import get_booking
 from app.services.bookings.writes import BookingChanges, update_booking
 from app.services.common.errors import InvalidRequest
+from app.unit_of_work import perform
 
 DAYS_SHOWN = 7
 
@@ -83,14 +84,15 @@ def move(sub_account_id: int, booking_id: int) -> Response:
         return redirect(back)
     try:
         start = read_instant(form.start.data or "")
-        update_booking(
-            sub_account,
-            booking.event_type_id,
-            booking.id,
-            BookingChanges(sent=frozenset({"start_time"}), start_time=start),
-            now=utcnow(),
+        perform(
+            update_booking(
+                sub_account,
+                booking.event_type_id,
+                booking.id,
+                BookingChanges(sent=frozenset({"start_time"}), start_time=start),
+                now=utcnow(),
+            )
         )
-        db.session.commit()
     except (InvalidRequest, InvalidInstant) as err:
         db.session.rollback()
         flash(f"Not moved: {getattr(err, 'message', err)}.")

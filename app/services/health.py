@@ -37,12 +37,12 @@ from app.services.integrations.outbox import backlog, waiting_for_workers
 # taken for gone (three missed beats).
 HEARTBEAT_INTERVAL = timedelta(seconds=20)
 WORKER_SILENCE = timedelta(seconds=60)
-# The sweep hands over missed events every minute and failing handlers retry with backoff; an
+# The sweep enqueues missed events every minute and failing handlers retry with backoff; an
 # event still undelivered after this long means deliveries are stuck.
 OUTBOX_LAG_LIMIT = timedelta(minutes=10)
 # A worker that beats may still take nothing (its consumer stuck after a broker outage, issue
 # 48). Work waiting longer than this while a worker took no task for as long says so: an event
-# missed by its hand-over is handed over again within the sweep's grace (30 s) and period (a
+# missed by its enqueueing is enqueued again within the sweep's grace (30 s) and period (a
 # minute), and a worker taking tasks takes it at once.
 CONSUMING_LIMIT = timedelta(minutes=2)
 

@@ -18,6 +18,7 @@ from app.models.types import utcnow
 from app.services.bookings.attendee_changes import move_as_attendee, open_attendee_booking
 from app.services.common.errors import InvalidRequest
 from app.services.common.manage_links import manage_url
+from app.unit_of_work import perform
 from tests.dashboard_users import csrf_token
 from tests.factories import (
     availability_through_api,
@@ -281,11 +282,9 @@ def test_two_confirmations_beyond_the_move_limit_move_the_booking_once(client, t
     first, second = (open_attendee_booking(_path(link).rsplit("/", 1)[1], now) for _ in "12")
     assert first.can_move and second.can_move
     hold = re.search(r'name="hold" type="hidden" value="([^"]*)"', first_page).group(1)
-    move_as_attendee(first, ny(MONDAY, 14), hold, now)
-    db.session.commit()
+    perform(move_as_attendee(first, ny(MONDAY, 14), hold, now))
     with pytest.raises(InvalidRequest, match="moved as often as allowed"):
-        move_as_attendee(second, ny(MONDAY, 15), None, now)
-    db.session.rollback()
+        perform(move_as_attendee(second, ny(MONDAY, 15), None, now))
     db.session.expire_all()
     booking = db.session.get(Booking, booked["id"])
     assert (booking.start_at, booking.attendee_moves) == (ny(MONDAY, 14), 1)

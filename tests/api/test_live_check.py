@@ -17,7 +17,8 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import BlockedTime, Booking
 from app.models.types import utcnow
-from app.services.integrations.calendars import sync_connection
+from app.scheduling.intervals import Interval
+from app.services.integrations.calendars import live_check, sync_connection
 from app.services.integrations.calendars.write_back import write_back_booking
 from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import (
@@ -327,6 +328,36 @@ def test_while_a_calendar_does_not_answer_no_lock_is_held(google_connected):
     first.join(30)
     second.join(30)
     assert sorted(r.status_code for r in results) == [201, 201]
+
+
+def test_a_create_waiting_on_a_stalled_calendar_holds_no_database_connection(google_connected):
+    """The plan's transaction ends before the calendars are asked: while Google thinks, the
+    create has given its connection back to the pool (and holds no transaction there)."""
+    calendar = google_connected
+    db.session.remove()  # the test's own session holds none either
+    pool = db.engine.pool
+    calendar.fake.stall(30, "/events")
+    results = []
+    try:
+        waiting = create_in_thread(calendar.client, calendar.tenant, TEN, results)
+        calendar.fake.wait_until_stalled(1)
+        held_while_asking = pool.checkedout()
+    finally:
+        calendar.fake.unstall()
+    waiting.join(30)
+    assert held_while_asking == 0
+    assert [r.status_code for r in results] == [201]
+
+
+def test_the_live_check_refuses_to_ask_inside_a_transaction(google_connected):
+    calendar = google_connected
+    calendar.fake.clear_requests()
+    question = live_check.plan_live_check(calendar.tenant.sub_account_id, Interval(TEN, TEN))
+    assert question is not None
+    with pytest.raises(RuntimeError, match="between a write's plan and its apply"):
+        live_check.ask(question)  # the plan's read transaction is still open
+    db.session.rollback()
+    assert calendar.fake.requests_to("/events", method="GET") == []
 
 
 def test_a_dashboard_reschedule_into_an_event_added_just_now_is_refused(google_connected):

@@ -62,7 +62,7 @@ def handed_over(app) -> list[tuple[str, list]]:
 
 
 def run_the_worker(app) -> None:
-    """Run each task handed over so far as the worker does: the task's body, in an app context
+    """Run each task enqueued so far as the worker does: the task's body, in an app context
     (and so a database session) of its own."""
     tasks = handed_over(app)
     while tasks:

@@ -5,7 +5,7 @@ however many messages it sends, forged and stale messages do nothing, channels a
 they expire and stopped when no longer needed.
 
 No worker runs here: a sync asked for is seen as the connection's mark
-(``sync_requested_at``) and the hand-over the app's registry records."""
+(``sync_requested_at``) and the enqueueing the app's registry records."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ START = datetime(2031, 1, 6, 12, tzinfo=UTC)
 @pytest.fixture
 def served(make_app):
     """Builds an app with ``settings``, served on a free loopback port that is its
-    ``PUBLIC_URL``, with push on; records the syncs it hands over."""
+    ``PUBLIC_URL``, with push on; records the syncs it enqueues."""
     servers = []
 
     def serve(**settings):

@@ -3,7 +3,7 @@
 pushing to the web's ``PUBLIC_URL`` and a real Radicale for the polled kind.
 
 - a new connection is read within seconds of a worker running, also one asked for while no
-  worker ran and whose hand-over never reached a broker;
+  worker ran and whose enqueueing never reached a broker;
 - with push on, an event added at Google or Microsoft stops being offered within seconds;
 - with push off at the provider, a booking into an event added just before is refused
   (``external_busy``) by the live check;
@@ -226,7 +226,7 @@ def test_a_caldav_change_is_read_within_the_poll_interval(deployment):
 
 
 def test_a_connection_asked_for_while_no_worker_ran_is_read_when_one_starts(deployment, tmp_path):
-    # The hand-over never reaches a broker (as in a broker outage): the mark alone waits.
+    # The enqueueing never reaches a broker (as in a broker outage): the mark alone waits.
     with changed_settings(deployment.app, outbox_dispatch=False):
         tenant = deployment.tenant(provider_connection(deployment.google, "Google"))
     connection_id = tenant.connections["Google"]

@@ -1,5 +1,5 @@
 """The password-reset mail through a real Celery worker and a real SMTP server (aiosmtpd), as
-every other mail goes: the web request hands over the email asked about, and the worker looks
+every other mail goes: the web request enqueues the email asked about, and the worker looks
 the account up, keeps to its ceiling of links an hour, makes the link and sends it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Dashboard accounts: the password-reset link, made and mailed here as every other mail is
-sent by the worker. The web request only hands over the email asked about
+sent by the worker. The web request only enqueues the email asked about
 (``app.services.accounts.password_resets.ask_for_link``), whatever it is."""
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def sync_all() -> int:
 
 @shared_task(name="calendars.sync_requested")
 def sync_requested() -> int:
-    """Hand over again every sync asked for and still waiting (a worker starting runs this:
+    """Enqueue again every sync asked for and still waiting (a worker starting runs this:
     what was asked while no worker ran is read at once, not at the next poll)."""
     connection_ids = requested_connection_ids()
     db.session.commit()

@@ -45,7 +45,7 @@ def handle(event_id: int, handler_name: str, waited: int = 0) -> None:
 
 @shared_task(name="outbox.sweep")
 def sweep() -> int:
-    """Hand over again the events whose dispatch was lost or whose handlers are due to retry;
+    """Enqueue again the events whose dispatch was lost or whose handlers are due to retry;
     returns how many."""
     event_ids = undelivered_events(utcnow())
     for event_id in event_ids:

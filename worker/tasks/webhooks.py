@@ -9,7 +9,7 @@ from app.extensions import db
 from app.models.types import utcnow
 from app.services.integrations.webhooks.deliveries import (
     due_deliveries,
-    hand_over,
+    enqueue_attempt,
     next_delivery_in_line,
     send_delivery,
 )
@@ -17,25 +17,25 @@ from app.services.integrations.webhooks.deliveries import (
 
 @shared_task(name="webhooks.send")
 def send(delivery_id: int) -> str:
-    """One attempt of one delivery; a failure plans the next (handed over once recorded)."""
+    """One attempt of one delivery; a failure plans the next (enqueued once recorded)."""
     outcome = send_delivery(delivery_id, utcnow())
     db.session.commit()
     if outcome.retry_at is not None:
-        hand_over(delivery_id, outcome.retry_at)
+        enqueue_attempt(delivery_id, outcome.retry_at)
     # The booking's next delivery to this subscription, which waited for this one to end.
     following = next_delivery_in_line(delivery_id)
     db.session.commit()
     if following is not None:
-        hand_over(following, utcnow())
+        enqueue_attempt(following, utcnow())
     return outcome.status
 
 
 @shared_task(name="webhooks.sweep")
 def sweep() -> int:
-    """Hand over again the attempts that are overdue; returns how many."""
+    """Enqueue again the attempts that are overdue; returns how many."""
     now = utcnow()
     delivery_ids = due_deliveries(now)
     db.session.commit()
     for delivery_id in delivery_ids:
-        hand_over(delivery_id, now)
+        enqueue_attempt(delivery_id, now)
     return len(delivery_ids)

@@ -11,11 +11,11 @@ from app.api.auth import current_api_key, current_sub_account
 from app.api.bookings.write_schemas import CreateBookingSchema, UpdateBookingSchema
 from app.api.field_names import ContractNames
 from app.api.smorest import Blueprint
-from app.extensions import db
 from app.models import Booking, Permission
 from app.models.types import utcnow
 from app.representations import BookingSchema, BookingUpdateResultSchema
 from app.services.bookings.writes import BookingChanges, NewBooking, create_booking, update_booking
+from app.unit_of_work import perform
 
 # What an agent (or a generated client, or a stateful fuzzer) can do next with a booking it made.
 BOOKING_LINKS = {
@@ -80,14 +80,15 @@ class EventTypeBookingViews(MethodView):
         original booking (header `Idempotent-Replayed: true`); with another body it is a 400.
         """
         with CREATE_NAMES.told_in_refusals():
-            booking, replayed = create_booking(
-                current_sub_account(),
-                event_type_id,
-                new,
-                now=utcnow(),
-                api_key_id=current_api_key().id,
+            booking, replayed = perform(
+                create_booking(
+                    current_sub_account(),
+                    event_type_id,
+                    new,
+                    now=utcnow(),
+                    api_key_id=current_api_key().id,
+                )
             )
-        db.session.commit()
         return booking, ({"Idempotent-Replayed": "true"} if replayed else {})
 
 
@@ -117,8 +118,9 @@ class EventTypeBookingByIdViews(MethodView):
         whose email stays keep their id). Answers with the reduced booking form.
         """
         with UPDATE_NAMES.told_in_refusals():
-            booking = update_booking(
-                current_sub_account(), event_type_id, booking_id, changes, now=utcnow()
+            booking = perform(
+                update_booking(
+                    current_sub_account(), event_type_id, booking_id, changes, now=utcnow()
+                )
             )
-        db.session.commit()
         return booking

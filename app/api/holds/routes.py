@@ -13,6 +13,7 @@ from app.extensions import db
 from app.models import Permission
 from app.models.types import utcnow
 from app.services.bookings.holds import NewHold, PlacedHold, ReleasedHold, place_hold, release_hold
+from app.unit_of_work import perform
 
 # Refusals naming a field of the body, in the contract's names (``app.api.field_names``).
 HOLD_NAMES = ContractNames(CreateHoldSchema())
@@ -46,14 +47,15 @@ class HoldViews(MethodView):
         refused as a create would be, with `suggestedSlots`.
         """
         with HOLD_NAMES.told_in_refusals():
-            placed = place_hold(
-                current_sub_account(),
-                event_type_id,
-                new,
-                now=utcnow(),
-                api_key_id=current_api_key().id,
+            placed = perform(
+                place_hold(
+                    current_sub_account(),
+                    event_type_id,
+                    new,
+                    now=utcnow(),
+                    api_key_id=current_api_key().id,
+                )
             )
-        db.session.commit()
         return placed
 
 

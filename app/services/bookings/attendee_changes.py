@@ -14,7 +14,8 @@ account's rules.
   ``CHOICE_HOLD_SECONDS``) while the attendee confirms; a slot taken meanwhile is refused with
   the nearest open ones instead. A link holds one choice at a time: a new one replaces it.
 
-Each function is one use case in the caller's transaction; the caller commits.
+Each function is one use case in the caller's transaction; the caller commits. A hold and a
+move are planned writes (``app.services.bookings.planned``), applied by the entry point.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from app.services.bookings.holds import (
     place_hold,
     release_attendee_choice,
 )
+from app.services.bookings.planned import PlannedWrite
 from app.services.bookings.writes import BookingChanges, cancel_booking, update_booking
 from app.services.common.errors import ErrorCode, InvalidRequest
 from app.services.common.manage_links import OpenedLink, open_manage_link
@@ -130,19 +132,22 @@ def open_slots_for_attendee(
     )
 
 
-def hold_choice(shown: AttendeeBooking, start: datetime, now: datetime) -> PlacedHold | None:
-    """Hold the slot the attendee picked while they confirm; refused (``TimeUnavailable``,
-    with suggestions) when it was taken meanwhile. None when the slot overlaps the booking's
-    own time, which no hold may (the booking keeps that part of it until the move)."""
+def hold_choice(
+    shown: AttendeeBooking, start: datetime, now: datetime
+) -> PlannedWrite[PlacedHold | None]:
+    """Plan holding the slot the attendee picked while they confirm; refused
+    (``TimeUnavailable``, with suggestions) when it was taken meanwhile. None when the slot
+    overlaps the booking's own time, which no hold may (the booking keeps that part of it until
+    the move): the earlier choice is released all the same."""
     _require(shown.can_move, shown.locked_because or shown.moves_used_up)
     booking = shown.booking
     end = start + (booking.end_at - booking.start_at)
     rules = slot_rules(shown.link.sub_account, booking.event_type, now)
     occupied = rules.occupied_interval(Interval(start, end))
     if occupied.overlaps(Interval(booking.occupied_start, booking.occupied_end)):
-        release_attendee_choice(shown.link.attendee.id)  # this choice replaces that one too
-        return None
-    return place_hold(
+        attendee_id = shown.link.attendee.id
+        return PlannedWrite(None, lambda seen: _release_choice(attendee_id))
+    planned: PlannedWrite[PlacedHold | None] = place_hold(
         shown.link.sub_account,
         booking.event_type_id,
         NewHold(
@@ -154,12 +159,18 @@ def hold_choice(shown: AttendeeBooking, start: datetime, now: datetime) -> Place
         now=now,
         attendee_id=shown.link.attendee.id,
     )
+    return planned
+
+
+def _release_choice(attendee_id: int) -> None:
+    """This choice replaces the one held before, if any, and holds nothing itself."""
+    release_attendee_choice(attendee_id)
 
 
 def move_as_attendee(
     shown: AttendeeBooking, start: datetime, hold_token: str | None, now: datetime
-) -> Booking:
-    """Move the booking its attendee's link opened to ``start`` (keeping its length),
+) -> PlannedWrite[Booking]:
+    """Plan moving the booking its attendee's link opened to ``start`` (keeping its length),
     consuming the hold placed while they chose.
 
     The moves are counted under the calendar's lock that the move took, with one conditional
@@ -167,7 +178,7 @@ def move_as_attendee(
     the count already at the limit and is refused (its move rolls back with it). The check
     before the lock only spares a refused attendee the live check."""
     _require(shown.can_move, shown.locked_because or shown.moves_used_up)
-    booking = update_booking(
+    planned = update_booking(
         shown.link.sub_account,
         shown.booking.event_type_id,
         shown.booking.id,
@@ -180,6 +191,12 @@ def move_as_attendee(
         actor=Actor.ATTENDEE,
     )
     most = shown.link.sub_account.settings.attendee_max_reschedules
+    return planned.then(lambda booking: _count_move(booking, most, shown.contact))
+
+
+def _count_move(booking: Booking, most: int | None, contact: str) -> Booking:
+    """Count the attendee's move, refused when the moves are used up (under the move's lock:
+    ``move_as_attendee``)."""
     counted = db.session.execute(
         update(Booking)
         .where(
@@ -190,7 +207,5 @@ def move_as_attendee(
         .returning(Booking.attendee_moves)
     ).scalar()
     if counted is None:
-        raise InvalidRequest(
-            _moves_used_up(most or 0, shown.contact), code=ErrorCode.BOOKING_NOT_ACTIVE
-        )
+        raise InvalidRequest(_moves_used_up(most or 0, contact), code=ErrorCode.BOOKING_NOT_ACTIVE)
     return booking

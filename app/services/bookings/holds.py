@@ -23,10 +23,18 @@ from app.api_terms import MAX_TTL_SECONDS as MAX_TTL_SECONDS  # for app.api.hold
 from app.extensions import db
 from app.models import Attendee, EventType, SlotHold, SubAccount
 from app.scheduling.timezones import InstantInput
-from app.services.bookings.time_claims import flush_claimed, plan_claim, requested_slot, take_seat
+from app.services.bookings.planned import PlannedWrite
+from app.services.bookings.time_claims import (
+    TimeClaim,
+    flush_claimed,
+    plan_claim,
+    requested_slot,
+    take_seat,
+)
 from app.services.common.errors import HoldNotFound
 from app.services.common.locking import lock_calendar
 from app.services.common.tokens import token_digest
+from app.services.integrations.calendars.live_check import LiveAnswer, record_answers
 from app.services.scheduling_inputs import get_event_type
 
 TOKEN_PREFIX = "hold_"
@@ -71,9 +79,10 @@ def place_hold(
     now: datetime,
     api_key_id: int | None = None,
     attendee_id: int | None = None,
-) -> PlacedHold:
-    """Hold ``new``'s time on the event type for ``new.ttl_seconds``. As a create does, it
-    reads the event type and its working hours before the calendar's lock.
+) -> PlannedWrite[PlacedHold]:
+    """Plan holding ``new``'s time on the event type for ``new.ttl_seconds``
+    (``app.services.bookings.planned``). As a create does, it reads the event type, its
+    working hours and the question for the connected calendars before the calendar's lock.
 
     ``attendee_id``: the hold is that attendee's choice from their manage link, and replaces
     the choice they held before (released under the lock, before the new time is claimed, so
@@ -83,10 +92,32 @@ def place_hold(
     timezone = new.timezone or sub_account.settings.timezone
     slot = requested_slot(new.start_time, new.end_time, timezone)
     plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
-    plan.ask_connected_calendars()
-    lock_calendar(sub_account.id)
-    if attendee_id is not None:
-        release_attendee_choice(attendee_id)
+
+    def apply(seen: LiveAnswer | None) -> PlacedHold:
+        lock_calendar(sub_account.id)
+        if seen is not None:
+            record_answers(seen)
+        if attendee_id is not None:
+            release_attendee_choice(attendee_id)
+        return _insert_hold(
+            sub_account, event_type, plan, new, timezone, now, api_key_id, attendee_id
+        )
+
+    return PlannedWrite(plan.live_question(), apply)
+
+
+def _insert_hold(
+    sub_account: SubAccount,
+    event_type: EventType,
+    plan: TimeClaim,
+    new: NewHold,
+    timezone: str,
+    now: datetime,
+    api_key_id: int | None,
+    attendee_id: int | None,
+) -> PlacedHold:
+    """Claim the planned time and insert the hold (the calendar's lock held)."""
+    slot = plan.slot
     claimed = plan.claim()
     occupied = claimed.occupied
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)

@@ -2,9 +2,10 @@
 open slots to offer when the time asked for cannot be had.
 
 A write plans its claim (``plan_claim``: the rules and the working hours of the whole local day
-the time falls on, in the timezone the client asked in), asks the connected calendars about
-the time (``TimeClaim.ask_connected_calendars``: what they say is busy now is stored busy time
-before the lock is taken), takes the calendar's write lock, and claims (``TimeClaim.claim``):
+the time falls on, in the timezone the client asked in, and the question for the connected
+calendars, ``TimeClaim.live_question``), is asked about (``app.services.bookings.planned``),
+takes the calendar's write lock, stores what the calendars said, and claims
+(``TimeClaim.claim``):
 it loads the day's busy time, checks the time with the
 availability engine's rule (``app.scheduling.slots``), and, when the time is refused for a
 reason of time (taken, held, blocked, external, outside hours, notice, horizon), raises
@@ -42,7 +43,7 @@ from app.scheduling.timezones import InstantInput, local_to_utc, zone
 from app.scheduling.working_hours import WeeklySchedule, working_intervals, working_ranges
 from app.services.common.errors import ErrorCode, InvalidRequest, TimeUnavailable
 from app.services.common.instants import resolve_instant
-from app.services.integrations.calendars.live_check import ask_connected_calendars
+from app.services.integrations.calendars.live_check import LiveQuestion, plan_live_check
 from app.services.scheduling_inputs import (
     MAX_WINDOW,
     BookingCaps,
@@ -172,14 +173,14 @@ class TimeClaim:
     caps: BookingCaps
     seated: tuple[int, int] | None
 
-    def ask_connected_calendars(self) -> None:
-        """Before the lock: ask the connected calendars about the time (buffers included), so
+    def live_question(self) -> LiveQuestion | None:
+        """What the write asks the connected calendars about its time (buffers included), so
         an event added there since the last sync is stored busy time when ``claim`` looks
-        (``integrations.calendars.live_check``). A time the rule refuses anyway is not asked
-        about. Ends the caller's transaction, which must not have written yet."""
+        (``integrations.calendars.live_check``); None when nothing is asked (a time the rule
+        refuses anyway is not asked about). Reads, in the plan's transaction."""
         if time_problem(self.slot, working_intervals(self.schedule, *self.slot), self.rules):
-            return
-        ask_connected_calendars(self.sub_account.id, self.rules.occupied_interval(self.slot))
+            return None
+        return plan_live_check(self.sub_account.id, self.rules.occupied_interval(self.slot))
 
     def claim(
         self, *, exclude_booking_id: int | None = None, consumed_hold_id: int | None = None

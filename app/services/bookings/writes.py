@@ -34,6 +34,7 @@ from app.models.limits import NAME_MAX
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput, zone
 from app.services.bookings.holds import find_hold_to_consume
+from app.services.bookings.planned import PlannedWrite
 from app.services.bookings.queries import get_booking
 from app.services.bookings.time_claims import (
     TimeClaim,
@@ -47,6 +48,11 @@ from app.services.common.errors import BookingNotFound, ErrorCode, EventTypeNotF
 from app.services.common.ids import is_storable_id
 from app.services.common.instants import resolve_instant
 from app.services.common.locking import lock_calendar
+from app.services.integrations.calendars.live_check import (
+    LiveAnswer,
+    LiveQuestion,
+    record_answers,
+)
 from app.services.integrations.events import Actor, BookingEvent, BookingEventKind, emit
 from app.services.scheduling_inputs import get_event_type
 
@@ -221,13 +227,14 @@ def create_booking(
     *,
     now: datetime,
     api_key_id: int | None = None,
-) -> tuple[Booking, bool]:
-    """Book ``new`` on the event type. Returns the booking and whether it is an idempotent
-    replay of an earlier request (then nothing was written).
+) -> PlannedWrite[tuple[Booking, bool]]:
+    """Plan booking ``new`` on the event type (``app.services.bookings.planned``). Applied, it
+    returns the booking and whether it is an idempotent replay of an earlier request (then
+    nothing was written).
 
-    The event type, its working hours and the hold the token names are read before the
-    calendar's lock (they are configuration, or the caller's own), and the connected calendars
-    are asked about the time then too (``TimeClaim.ask_connected_calendars``); the lock guards
+    The plan reads the event type, its working hours, the hold the token names (configuration,
+    or the caller's own) and the question for the connected calendars (none for a remembered
+    idempotency key: its own event is there). The apply takes the calendar's lock, which guards
     the idempotency check, busy time and the inserts. Refusals keep their order: a remembered
     idempotency key first, then the event type, then the time."""
     try:
@@ -245,22 +252,45 @@ def create_booking(
         except InvalidRequest as err:
             refusal = err
         hold_id = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
+    question = None
     if plan is not None and not _remembered_key(sub_account.id, new.idempotency_key, now):
-        plan.ask_connected_calendars()
+        question = plan.live_question()
 
-    lock_calendar(sub_account.id)
-    fingerprint = request_fingerprint(event_type_id, new.body)
-    if new.idempotency_key is not None:
-        # Before anything else: a replay answers with the booking as it is now, even if its
-        # event type has been deactivated since.
-        earlier = _idempotent_replay(sub_account.id, new.idempotency_key, fingerprint, now)
-        if earlier is not None:
-            IDEMPOTENT_REPLAYS.inc()
-            return earlier, True
-    if event_type is None:
-        raise EventTypeNotFound()
-    if plan is None:
-        raise refusal or InvalidRequest()
+    def apply(seen: LiveAnswer | None) -> tuple[Booking, bool]:
+        lock_calendar(sub_account.id)
+        if seen is not None:
+            record_answers(seen)
+        fingerprint = request_fingerprint(event_type_id, new.body)
+        if new.idempotency_key is not None:
+            # Before anything else: a replay answers with the booking as it is now, even if its
+            # event type has been deactivated since.
+            earlier = _idempotent_replay(sub_account.id, new.idempotency_key, fingerprint, now)
+            if earlier is not None:
+                IDEMPOTENT_REPLAYS.inc()
+                return earlier, True
+        if event_type is None:
+            raise EventTypeNotFound()
+        if plan is None:
+            raise refusal or InvalidRequest()
+        return _insert_booking(
+            sub_account, event_type, plan, new, timezone, fingerprint, hold_id, now, api_key_id
+        ), False
+
+    return PlannedWrite(question, apply)
+
+
+def _insert_booking(
+    sub_account: SubAccount,
+    event_type: EventType,
+    plan: TimeClaim,
+    new: NewBooking,
+    timezone: str,
+    fingerprint: str,
+    hold_id: int | None,
+    now: datetime,
+    api_key_id: int | None,
+) -> Booking:
+    """Claim the planned time and insert the booking (the calendar's lock held)."""
     slot = plan.slot
     claimed = plan.claim(consumed_hold_id=hold_id)
     occupied = claimed.occupied
@@ -293,7 +323,7 @@ def create_booking(
     _upsert_contacts(sub_account.id, new.attendees, now)
     db.session.flush()
     emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
-    return booking, False
+    return booking
 
 
 def update_booking(
@@ -304,12 +334,35 @@ def update_booking(
     *,
     now: datetime,
     actor: Actor = Actor.BUSINESS,
-) -> Booking:
-    """Change the sent fields of a pending or confirmed booking; a new time must pass the
-    time rule (the booking's own current time does not count as busy)."""
+) -> PlannedWrite[Booking]:
+    """Plan changing the sent fields of a pending or confirmed booking
+    (``app.services.bookings.planned``); a new time must pass the time rule (the booking's own
+    current time does not count as busy). The plan asks about the new time as the booking
+    reads now; the apply decides under the lock."""
     event_type = get_event_type(sub_account, event_type_id, offered_only=False)
-    _ask_about_new_time(sub_account, event_type, booking_id, changes, now)
+    question = _question_for_new_time(sub_account, event_type, booking_id, changes, now)
+    return PlannedWrite(
+        question,
+        lambda seen: _apply_update(
+            sub_account, event_type, booking_id, changes, now=now, actor=actor, seen=seen
+        ),
+    )
+
+
+def _apply_update(
+    sub_account: SubAccount,
+    event_type: EventType,
+    booking_id: int,
+    changes: BookingChanges,
+    *,
+    now: datetime,
+    actor: Actor,
+    seen: LiveAnswer | None,
+) -> Booking:
+    """The update under the calendar's lock."""
     lock_calendar(sub_account.id)
+    if seen is not None:
+        record_answers(seen)
     booking = get_booking(sub_account, booking_id)
     if booking.event_type_id != event_type.id:
         raise BookingNotFound()
@@ -367,19 +420,19 @@ def update_booking(
     return booking
 
 
-def _ask_about_new_time(
+def _question_for_new_time(
     sub_account: SubAccount,
     event_type: EventType,
     booking_id: int,
     changes: BookingChanges,
     now: datetime,
-) -> None:
-    """Before the lock: ask the connected calendars about the time a reschedule moves to, as
-    read now (the lock's checks decide; a change meanwhile only means a question wasted)."""
+) -> LiveQuestion | None:
+    """What to ask the connected calendars about the time a reschedule moves to, as read now
+    (the lock's checks decide; a change meanwhile only means a question wasted)."""
     if not {"start_time", "end_time", "timezone"} & changes.sent:
-        return
+        return None
     if not is_storable_id(booking_id):
-        return
+        return None
     # Columns, not the row: the lock's read must not find a copy in the session.
     booking = db.session.execute(
         select(Booking.start_at, Booking.end_at, Booking.timezone).where(
@@ -389,20 +442,20 @@ def _ask_about_new_time(
         )
     ).one_or_none()
     if booking is None:
-        return
+        return None
     try:
         start, end = _new_time(booking, changes)
     except InvalidRequest:
-        return  # refused under the lock, as it is now
+        return None  # refused under the lock, as it is now
     if (start, end) == (booking.start_at, booking.end_at):
-        return
+        return None
     tz_name = changes.timezone if "timezone" in changes.sent else booking.timezone
     assert tz_name is not None  # a sent timezone is a name: the schema takes no null
     try:
         plan = plan_claim(sub_account, event_type, Interval(start, end), timezone=tz_name, now=now)
     except InvalidRequest:
-        return
-    plan.ask_connected_calendars()
+        return None
+    return plan.live_question()
 
 
 def _new_time(booking: Any, changes: BookingChanges) -> tuple[datetime, datetime]:

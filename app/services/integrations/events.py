@@ -18,18 +18,18 @@ import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
-from sqlalchemy import event, select
-from sqlalchemy.orm import Session, SessionTransaction, scoped_session
+from sqlalchemy import select
+from sqlalchemy.orm import Session, scoped_session
 
 from app.models import Booking, BookingChange, BookingReminder, OutboxEvent
+from app.services.common.after_commit import after_commit
 from app.services.integrations.event_schema import booking_snapshot
 from app.services.integrations.registry import IntegrationRegistry, Subscriber, app_registry
 
 log = logging.getLogger(__name__)
-
-_PENDING = "pending_domain_events"
 
 
 class BookingEventKind(StrEnum):
@@ -101,10 +101,12 @@ def emit(session: Session | scoped_session[Any], booking_event: BookingEvent) ->
         )
     )
     # The subscribers are those of the app the write runs in, looked up now: the commit's
-    # listener below runs wherever SQLAlchemy calls it.
-    pending: list[tuple[BookingEvent, OutboxEvent, IntegrationRegistry]]
-    pending = session.info.setdefault(_PENDING, [])
-    pending.append((booking_event, row, app_registry()))
+    # listener runs wherever SQLAlchemy calls it.
+    after_commit(
+        session,
+        partial(_tell_subscribers, booking_event, row, app_registry()),
+        f"telling the subscribers of {booking_event.kind}",
+    )
     return row
 
 
@@ -124,18 +126,14 @@ def reminder_minutes(session: Session, event_id: int) -> int | None:
     )
 
 
-@event.listens_for(Session, "after_commit")
-def _deliver(session: Session) -> None:
-    for booking_event, row, registry in session.info.pop(_PENDING, []):
-        booking_event = replace(booking_event, event_id=row.id)
-        for subscriber in list(registry.subscribers):
-            try:
-                subscriber(booking_event)
-            except Exception:
-                log.exception("subscriber %r failed on %s", subscriber, booking_event.kind)
-
-
-@event.listens_for(Session, "after_soft_rollback")
-def _discard(session: Session, previous_transaction: SessionTransaction) -> None:
-    if not previous_transaction.nested:
-        session.info.pop(_PENDING, None)
+def _tell_subscribers(
+    booking_event: BookingEvent, row: OutboxEvent, registry: IntegrationRegistry
+) -> None:
+    """After the commit: every subscriber gets the event with its row's id; one that fails is
+    logged and the others still get it."""
+    booking_event = replace(booking_event, event_id=row.id)
+    for subscriber in list(registry.subscribers):
+        try:
+            subscriber(booking_event)
+        except Exception:
+            log.exception("subscriber %r failed on %s", subscriber, booking_event.kind)

@@ -329,7 +329,7 @@ def undelivered_events(
     """Events a crash or a broker outage may have left behind, or whose handlers are due to
     retry: not done, older than the grace period, no handler waiting (oldest first)."""
     # A committed event is handed to Celery at once; the sweep leaves it this long before it
-    # hands it over again (a second hand-over is harmless, just wasted work).
+    # enqueues it again (a second enqueueing is harmless, just wasted work).
     since = grace if grace is not None else settings().duration("outbox_sweep_grace_seconds")
     return list(
         db.session.scalars(

@@ -4,7 +4,7 @@ handlers and the webhook dispatchers, kept on the Flask app.
 They used to be module globals, shared by every app a process builds (the test suite builds one
 per test) and patched by tests. Now each app carries one ``IntegrationRegistry`` in
 ``app.extensions["calendar_events"]``, filled in one place: ``create_app`` (the metrics
-subscriber and the outbox handlers) and ``celery_init_app`` (the worker hand-overs). The
+subscriber and the outbox handlers) and ``celery_init_app`` (the worker enqueueing). The
 services reach it through ``current_app`` when they run (``app_registry()``), so two apps in
 one process never see each other's listeners, and a test registers on its own app.
 """
@@ -87,11 +87,11 @@ class IntegrationRegistry:
         return [name for name in self.handlers if self.takes(name, kind)]
 
     def set_dispatcher(self, dispatcher: Dispatcher | None) -> None:
-        """The one hand-over of webhook attempts (None: attempts wait for the sweep)."""
+        """How webhook attempts are enqueued (None: attempts wait for the sweep)."""
         self.dispatchers[:] = [dispatcher] if dispatcher else []
 
     def set_task_dispatcher(self, dispatcher: TaskDispatcher | None) -> None:
-        """The one hand-over of tasks asked for in a transaction (a connection's sync or test;
+        """How tasks asked for in a transaction are enqueued (a connection's sync or test;
         None: a sync waits for a worker's start or the poll to hand it over)."""
         self.task_dispatchers[:] = [dispatcher] if dispatcher else []
 

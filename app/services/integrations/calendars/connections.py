@@ -52,7 +52,7 @@ from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.freshness import (
     ConnectionFreshness,
     connection_freshness,
-    hand_over_after_commit,
+    enqueue_after_commit,
     request_sync,
 )
 from app.services.integrations.calendars.oauth import Grant, oauth_provider, revoke
@@ -424,7 +424,7 @@ def ask_for_test(sub_account: SubAccount, connection_id: int, *, now: datetime) 
     connection.test_requested_at, connection.test_finished_at = now, None
     connection.test_result = None
     db.session.flush()
-    hand_over_after_commit(TEST_TASK, connection.id)
+    enqueue_after_commit(TEST_TASK, connection.id)
 
 
 def latest_test(connection: CalendarConnection) -> ConnectionTest | None:

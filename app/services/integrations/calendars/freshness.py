@@ -7,7 +7,7 @@ safety net.
   transaction, and handed to the worker once that transaction commits (the app's registry:
   ``task_dispatchers``, which ``celery_init_app`` fills). While the mark is there, asking again
   queues nothing more: however many notifications arrive, at most one sync of a connection is
-  queued. A mark older than ``REQUEST_RESENT_AFTER`` is handed over again (its message was
+  queued. A mark older than ``REQUEST_RESENT_AFTER`` is enqueued again (its message was
   lost), and a worker that starts finds every mark still waiting (``requested_connection_ids``)
   without waiting for the beat.
 - **Run one at a time** (``begin_sync``/``end_sync``): a sync takes a lease on the connection
@@ -35,25 +35,26 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
-from sqlalchemy import event, func, or_, select, update
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy import func, or_, select, update
 
 from app.config import settings
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, PushChannel, SubAccount
+from app.services.common.after_commit import after_commit
 from app.services.integrations.registry import IntegrationRegistry, app_registry
 
 log = logging.getLogger(__name__)
 
 # A queued sync whose message never reached a worker (a broker outage, a lost message) is
-# handed over again after this long.
+# enqueued again after this long.
 REQUEST_RESENT_AFTER = timedelta(minutes=2)
 # How long a sync may hold its connection: the worker's hard task limit (app.celery_app), after
 # which a crashed worker's lease is taken over.
 SYNC_LEASE = timedelta(seconds=180)
 # How often beat looks for the connections due to be polled (``calendars.sync_all``), when the
-# interval is longer: a connection due before the next look is handed over now, to run at its
+# interval is longer: a connection due before the next look is enqueued now, to run at its
 # due instant, so the look's period adds nothing to a poll's wait.
 POLL_TICK = timedelta(seconds=5)
 # The golden ratio's fraction: successive ids land far apart in [0, 1).
@@ -62,7 +63,6 @@ _SPREAD = 0.6180339887498949
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
-_PENDING = "pending_connection_tasks"
 # The worker's task that syncs one connection (``worker.tasks.calendars``).
 SYNC_TASK = "calendars.sync"
 
@@ -115,32 +115,27 @@ def request_sync(connection_id: int, now: datetime, *, due: datetime | None = No
         return False
     # Rounded up to the millisecond: a poll run early would find its due instant still ahead.
     delay = 0.0 if due is None else max(0.0, math.ceil((due - now) / _MICROSECOND / 1000) / 1000)
-    hand_over_after_commit(SYNC_TASK, connection_id, delay)
+    enqueue_after_commit(SYNC_TASK, connection_id, delay)
     return True
 
 
-def hand_over_after_commit(task: str, connection_id: int, delay: float = 0.0) -> None:
-    """Hand ``task`` of the connection to the worker once the caller's transaction commits
-    (dropped with a rollback); the app's registry says how (``task_dispatchers``)."""
-    pending: list[tuple[str, int, float, IntegrationRegistry]]
-    pending = db.session.info.setdefault(_PENDING, [])
-    pending.append((task, connection_id, delay, app_registry()))
+def enqueue_after_commit(task: str, connection_id: int, delay: float = 0.0) -> None:
+    """Enqueue ``task`` of the connection for the worker once the caller's transaction commits
+    (dropped with a rollback: ``common.after_commit``); the app's registry says how
+    (``task_dispatchers``)."""
+    after_commit(
+        db.session,
+        partial(_enqueue, task, connection_id, delay, app_registry()),
+        f"calendar connection {connection_id}: enqueueing {task}",
+    )
 
 
-@event.listens_for(Session, "after_commit")
-def _hand_over(session: Session) -> None:
-    for task, connection_id, delay, registry in session.info.pop(_PENDING, []):
-        for dispatcher in list(registry.task_dispatchers):
-            try:
-                dispatcher(task, [connection_id], delay)
-            except Exception:
-                log.exception("calendar connection %s: %s not handed over", connection_id, task)
-
-
-@event.listens_for(Session, "after_soft_rollback")
-def _discard(session: Session, previous_transaction: SessionTransaction) -> None:
-    if not previous_transaction.nested:
-        session.info.pop(_PENDING, None)
+def _enqueue(task: str, connection_id: int, delay: float, registry: IntegrationRegistry) -> None:
+    for dispatcher in list(registry.task_dispatchers):
+        try:
+            dispatcher(task, [connection_id], delay)
+        except Exception:
+            log.exception("calendar connection %s: %s not enqueued", connection_id, task)
 
 
 def begin_sync(connection_id: int, now: datetime) -> str:

@@ -14,15 +14,19 @@ about the write's time (buffers included) before they take the calendar's lock:
 - all calendars are asked at once, in threads, under one deadline
   (``CALENDAR_LIVE_CHECK_TIMEOUT_S``, default 1.5 s); each request's own timeout is that
   deadline, so an abandoned question ends soon after;
-- what they answer is stored at once as the sync stores it (``sync.record_seen``), in a short
-  transaction of its own: the write that follows meets the new busy time under the lock like
-  any other (``external_busy`` with suggestions), and availability stops offering it;
+- what they answer is stored as the sync stores it (``sync.record_seen``): the write meets the
+  new busy time under the lock like any other (``external_busy`` with suggestions), and
+  availability stops offering it;
 - a calendar that does not answer in time, or fails: under ``best_effort`` (the default) the
   write goes on against the stored busy time, and the miss is counted; under ``strict`` the
   write is refused (``CalendarUnreachable``, 503 with ``Retry-After``); ``off`` asks nothing.
 
-No transaction and no lock is held while the calendars are asked: the caller's transaction
-(which has only read so far) is ended first.
+A write is planned, asked, then applied (``app.services.bookings.planned``): the plan reads
+the question (``plan_live_check``) in a transaction the entry point then ends; the calendars
+are asked (``ask``) with no transaction, no lock and no database connection held; the apply
+stores what they answered (``record_answers``) under the calendar's lock, in the write's one
+transaction, and claims the time. A write refused there still keeps what was seen: the entry
+point stores it in a transaction of its own (``app.unit_of_work``).
 """
 
 from __future__ import annotations
@@ -53,7 +57,6 @@ from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
 from app.services.common.errors import ErrorCode, ServiceError
 from app.services.common.locking import lock_calendar
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import connection_access
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.providers import provider_for
@@ -76,7 +79,7 @@ class LiveCheckMode(StrEnum):
     OFF = "off"
 
 
-Outcome = Literal["clear", "busy", "unanswered", "none", "off"]
+Outcome = Literal["clear", "busy", "unanswered"]
 
 
 class CalendarUnreachable(ServiceError):
@@ -100,8 +103,7 @@ class CalendarUnreachable(ServiceError):
 class LiveCheck:
     """What asking the connected calendars found. ``outcome``: ``clear`` (every calendar
     answered, none busy), ``busy`` (one or more is busy: stored, so the write's claim refuses
-    it), ``unanswered`` (one or more did not answer; ``unanswered`` names them), ``none`` (no
-    calendar to ask), ``off``."""
+    it), ``unanswered`` (one or more did not answer; ``unanswered`` names them)."""
 
     outcome: Outcome
     unanswered: tuple[str, ...] = ()
@@ -128,40 +130,90 @@ def live_check_timeout() -> float:
     return settings().calendar_live_check_timeout_s
 
 
-@owns_transactions
-def ask_connected_calendars(sub_account_id: int, window: Interval) -> LiveCheck:
-    """Ask every connected calendar of the sub account about ``window`` (module docstring);
-    store what they say; under ``strict``, raise ``CalendarUnreachable`` for one that did not
-    answer. A job that must not hold a transaction open while it waits on another server: the
-    caller's transaction, which must not have written anything yet, is committed first, and
-    what is seen is committed in a transaction of its own."""
+@dataclass(frozen=True)
+class LiveQuestion:
+    """What a write will ask the connected calendars, read in its plan (the secrets decrypted
+    there): every checked calendar of the sub account's connections of a kind asked live, about
+    ``window`` (the occupied interval: buffers included)."""
+
+    sub_account_id: int
+    window: Interval
+    mode: LiveCheckMode
+    deadline: float
+    timezone: str
+    calendars: tuple[_Question, ...]
+
+
+@dataclass(frozen=True)
+class LiveAnswer:
+    """What the calendars answered in time (``answers``: per calendar, its remote id and the
+    items it lists in the window), and the names of those that did not (``unanswered``)."""
+
+    question: LiveQuestion
+    answers: tuple[tuple[_Question, str, list[ItemRead]], ...]
+    unanswered: tuple[str, ...]
+    seconds: float
+
+
+def plan_live_check(sub_account_id: int, window: Interval) -> LiveQuestion | None:
+    """The question a write about ``window`` asks, or None when there is nobody to ask (the
+    check is off, or no calendar is connected that answers live). Reads in the caller's
+    transaction: part of the write's plan."""
     mode = live_check_mode()
     if mode is LiveCheckMode.OFF:
-        return LiveCheck("off")
+        return None
     deadline = live_check_timeout()
-    questions, timezone = _questions(sub_account_id, deadline)
-    if not questions:
-        return LiveCheck("none")
-    if db.session.new or db.session.dirty or db.session.deleted:
-        raise RuntimeError("the live check runs before a write, not after it")
-    db.session.commit()  # nothing written: this only ends the reads' transaction
+    calendars, timezone = _questions(sub_account_id, deadline)
+    if not calendars:
+        return None
+    return LiveQuestion(sub_account_id, window, mode, deadline, timezone, tuple(calendars))
 
+
+def ask(question: LiveQuestion) -> LiveAnswer:
+    """Ask every calendar of ``question`` at once, under its one deadline; under ``strict``,
+    raise ``CalendarUnreachable`` for one that did not answer. Touches no database, and refuses
+    to run inside a transaction: a write waiting on another company's server must hold neither
+    a connection nor a lock (the entry point ends the plan's transaction first)."""
+    if db.session().in_transaction():
+        raise RuntimeError("the live check runs between a write's plan and its apply")
     started = time.monotonic()
-    answers, unanswered = _ask_all(questions, window, timezone, deadline)
-    seconds = time.monotonic() - started
-    busy = _store(sub_account_id, window, answers)
-    outcome: Outcome = "unanswered" if unanswered else "busy" if busy else "clear"
-    LIVE_CHECKS.labels(outcome).inc()
-    LIVE_CHECK_SECONDS.observe(seconds)
+    answers, unanswered = _ask_all(
+        list(question.calendars), question.window, question.timezone, question.deadline
+    )
+    answer = LiveAnswer(question, tuple(answers), tuple(unanswered), time.monotonic() - started)
     if unanswered:
         log.warning(
             "live check of sub account %s: no answer in time from %s",
-            sub_account_id,
+            question.sub_account_id,
             ", ".join(unanswered),
         )
-        if mode is LiveCheckMode.STRICT:
+        if question.mode is LiveCheckMode.STRICT:
+            _count("unanswered", answer.seconds)
             raise CalendarUnreachable(unanswered)
-    return LiveCheck(outcome, tuple(unanswered), seconds)
+    return answer
+
+
+def record_answers(answer: LiveAnswer) -> LiveCheck:
+    """Store what the calendars answered, as the sync stores it (``sync.record_seen``), in the
+    caller's transaction, under the calendar's lock (taken here if the caller has not: it is
+    the write's own); the claim that follows meets it like any busy time. Flushes."""
+    question = answer.question
+    window = question.window
+    if any(items for _, _, items in answer.answers) or _stored_in(question.sub_account_id, window):
+        lock_calendar(question.sub_account_id)
+        for calendar, remote_id, items in answer.answers:
+            record_seen(calendar.connection_id, remote_id, window, items)
+        busy = _stored_in(question.sub_account_id, window)
+    else:
+        busy = False  # nothing seen and nothing stored there: nothing to write
+    outcome: Outcome = "unanswered" if answer.unanswered else "busy" if busy else "clear"
+    _count(outcome, answer.seconds)
+    return LiveCheck(outcome, answer.unanswered, answer.seconds)
+
+
+def _count(outcome: Outcome, seconds: float) -> None:
+    LIVE_CHECKS.labels(outcome).inc()
+    LIVE_CHECK_SECONDS.observe(seconds)
 
 
 def _questions(sub_account_id: int, timeout: float) -> tuple[list[_Question], str]:
@@ -252,28 +304,6 @@ def _ask(question: _Question, window: Interval, tz: Any) -> tuple[str, list[Item
     if question.problem is not None:
         raise question.problem
     return provider_for(question.kind).items_in(question.access, question.remote_id, window, tz)
-
-
-@owns_transactions
-def _store(
-    sub_account_id: int, window: Interval, answers: list[tuple[_Question, str, list[ItemRead]]]
-) -> bool:
-    """Store every answer (``sync.record_seen``) under the calendar's lock and commit; returns
-    whether connected calendars' busy time now lies in ``window``."""
-    if any(items for _, _, items in answers) or _stored_in(sub_account_id, window):
-        try:
-            lock_calendar(sub_account_id)
-            for question, remote_id, items in answers:
-                record_seen(question.connection_id, remote_id, window, items)
-            db.session.commit()
-        except Exception:
-            db.session.rollback()
-            raise
-    else:
-        return False  # nothing seen and nothing stored there: nothing to write
-    busy = _stored_in(sub_account_id, window)
-    db.session.commit()
-    return busy
 
 
 def _stored_in(sub_account_id: int, window: Interval) -> bool:

@@ -33,9 +33,9 @@ existing bookings could otherwise write the same booking at once, making two eve
 provider chooses the id (Graph). A writer claims the booking and connection
 (``CalendarWriteLease``, committed at once) before it writes and gives the claim back in the
 transaction that records the outcome (the event's id included). A writer is named for what it
-writes (an outbox event's delivery, one connection's existing bookings), so the same writer run
-again (its task redelivered after its process was killed, the sweep's hand-over) takes its own
-claim back at once. Another writer that finds it claimed does not wait: its outcome is
+writes (an outbox event's delivery, one connection's existing bookings), so the same writer
+run again (its task redelivered after its process was killed, or enqueued again by the sweep)
+takes its own claim back at once. Another writer that finds it claimed does not wait: its outcome is
 ``deferred``, not an error of the connection's, and the delivery is offered again later (the
 existing bookings' run stops there and goes on at its next run), when it writes the booking as
 it is then. Two deliveries of one event at once both write; the providers keep one event (the

@@ -12,7 +12,7 @@ re-rendered through the API's shape, so an API change cannot alter what receiver
 
 - **In order**: one subscription gets one booking's deliveries in the order of its events: a
   delivery waits while an earlier one of the same booking is pending (in flight, or retrying),
-  and one finishing hands over the next (``next_delivery_in_line``). ``sequence`` (the
+  and one finishing enqueues the next (``next_delivery_in_line``). ``sequence`` (the
   booking's iCalendar SEQUENCE as the event left it: it rises with every change a calendar
   shows) lets a receiver order them too, and drop one older than what it holds. ``actor``
   says who made the change: ``attendee`` (from their manage link) or ``business``.
@@ -23,7 +23,7 @@ re-rendered through the API's shape, so an API change cannot alter what receiver
   (72 by default) is disabled; its pending deliveries are then failed. ``enable`` turns it back
   on; ``resend`` sends a delivery again.
 - **Nothing lost**: each planned attempt is handed to Celery with its time (``eta``); the sweep
-  (``due_deliveries``) hands over again any attempt overdue by more than the lease
+  (``due_deliveries``) enqueues again any attempt overdue by more than the lease
   (``WEBHOOK_LEASE_SECONDS``, 5 minutes): a worker that died mid-attempt, a lost message. The
   attempt in flight then sends once more; the receiver de-duplicates by ``webhook-id``.
 """
@@ -82,19 +82,19 @@ class DeliveryNotFound(NotFound):
 
 
 def set_dispatcher(dispatcher: Dispatcher | None) -> None:
-    """Set the current app's hand-over of planned attempts to the worker: (delivery id,
+    """Set the current app's enqueueing of planned attempts to the worker: (delivery id,
     when). The Celery app sets one (``celery_init_app``); without it attempts wait for the
     sweep."""
     app_registry().set_dispatcher(dispatcher)
 
 
-def hand_over(delivery_id: int, when: datetime) -> None:
+def enqueue_attempt(delivery_id: int, when: datetime) -> None:
     """Give the worker a committed delivery's attempt planned for ``when``, through the
     current app's dispatcher."""
     for dispatcher in list(app_registry().dispatchers):
         try:
             dispatcher(delivery_id, when)
-        except Exception:  # the broker away: the sweep hands it over later
+        except Exception:  # the broker away: the sweep enqueues it later
             log.exception("webhook delivery %s could not be handed to the worker", delivery_id)
 
 
@@ -136,7 +136,7 @@ def webhooks_delivery(delivery: Delivery, now: datetime) -> None:
                 continue
             created.append(row.id)
     for delivery_id in created:
-        hand_over(delivery_id, now)
+        enqueue_attempt(delivery_id, now)
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ class _Message:
 @dataclass(frozen=True)
 class SendOutcome:
     status: str
-    retry_at: datetime | None = None  # the next attempt, to hand over once committed
+    retry_at: datetime | None = None  # the next attempt, to enqueue once committed
 
 
 @owns_transactions
@@ -221,7 +221,7 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
 
 def _claimed(delivery_id: int, now: datetime) -> bool:
     """Claim the delivery's due attempt (the caller commits): its next attempt moves a lease
-    on, so a second hand-over of it meanwhile (a predecessor's end and its own message, say)
+    on, so a second enqueueing of it meanwhile (a predecessor's end and its own message, say)
     finds it not due and sends nothing; a worker dying in the attempt leaves it to the sweep."""
     lease = settings().duration("webhook_lease_seconds")
     won = db.session.execute(
@@ -401,7 +401,7 @@ def due_deliveries(now: datetime, limit: int = 500) -> list[int]:
 
 def resend(delivery_id: int, now: datetime) -> WebhookDelivery:
     """Send a delivery again (the same ``webhook-id``), whatever became of it. The caller
-    commits, then hands it over (``hand_over``)."""
+    commits, then enqueues it (``enqueue_attempt``)."""
     delivery = db.session.get(WebhookDelivery, delivery_id)
     if delivery is None:
         raise DeliveryNotFound()

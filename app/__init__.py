@@ -39,6 +39,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.errors import register_error_handlers
     from app.extensions import db, migrate
     from app.health import register_health
+    from app.jobs.webhooks import webhooks_delivery
     from app.llms import register_llms
     from app.logs import configure_logging, register_request_ids
     from app.metrics import count_booking_event, register_metrics
@@ -55,7 +56,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.services.integrations.notifications.booking_mail import notify_delivery
     from app.services.integrations.registry import init_registry
     from app.services.integrations.webhooks.deliveries import HANDLER_NAME as WEBHOOKS
-    from app.services.integrations.webhooks.deliveries import webhooks_delivery
 
     app = Flask(__name__, instance_relative_config=True)
     # Every setting, typed and checked: a bad one stops the process here (SettingsError).

@@ -74,7 +74,7 @@ BEAT_SCHEDULE = {
     "send-reminders": {"task": "notifications.send_reminders", "schedule": timedelta(minutes=1)},
     "sweep-webhooks": {"task": "webhooks.sweep", "schedule": timedelta(minutes=1)},
     "purge-expired-holds": {"task": "holds.purge_expired", "schedule": timedelta(minutes=10)},
-    # Delivered events and mail logs past RETENTION_DAYS (app.services.integrations.retention).
+    # Delivered events and mail logs past RETENTION_DAYS (app.jobs.retention).
     "purge-old-records": {"task": "retention.purge", "schedule": timedelta(minutes=10)},
     # Push channels renewed a day before they expire, so every 15 minutes is plenty.
     "keep-push-channels": {"task": "calendars.keep_channels", "schedule": timedelta(minutes=15)},

@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import select
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -52,6 +52,7 @@ from psycopg.pq import TransactionStatus
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.pool import PoolProxiedConnection, QueuePool
 
 from app.config import Settings
@@ -287,6 +288,21 @@ def bound_postgres_waits(engine: Engine, settings: Settings) -> None:
 
 
 _READS_ONLY = "reads_only"
+
+
+@contextlib.contextmanager
+def session_apart(engine: Engine) -> Iterator[OrmSession]:
+    """A session of its own on ``engine``, committed as the block ends (rolled back if it
+    raises): for a record kept whatever becomes of the caller's transaction (the mail log, a
+    refreshed OAuth grant, a calendar write's claim). Services never commit the caller's
+    transaction; a record apart is committed here, so the rule has one home."""
+    with OrmSession(engine) as session:
+        try:
+            yield session
+        except BaseException:
+            session.rollback()
+            raise
+        session.commit()
 
 
 def reads_only(session: Any) -> None:

@@ -1,4 +1,4 @@
-"""Benchmark of the retention job (``app.services.integrations.retention.purge_old_records``)
+"""Benchmark of the retention job (``app.jobs.retention.purge_old_records``)
 working off a backlog of a million old outbox events while bookings are being made.
 
 Run from the project root (about 4 minutes on 2 cores: 2.5 growing the database, the
@@ -67,8 +67,8 @@ from flask import Flask
 from app import create_app
 from app.config import settings_of
 from app.extensions import db
+from app.jobs.retention import RETENTION_BATCH, Purged, purge_old_records
 from app.models.types import utcnow
-from app.services.integrations.retention import RETENTION_BATCH, Purged, purge_old_records
 from bench.availability import Timing, gunicorn, postgres_database, postgres_version
 from bench.booking_writes import Calendar, Client, Slots, migrate_and_provision, tenant_document
 

@@ -296,8 +296,8 @@ def busy_uids(app: Flask, connection_id: int) -> set[str | None]:
 def run_queued_sync(connection_id: int):
     """What the worker's ``calendars.sync`` does with a connection's queued sync, here: take
     it, sync and follow up, give it back. Returns the sync's result."""
+    from app.jobs.calendars import sync_and_follow_up
     from app.services.integrations.calendars.freshness import begin_sync, end_sync
-    from app.services.integrations.calendars.upkeep import sync_and_follow_up
 
     assert begin_sync(connection_id, utcnow()) == "begun"
     db.session.commit()

@@ -71,13 +71,18 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
                 etag, modified = feed.etag, feed.last_modified
                 feed.in_flight += 1
                 feed.most_in_flight = max(feed.most_in_flight, feed.in_flight)
+            self.headers_seen = headers
             try:
-                status = self._answer(answer, headers, body, etag, modified)
+                self._answer(answer, headers, body, etag, modified)
             finally:
                 with feed.lock:
                     feed.in_flight -= 1
+
+        def _record(self, status: int) -> None:
+            """The request and its answer, recorded before the answer is sent: a client that
+            has read the answer finds it recorded."""
             with feed.lock:
-                feed.requests.append(FeedRequest(self.path, headers, status))
+                feed.requests.append(FeedRequest(self.path, self.headers_seen, status))
 
         def _answer(self, answer, headers, body, etag, modified) -> int:
             if self.path != path:
@@ -99,6 +104,7 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
             return self._send(200, body, "text/calendar; charset=utf-8", validators)
 
         def _send(self, status, body, kind, extra=None) -> int:
+            self._record(status)
             self.send_response(status)
             if kind:
                 self.send_header("Content-Type", kind)
@@ -112,6 +118,7 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
             return status
 
         def _drip(self, body: bytes) -> int:
+            self._record(200)
             self.send_response(200)
             self.send_header("Content-Type", "text/calendar")
             self.send_header("Content-Length", str(len(body)))
@@ -126,6 +133,7 @@ def feed_server(path: str = "/calendar/secret-address/basic.ics") -> Iterator[Fe
             return 200
 
         def _drip_headers(self) -> int:
+            self._record(200)
             head = b"HTTP/1.1 200 OK\r\nContent-Type: text/calendar\r\n"
             try:
                 for i in range(len(head)):

@@ -15,6 +15,7 @@ from app.cli.messages import outbox_command, service_failure, webhooks_group
 from app.cli.schemas import CONNECTION
 from app.config import settings
 from app.extensions import db
+from app.jobs.calendars import sync_all_connections
 from app.models.types import utcnow
 from app.services.accounts.demo import ensure_demo
 from app.services.accounts.provisioning import ProvisioningInvalid, provision
@@ -26,11 +27,7 @@ from app.services.integrations.calendars.connections import (
     list_connections,
     remove_connection,
 )
-from app.services.integrations.calendars.sync import (
-    probe_connection,
-    sync_all_connections,
-    sync_connection,
-)
+from app.services.integrations.calendars.sync import probe_connection, sync_connection
 
 
 @click.command("provision")

@@ -1,8 +1,8 @@
 """Use cases, grouped by what they serve. Each public function is one use case; it flushes, and
-the caller (view, task or CLI command) commits once at its boundary. The few jobs that must
-commit themselves (syncing every connection, an outbox handler that waits on another server,
-the mail log) are marked ``owns_transactions`` (``common.transactions`` says when that is
-right; a test fails for a commit anywhere else).
+the caller (view, task, job or CLI command) commits once at its boundary: no service commits
+(a test reads the source). Work that must commit in steps is a job (``app.jobs``); a write
+that asks the connected calendars is planned here and performed by its entry point
+(``bookings.planned``, ``app.unit_of_work``).
 
 - ``common``: what every area uses (errors, id and instant parsing, scoped lookups, the
   calendar's write lock, tokens, encryption of stored secrets).

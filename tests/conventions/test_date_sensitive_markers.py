@@ -80,6 +80,13 @@ ALLOWED: dict[str, str] = {
     "around now, placed by the tests relative to it",
     "test_push.py::Connected": RELATIVE,
     "test_push.py::test_microsoft_subscriptions_are_renewed_a_day_before_they_expire": RELATIVE,
+    "test_push.py::test_the_upkeep_takes_a_connection_with_a_calendar_that_has_no_channel": RELATIVE,
+    "test_push.py::test_the_upkeep_takes_a_switched_off_connection_that_still_has_channels": (
+        RELATIVE
+    ),
+    "test_push.py::test_with_push_switched_off_the_upkeep_takes_every_connection_with_channels": (
+        RELATIVE
+    ),
     "test_procfile.py::race_for_slots": AHEAD
     + " (the Procfile's processes keep the real clock, so it cannot run on a shifted one)",
     **dict.fromkeys(
@@ -100,6 +107,7 @@ ALLOWED: dict[str, str] = {
             "test_worker.py::test_the_sweep_delivers_events_whose_dispatch_was_lost",
             "test_worker.py::test_the_worker_purges_expired_holds",
             "test_worker.py::test_beat_has_the_worker_purge_what_is_past_the_retention",
+            "test_worker.py::test_beat_s_channel_upkeep_renews_each_due_connection_in_a_task_of_its_own",
             "test_existing_bookings_written.py::test_a_booking_another_writer_is_writing_is_left_to_the_next_run",
             "test_worker.py::test_the_heartbeat_says_when_the_worker_last_took_a_task",
         ],

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.extensions import db
+from app.jobs.reminders import send_due_reminders
 from app.models import Booking, CalendarSettings
-from app.services.bookings.reminders import send_due_reminders
 from app.services.common.manage_links import manage_url
 from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import book_through_api, next_monday, ny

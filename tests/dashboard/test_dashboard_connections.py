@@ -18,10 +18,10 @@ from sqlalchemy import func, select
 
 from app.config import load_settings
 from app.extensions import db
+from app.jobs.calendars import run_connection_test
 from app.models import BlockedTime, CalendarConnection
 from app.services.common.encryption import decrypt_secret
 from app.services.integrations.calendars import connections
-from app.services.integrations.calendars.connections import run_connection_test
 from tests.addresses import disguised, resolving
 from tests.dashboard_users import csrf_token, owner_email, sign_in
 from tests.factories import make_blocked_time, run_queued_sync

@@ -11,6 +11,8 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
+from app.jobs import outbox as outbox_job
+from app.jobs.webhooks import send_delivery
 from app.models import (
     MailMessage,
     OutboxEvent,
@@ -19,7 +21,6 @@ from app.models import (
     WebhookSubscription,
 )
 from app.models.types import utcnow
-from app.services.integrations import outbox
 from app.services.integrations.notifications import booking_mail
 from app.services.integrations.webhooks import deliveries
 from app.services.integrations.webhooks.subscriptions import add_subscription
@@ -74,7 +75,7 @@ def run_handler(handler: str) -> None:
     """Run an outbox handler on every event, as the worker would."""
     now = utcnow()
     for event_id in db.session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).all():
-        outbox.handle_event(event_id, handler, now)
+        outbox_job.handle_event(event_id, handler, now)
         db.session.commit()
 
 
@@ -210,7 +211,7 @@ def test_the_delivery_log_shows_attempts_and_a_resend_sends_again(client, tenant
         book(client, tenant)
         run_handler(deliveries.HANDLER_NAME)
         (delivery_id,) = db.session.scalars(select(WebhookDelivery.id)).all()
-        deliveries.send_delivery(delivery_id, utcnow())  # answered 500
+        send_delivery(delivery_id, utcnow())  # answered 500
         db.session.commit()
         hook_page = f"{page_of(tenant)}/webhooks/{hook.id}"
         log = client.get(hook_page).get_data(as_text=True)
@@ -219,7 +220,7 @@ def test_the_delivery_log_shows_attempts_and_a_resend_sends_again(client, tenant
 
         resent = post_button(client, tenant, f"{hook_page}/deliveries/{delivery_id}/resend")
         assert resent.status_code == 302
-        deliveries.send_delivery(delivery_id, utcnow())  # what the worker does next
+        send_delivery(delivery_id, utcnow())  # what the worker does next
         db.session.commit()
         first, again = receiver.wait_for(2)
 

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import delete, event, select, update
 from werkzeug.serving import make_server
 
 from app.config import Settings, settings_of
 from app.counters import PUSH_NOTIFICATIONS
 from app.extensions import db
+from app.jobs.calendars import keep_channels
 from app.models import CalendarConnection, PushChannel
 from app.models.types import utcnow
 from app.push import PUSH_MAX_BODY_BYTES
@@ -28,7 +29,7 @@ from app.services.integrations.calendars.connections import remove_connection
 from app.services.integrations.calendars.consent import choose_calendars
 from app.services.integrations.calendars.push import (
     GRAPH_ENTRIES_READ,
-    keep_channels,
+    connections_due_for_channels,
     push_enabled,
 )
 from app.services.integrations.registry import app_registry
@@ -284,6 +285,41 @@ def test_with_push_switched_off_channels_are_stopped_and_none_made(google_push):
     assert (kept.stopped, kept.made) == (1, 0)
     assert google_push.channels() == []
     assert all(c.stopped for c in google_push.fake.channels(include_ended=True))
+
+
+# What beat's upkeep gives a task of its own (``calendars.keep_channels``)
+
+
+def test_the_upkeep_leaves_a_connection_whose_channels_are_not_due(google_push):
+    (channel,) = google_push.channels()
+    assert connections_due_for_channels(channel.expires_at - timedelta(days=2)) == []
+
+
+def test_the_upkeep_takes_a_connection_with_a_channel_a_day_from_expiry(google_push):
+    (channel,) = google_push.channels()
+    due = channel.expires_at - timedelta(hours=23)
+    assert connections_due_for_channels(due) == [google_push.connection_id]
+
+
+def test_the_upkeep_takes_a_connection_with_a_calendar_that_has_no_channel(google_push):
+    db.session.execute(delete(PushChannel))
+    db.session.commit()
+    assert connections_due_for_channels(utcnow()) == [google_push.connection_id]
+
+
+def test_the_upkeep_takes_a_switched_off_connection_that_still_has_channels(google_push):
+    db.session.execute(
+        update(CalendarConnection)
+        .where(CalendarConnection.id == google_push.connection_id)
+        .values(active=False)
+    )
+    db.session.commit()
+    assert connections_due_for_channels(utcnow()) == [google_push.connection_id]
+
+
+def test_with_push_switched_off_the_upkeep_takes_every_connection_with_channels(google_push):
+    with changed_settings(google_push.app, calendar_push="off"):
+        assert connections_due_for_channels(utcnow()) == [google_push.connection_id]
 
 
 # Microsoft

@@ -1,4 +1,4 @@
-"""The retention (``RETENTION_DAYS``, ``app.services.integrations.retention``): delivered outbox
+"""The retention (``RETENTION_DAYS``, ``app.jobs.retention``): delivered outbox
 events and mail messages older than the retention are deleted in bounded batches; what a worker
 may still look at, bookings and their history are kept; a booking's history is read through an
 index of its own table."""
@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import event, func, select, text
 
 from app.extensions import db
+from app.jobs.retention import purge_old_records
 from app.models import (
     Booking,
     MailMessage,
@@ -24,7 +25,6 @@ from app.models import (
 from app.models.types import utcnow
 from app.services.bookings.queries import booking_history
 from app.services.integrations.events import BookingEvent, BookingEventKind, emit
-from app.services.integrations.retention import purge_old_records
 from tests.factories import Tenant, make_booking, make_outbox_event
 
 pytestmark = pytest.mark.date_sensitive

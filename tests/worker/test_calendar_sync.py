@@ -19,13 +19,13 @@ from caldav.elements.base import BaseElement
 from sqlalchemy import select
 
 from app.extensions import db
+from app.jobs.calendars import sync_all_connections
 from app.models import BlockedTime, CalendarConnection, CalendarSettings, ConnectedCalendar
 from app.models.types import utcnow
 from app.scheduling.intervals import Interval
 from app.services.common.encryption import encrypt_secret
 from app.services.integrations.calendars import (
     probe_connection,
-    sync_all_connections,
     sync_connection,
 )
 from app.services.integrations.calendars.busy_time import CalendarObject, busy_periods

@@ -18,13 +18,13 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from app.extensions import db
+from app.jobs.calendars import run_connection_test
 from app.models import CalendarConnection, SubAccount
 from app.scheduling.intervals import Interval
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.access import connection_access
 from app.services.integrations.calendars.connections import (
     connect_calendar,
-    run_connection_test,
     update_connection,
 )
 from app.services.integrations.calendars.errors import AddressRefused

@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
+from app.jobs.calendars import sync_and_follow_up
 from app.models import CalendarConnection, MailMessage
 from app.services.integrations.calendars.oauth import Grant
-from app.services.integrations.calendars.upkeep import sync_and_follow_up
 from tests.dashboard_users import agency_user, owner_email, sign_in
 from tests.factories import TenantFactory, external_busy_rows, make_sub_account
 from tests.feed_servers import feed_server

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
+from app.jobs.calendars import sync_and_follow_up, write_existing_bookings
 from app.models import CalendarConnection, CalendarWriteLease, SubAccount, WrittenEvent
 from app.models.types import utcnow
 from app.services.integrations.calendars.connections import (
@@ -25,8 +26,6 @@ from app.services.integrations.calendars.connections import (
 )
 from app.services.integrations.calendars.errors import ServerUnreachable
 from app.services.integrations.calendars.providers.google import GoogleProvider
-from app.services.integrations.calendars.upkeep import sync_and_follow_up
-from app.services.integrations.calendars.write_back import write_existing_bookings
 from tests.factories import TenantFactory, make_booking
 from tests.oauth_fakes import ACCOUNT_EMAIL as EMAIL
 from tests.radicale_servers import connection_doc, events_with_uid, fresh_user, radicale_server

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
+from app.jobs import outbox as outbox_job
 from app.models import Booking, CalendarConnection, LocationKind, OutboxEvent, WrittenEvent
-from app.services.integrations import outbox
 from app.services.integrations.calendars.connections import remove_connection
 from app.services.integrations.calendars.providers.google import google_event_id, meet_request_id
 from app.services.integrations.calendars.write_back import write_back_booking, write_back_delivery
@@ -352,7 +352,7 @@ def test_the_link_is_mailed_to_the_attendee_with_an_invitation_that_carries_it(
     booking = meet_booking(tenant)
     (outcome,) = write(booking.id)
     (update,) = updates(booking.id)
-    outbox.handle_event(update.id, MAIL, NOW)
+    outbox_job.handle_event(update.id, MAIL, NOW)
     db.session.commit()
 
     (mail,) = inbox.to("pat@example.test")

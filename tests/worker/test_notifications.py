@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
+from app.jobs import outbox as outbox_job
+from app.jobs.reminders import send_due_reminders
 from app.models import MailMessage, OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
-from app.services.bookings.reminders import send_due_reminders
 from app.services.integrations import outbox
 from app.services.integrations.notifications.booking_mail import HANDLER_NAME, notify_delivery
 from tests.dashboard_users import csrf_token
@@ -82,7 +83,7 @@ def create(client, tenant, start, **fields):
 def deliver_all(now=None):
     now = now or utcnow()
     for event_id in db.session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).all():
-        outbox.handle_event(event_id, HANDLER_NAME, now)
+        outbox_job.handle_event(event_id, HANDLER_NAME, now)
         db.session.commit()
 
 

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.extensions import db
+from app.jobs import outbox as outbox_job
 from app.models import OutboxDelivery, OutboxEvent
 from app.models.types import utcnow
 from app.services.integrations import outbox
@@ -122,9 +123,9 @@ def test_update_and_cancel_store_their_events(client, tenant):
 
 
 def test_a_handler_runs_once_however_often_the_event_is_delivered(event_id, calls):
-    assert outbox.handle_event(event_id, "test", utcnow()) is True
+    assert outbox_job.handle_event(event_id, "test", utcnow()) is True
     db.session.commit()
-    assert outbox.handle_event(event_id, "test", utcnow()) is False
+    assert outbox_job.handle_event(event_id, "test", utcnow()) is False
     db.session.commit()
     assert calls == [event_id]
     assert db.session.scalar(select(func.count()).select_from(OutboxDelivery)) == 1
@@ -151,7 +152,7 @@ def test_each_app_has_its_own_handlers(app, make_app):
 
 def test_a_failed_delivery_waits_then_is_offered_again(event_id, failing):
     now = utcnow()
-    assert outbox.handle_event(event_id, "flaky", now) is True
+    assert outbox_job.handle_event(event_id, "flaky", now) is True
     db.session.commit()
     failed = record(event_id, "flaky")
     assert (failed.status, failed.attempts, failed.last_error) == ("retrying", 1, "server away")
@@ -159,11 +160,11 @@ def test_a_failed_delivery_waits_then_is_offered_again(event_id, failing):
     assert timedelta(seconds=47) <= wait <= timedelta(seconds=73)  # a minute, ±20 %
 
     assert outbox.handlers_due(event_id, now) == []
-    assert outbox.handle_event(event_id, "flaky", now) is False
+    assert outbox_job.handle_event(event_id, "flaky", now) is False
     failing.clear()  # the server is back
     later = failed.next_attempt_at
     assert outbox.handlers_due(event_id, later) == ["flaky"]
-    assert outbox.handle_event(event_id, "flaky", later) is True
+    assert outbox_job.handle_event(event_id, "flaky", later) is True
     db.session.commit()
     done = record(event_id, "flaky")
     assert (done.status, done.attempts, done.last_error) == ("delivered", 2, None)
@@ -180,7 +181,7 @@ def test_the_wait_doubles_up_to_an_hour():
 def test_a_handler_is_given_up_after_the_last_attempt(event_id, failing):
     now = utcnow()
     for _ in range(outbox.MAX_ATTEMPTS):
-        assert outbox.handle_event(event_id, "flaky", now) is True
+        assert outbox_job.handle_event(event_id, "flaky", now) is True
         db.session.commit()
         now = record(event_id, "flaky").next_attempt_at or now
     given_up = record(event_id, "flaky")
@@ -196,7 +197,7 @@ def test_an_unexpected_error_rolls_back_the_handlers_writes(event_id, handlers):
         raise KeyError("bug")
 
     handlers.register_handler("broken", broken)
-    assert outbox.handle_event(event_id, "broken", utcnow()) is True
+    assert outbox_job.handle_event(event_id, "broken", utcnow()) is True
     db.session.commit()
     assert [row.kind for row in outbox_rows()] == ["booking.created"]
     assert record(event_id, "broken").last_error == "unexpected error: KeyError: 'bug'"
@@ -214,7 +215,7 @@ def _copy(delivery):
 def test_an_event_is_done_once_every_handler_has_delivered_it(event_id, calls):
     now = utcnow()
     assert outbox.mark_delivered_if_done(event_id, now) is False
-    outbox.handle_event(event_id, "test", now)
+    outbox_job.handle_event(event_id, "test", now)
     assert outbox.mark_delivered_if_done(event_id, now) is True
     db.session.commit()
     assert outbox_rows()[0].delivered_at is not None
@@ -233,7 +234,7 @@ def test_the_sweep_finds_old_undelivered_events_only(event_id, tenant, calls):
     db.session.commit()
     assert outbox.undelivered_events(now) == [event_id]
     assert outbox.undelivered_events(now, grace=timedelta(0)) == [event_id, fresh.id]
-    outbox.handle_event(event_id, "test", now)
+    outbox_job.handle_event(event_id, "test", now)
     outbox.mark_delivered_if_done(event_id, now)
     db.session.commit()
     assert outbox.undelivered_events(now) == []
@@ -241,7 +242,7 @@ def test_the_sweep_finds_old_undelivered_events_only(event_id, tenant, calls):
 
 def test_the_sweep_leaves_an_event_until_its_retry_is_due(event_id, failing):
     now = utcnow()
-    outbox.handle_event(event_id, "flaky", now)
+    outbox_job.handle_event(event_id, "flaky", now)
     db.session.commit()
     assert outbox.undelivered_events(now) == []
     assert outbox.undelivered_events(record(event_id, "flaky").next_attempt_at) == [event_id]
@@ -254,7 +255,7 @@ def test_an_event_waits_for_workers_from_when_it_is_due_not_while_its_retry_wait
     written = outbox_rows()[0].occurred_at
     assert outbox.waiting_for_workers(written + timedelta(minutes=2), timedelta(minutes=3)) == 0
     assert outbox.waiting_for_workers(written + timedelta(minutes=4), timedelta(minutes=3)) == 1
-    outbox.handle_event(event_id, "flaky", written + timedelta(minutes=4))
+    outbox_job.handle_event(event_id, "flaky", written + timedelta(minutes=4))
     db.session.commit()
     due = record(event_id, "flaky").next_attempt_at
     assert outbox.waiting_for_workers(due + timedelta(minutes=2), timedelta(minutes=3)) == 0
@@ -269,13 +270,13 @@ def test_two_handlers_finishing_at_once_leave_the_event_delivered(app, event_id,
 
     def finish(handler: str) -> None:
         with app.app_context():
-            outbox.handle_event(event_id, handler, utcnow())
+            outbox_job.handle_event(event_id, handler, utcnow())
             outbox.mark_delivered_if_done(event_id, utcnow())
             db.session.commit()
             db.session.remove()
 
     with app.app_context():
-        outbox.handle_event(event_id, "mail", utcnow())
+        outbox_job.handle_event(event_id, "mail", utcnow())
         assert outbox.mark_delivered_if_done(event_id, utcnow()) is False
         other = threading.Thread(target=finish, args=("hook",))
         other.start()
@@ -302,26 +303,26 @@ def later_event(first_event_id: int) -> int:
 
 def test_a_later_event_waits_for_the_handler_to_be_done_with_the_earlier_one(event_id, calls):
     second = later_event(event_id)
-    assert outbox.handle_event(second, "test", utcnow()) is False
+    assert outbox_job.handle_event(second, "test", utcnow()) is False
     assert calls == []
 
 
 def test_a_later_event_is_waited_for_while_the_earlier_one_is_under_way(event_id, calls):
     second = later_event(event_id)
     assert outbox.waiting_for_earlier(second, "test") is True
-    outbox.handle_event(event_id, "test", utcnow())
+    outbox_job.handle_event(event_id, "test", utcnow())
     db.session.commit()
-    assert outbox.handle_event(second, "test", utcnow()) is True
+    assert outbox_job.handle_event(second, "test", utcnow()) is True
     assert calls == [event_id, second]
     assert outbox.waiting_for_earlier(second, "test") is False  # it has had it
 
 
 def test_a_later_event_is_left_to_the_sweep_while_the_earlier_one_waits_to_retry(event_id, failing):
     second = later_event(event_id)
-    outbox.handle_event(event_id, "flaky", utcnow())
+    outbox_job.handle_event(event_id, "flaky", utcnow())
     db.session.commit()
     assert outbox.waiting_for_earlier(second, "flaky") is False
-    assert outbox.handle_event(second, "flaky", utcnow()) is False
+    assert outbox_job.handle_event(second, "flaky", utcnow()) is False
 
 
 def test_two_deliveries_of_one_event_at_once_both_keep_their_outcome_delivered_wins(
@@ -346,7 +347,7 @@ def test_two_deliveries_of_one_event_at_once_both_keep_their_outcome_delivered_w
 
     def deliver() -> None:
         with app.app_context():
-            ran.append(outbox.handle_event(event_id, "twice", utcnow()))
+            ran.append(outbox_job.handle_event(event_id, "twice", utcnow()))
             db.session.commit()
             db.session.remove()
 
@@ -376,7 +377,7 @@ def cancels_only(handlers):
 
 def test_a_handler_is_not_offered_an_event_of_a_kind_it_does_not_take(event_id, cancels_only):
     assert outbox.handlers_due(event_id, utcnow()) == []
-    assert outbox.handle_event(event_id, "cancels", utcnow()) is False
+    assert outbox_job.handle_event(event_id, "cancels", utcnow()) is False
     assert cancels_only == []
 
 
@@ -384,7 +385,7 @@ def test_an_event_is_delivered_once_the_handlers_taking_its_kind_are_done(
     event_id, calls, cancels_only
 ):
     assert outbox.handlers_due(event_id, utcnow()) == ["test"]
-    outbox.handle_event(event_id, "test", utcnow())
+    outbox_job.handle_event(event_id, "test", utcnow())
     assert outbox.mark_delivered_if_done(event_id, utcnow()) is True
     assert record(event_id, "cancels") is None
 
@@ -400,9 +401,9 @@ def test_a_handler_waits_only_for_earlier_events_of_its_kinds(event_id, calls, c
     )
     db.session.add(row)
     db.session.commit()
-    assert outbox.handle_event(row.id, "cancels", utcnow()) is True
+    assert outbox_job.handle_event(row.id, "cancels", utcnow()) is True
     assert cancels_only == [row.id]
-    assert outbox.handle_event(row.id, "test", utcnow()) is False  # "test" waits for the first
+    assert outbox_job.handle_event(row.id, "test", utcnow()) is False  # "test" waits for the first
 
 
 def test_the_apps_write_back_does_not_take_reminders(app):

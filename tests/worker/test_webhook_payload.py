@@ -20,17 +20,18 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
+from app.jobs import outbox as outbox_job
+from app.jobs.reminders import send_due_reminders
+from app.jobs.webhooks import send_delivery
 from app.models import OutboxEvent, WebhookDelivery
 from app.models.types import utcnow
-from app.services.bookings.reminders import send_due_reminders
-from app.services.integrations import outbox
 from app.services.integrations.event_schema import (
     EVENT_SCHEMA_VERSION,
     UnknownEventSchema,
     booking_from_snapshot,
     snapshot_booking,
 )
-from app.services.integrations.webhooks.deliveries import HANDLER_NAME, send_delivery
+from app.services.integrations.webhooks.deliveries import HANDLER_NAME
 from tests.factories import make_booking, next_monday, ny, z
 from tests.webhook_receivers import webhook_receiver
 
@@ -125,7 +126,7 @@ def deliver_all(receiver, now=None) -> list[dict[str, Any]]:
     the bodies received, parsed (after checking they are compact UTF-8 JSON)."""
     now = now or utcnow()
     for event_id in db.session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).all():
-        outbox.handle_event(event_id, HANDLER_NAME, now)
+        outbox_job.handle_event(event_id, HANDLER_NAME, now)
         db.session.commit()
     for delivery_id in db.session.scalars(select(WebhookDelivery.id).order_by(WebhookDelivery.id)):
         assert send_delivery(delivery_id, now).status == "succeeded"

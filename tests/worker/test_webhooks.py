@@ -12,17 +12,17 @@ from sqlalchemy import select
 from standardwebhooks import Webhook
 
 from app.extensions import db
+from app.jobs import outbox as outbox_job
+from app.jobs.webhooks import send_delivery
 from app.models import OutboxEvent, WebhookAttempt, WebhookDelivery, WebhookSubscription
 from app.models.types import utcnow
 from app.scheduling.timezones import format_utc
-from app.services.integrations import outbox
 from app.services.integrations.outbound.addresses import UnsafeUrl, is_public, resolve_target
 from app.services.integrations.webhooks import deliveries
 from app.services.integrations.webhooks.deliveries import (
     HANDLER_NAME,
     due_deliveries,
     resend,
-    send_delivery,
 )
 from tests.addresses import disguised, resolving
 from tests.factories import next_monday, ny, z
@@ -68,7 +68,7 @@ def handle_events(now=None):
     """Run the webhooks outbox handler on every event; returns the deliveries' ids."""
     now = now or utcnow()
     for event_id in db.session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).all():
-        outbox.handle_event(event_id, HANDLER_NAME, now)
+        outbox_job.handle_event(event_id, HANDLER_NAME, now)
         db.session.commit()
     return db.session.scalars(select(WebhookDelivery.id).order_by(WebhookDelivery.id)).all()
 

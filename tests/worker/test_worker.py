@@ -9,14 +9,23 @@ import uuid
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.extensions import db
-from app.models import Booking, OutboxEvent, SlotHold, WorkerHeartbeat
+from app.jobs.calendars import keep_channels
+from app.models import (
+    Booking,
+    CalendarConnection,
+    OutboxEvent,
+    PushChannel,
+    SlotHold,
+    WorkerHeartbeat,
+)
 from app.models.types import utcnow
 from app.services.health import HEARTBEAT_INTERVAL
+from app.services.integrations.calendars.push import connections_due_for_channels
 from tests.celery_workers import celery_worker, wait_for, worker_idle
-from tests.factories import ALWAYS_OPEN, make_booking, make_outbox_event
+from tests.factories import ALWAYS_OPEN, make_booking, make_outbox_event, provider_connection
 from tests.servers import MACHINE_REDIS, free_port
 
 pytestmark = pytest.mark.slow
@@ -204,3 +213,46 @@ def test_the_worker_purges_expired_holds(database_url, make_app, tenants, tmp_pa
         app.extensions["celery"].send_task("holds.purge_expired")
         with app.app_context():
             assert wait_for(lambda: remaining() == ["kept"])
+
+
+def channel_expiries() -> list[datetime]:
+    db.session.expire_all()
+    return list(db.session.scalars(select(PushChannel.expires_at).order_by(PushChannel.id)))
+
+
+def test_beat_s_channel_upkeep_renews_each_due_connection_in_a_task_of_its_own(
+    database_url, make_app, tenants, tmp_path, google
+):
+    queue = f"test-{uuid.uuid4().hex}"
+    settings = {
+        "CELERY_BROKER_URL": MACHINE_REDIS,
+        "CELERY_QUEUE": queue,
+        "CALENDAR_PUSH": "on",
+        "PUBLIC_URL": "https://bookings.example.test",
+        **google.app_settings(),
+    }
+    app = make_app(**settings)
+    with app.app_context():
+        connection_ids = []
+        for name in ("Clinic", "Salon"):
+            tenant = tenants.create(calendarConnections=[provider_connection(google, name)])
+            connection_ids.append(tenant.connections[name])
+            assert keep_channels(connection_ids[-1], utcnow()).made == 1
+        soon = utcnow() + timedelta(hours=1)  # inside the day before expiry: due
+        db.session.execute(update(PushChannel).values(expires_at=soon))
+        # As after their first syncs: a worker starting has none to run (nor their follow-up).
+        db.session.execute(update(CalendarConnection).values(sync_requested_at=None))
+        db.session.commit()
+        assert connections_due_for_channels(utcnow()) == connection_ids
+
+    log = tmp_path / "worker.log"
+    with celery_worker(database_url, log, **{k: str(v) for k, v in settings.items()}):
+        app.extensions["celery"].send_task("calendars.keep_channels")
+        with app.app_context():
+            assert wait_for(lambda: all(e > soon + timedelta(days=2) for e in channel_expiries()))
+    per_connection = [
+        line
+        for line in log.read_text().splitlines()
+        if "Task calendars.keep_connection_channels[" in line and "succeeded" in line
+    ]
+    assert len(per_connection) == 2, per_connection

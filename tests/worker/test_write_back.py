@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from app.extensions import db
+from app.jobs import outbox as outbox_job
 from app.models import (
     Booking,
     CalendarConnection,
@@ -20,7 +21,6 @@ from app.models import (
     OutboxEvent,
 )
 from app.models.types import utcnow
-from app.services.integrations import outbox
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.write_back import (
     HANDLER_NAME,
@@ -73,7 +73,7 @@ def deliver_all(now=None):
     now = now or utcnow()
     ran = []
     for event_id in db.session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id)).all():
-        ran.append(outbox.handle_event(event_id, HANDLER_NAME, now))
+        ran.append(outbox_job.handle_event(event_id, HANDLER_NAME, now))
         db.session.commit()
     return ran
 
@@ -153,7 +153,7 @@ def test_a_late_delivery_writes_the_booking_as_it_is_now(client, tenants, radica
     client.delete(f"/v1/api/calendar/bookings/{booking['id']}", headers=tenant.headers())
     events = db.session.scalars(select(OutboxEvent.id).order_by(OutboxEvent.id.desc())).all()
     for event_id in events:  # the cancel first, the create after it
-        outbox.handle_event(event_id, HANDLER_NAME, utcnow())
+        outbox_job.handle_event(event_id, HANDLER_NAME, utcnow())
         db.session.commit()
     assert stored_events(calendar) == []
 

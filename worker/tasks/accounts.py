@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from app.jobs.accounts import mail_reset_link
 from app.links import public_link
 from app.models.types import utcnow
-from app.services.accounts.password_resets import MAIL_TASK, mail_reset_link
+from app.services.accounts.password_resets import MAIL_TASK
 
 
 @shared_task(name=MAIL_TASK)

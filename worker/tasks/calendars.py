@@ -3,7 +3,7 @@ another. A sync runs when asked for (a new connection, a notification, a person'
 and when polled; at most one is queued and one runs per connection
 (``app.services.integrations.calendars.freshness``). After its sync, a connection's task writes
 the bookings made before it wrote back, or tells its people once that it needs them
-(``upkeep``), and keeps its calendars' push channels live (``push``)."""
+(``app.jobs.calendars``), and keeps its calendars' push channels live (``push``)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from celery import shared_task
 
 from app.counters import CALENDAR_SYNCS
 from app.extensions import db
+from app.jobs.calendars import keep_channels, run_connection_test, sync_and_follow_up
 from app.links import public_link
 from app.models.types import utcnow
-from app.services.integrations.calendars.connections import run_connection_test
 from app.services.integrations.calendars.freshness import (
     begin_sync,
     connections_to_poll,
@@ -25,8 +25,7 @@ from app.services.integrations.calendars.freshness import (
     request_sync,
     requested_connection_ids,
 )
-from app.services.integrations.calendars.push import connections_with_channels, keep_channels
-from app.services.integrations.calendars.upkeep import sync_and_follow_up
+from app.services.integrations.calendars.push import connections_due_for_channels
 from app.services.integrations.outbox import retry_delay
 
 log = logging.getLogger(__name__)
@@ -106,13 +105,22 @@ def test_connection(connection_id: int) -> str:
 
 @shared_task(name="calendars.keep_channels")
 def keep_all_channels() -> int:
-    """Renew the push channels near their expiry and stop those no longer needed, for every
-    connection that has or may want one; returns how many connections were looked at."""
-    connection_ids = connections_with_channels()
+    """Beat's upkeep of the push channels (every 15 minutes): one task per connection whose
+    channels have something to be done (renewal near, a channel to stop or to make), so one
+    slow provider delays no other connection's; returns how many were enqueued."""
+    connection_ids = connections_due_for_channels(utcnow())
     db.session.commit()
     for connection_id in connection_ids:
-        keep_channels(connection_id, utcnow())
+        keep_connection_channels.delay(connection_id)
     return len(connection_ids)
+
+
+@shared_task(name="calendars.keep_connection_channels")
+def keep_connection_channels(connection_id: int) -> str:
+    """Renew the connection's push channels near their expiry, make the missing ones and stop
+    those no longer needed. Idempotent: run again, it finds nothing due."""
+    kept = keep_channels(connection_id, utcnow())
+    return f"made {kept.made}, renewed {kept.renewed}, stopped {kept.stopped}"
 
 
 def connection_page(sub_account_id: int, connection_id: int) -> str:

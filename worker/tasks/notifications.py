@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from app.jobs.reminders import send_due_reminders
 from app.models.types import utcnow
-from app.services.bookings.reminders import send_due_reminders
 
 
 @shared_task(name="notifications.send_reminders")

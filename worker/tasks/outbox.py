@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from app.jobs.outbox import handle_event
 from app.models.types import utcnow
 from app.services.integrations.outbox import (
-    handle_event,
     handlers_due,
     mark_delivered_if_done,
     undelivered_events,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from app.jobs.retention import purge_old_records
 from app.models.types import utcnow
-from app.services.integrations.retention import purge_old_records
 
 
 @shared_task(name="retention.purge")

@@ -6,12 +6,12 @@ from __future__ import annotations
 from celery import shared_task
 
 from app.extensions import db
+from app.jobs.webhooks import send_delivery
 from app.models.types import utcnow
 from app.services.integrations.webhooks.deliveries import (
     due_deliveries,
     enqueue_attempt,
     next_delivery_in_line,
-    send_delivery,
 )
 
 

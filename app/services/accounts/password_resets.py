@@ -4,11 +4,11 @@ Asking names an email and learns nothing about it: whether an active user has it
 asker is told the same, and the request does the same work. It looks nothing up and writes
 nothing: it hands the email to the worker (``ask_for_link``, one ``MAIL_TASK``), and the
 worker, as for every other mail, looks the account up, applies the per-account ceiling, makes
-the link and mails it (``mail_reset_link``). The link is valid for ``RESET_VALID_FOR`` and
-works once; only a SHA-256 digest of its token is stored (``password_resets``), and the task
-carries the email, never a token. Using the link sets the new password under the same policy
-as changing one, voids the user's other links, and ends every session the user had: whoever
-was signed in with the old password is signed out.
+the link and mails it (``app.jobs.accounts.mail_reset_link``). The link is valid for
+``RESET_VALID_FOR`` and works once; only a SHA-256 digest of its token is stored
+(``password_resets``), and the task carries the email, never a token. Using the link sets the
+new password under the same policy as changing one, voids the user's other links, and ends
+every session the user had: whoever was signed in with the old password is signed out.
 """
 
 from __future__ import annotations
@@ -25,11 +25,7 @@ from app.services.accounts.passwords import hash_password
 from app.services.accounts.users import end_sessions, password_problems
 from app.services.common.errors import InvalidRequest
 from app.services.common.tokens import new_token, token_digest
-from app.services.common.transactions import owns_transactions
-from app.services.integrations.notifications.password_reset_mail import (
-    ResetLink,
-    send_reset_link,
-)
+from app.services.integrations.notifications.password_reset_mail import ResetLink
 from app.services.integrations.registry import app_registry
 
 RESET_VALID_FOR = timedelta(hours=1)
@@ -61,20 +57,17 @@ def ask_for_link(email: str) -> None:
         dispatcher(MAIL_TASK, [email.strip().lower()], 0.0)
 
 
-@owns_transactions
-def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) -> None:
-    """Mail the active user whose email is ``email`` a link (``link(token)``, absolute) to
-    choose a new password; nothing when no active user has it, or when it was mailed
-    ``MAX_LINKS_PER_ACCOUNT`` links in the last ``RESET_VALID_FOR``. The worker's job
-    (``MAIL_TASK``).
+def make_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) -> ResetLink | None:
+    """Store a new link for the active user whose email is ``email`` and return the message
+    that mails it (``link(token)``, absolute); None when no active user has it, or when it was
+    given ``MAX_LINKS_PER_ACCOUNT`` links in the last ``RESET_VALID_FOR``.
 
     The account is held while its links are counted and the new one stored, so requests
-    handled at once (several worker processes) cannot each find room under the ceiling. A job
-    that must not hold a transaction open while it waits on the mail server: the link's row is
-    committed first, then the message is sent and kept in the mail log."""
+    handled at once (several worker processes) cannot each find room under the ceiling.
+    Flushes; the worker's job (``app.jobs.accounts.mail_reset_link``) commits, then sends."""
     user = db.session.scalar(select(User).where(User.email == email.strip().lower()))
     if user is None or not user.active:
-        return
+        return None
     _hold(user)
     recent = db.session.scalar(
         select(func.count())
@@ -82,7 +75,7 @@ def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) ->
         .where(PasswordReset.user_id == user.id, PasswordReset.created_at > now - RESET_VALID_FOR)
     )
     if recent and recent >= MAX_LINKS_PER_ACCOUNT:
-        return  # enough links are on their way: the newest still works
+        return None  # enough links are on their way: the newest still works
     token = new_token()
     reset = PasswordReset(
         user_id=user.id,
@@ -91,15 +84,13 @@ def mail_reset_link(email: str, *, now: datetime, link: Callable[[str], str]) ->
         expires_at=now + RESET_VALID_FOR,
     )
     db.session.add(reset)
-    db.session.commit()
-    message = ResetLink(
+    db.session.flush()
+    return ResetLink(
         recipient=user.email,
         link=link(token),
         valid_for=RESET_VALID_FOR_WORDS,
         dedupe_key=f"password.reset:{reset.id}",
     )
-    send_reset_link(message, now=now)
-    db.session.commit()
 
 
 def _hold(user: User) -> None:

@@ -3,11 +3,11 @@
 - **The list**: the event type's ``reminders``, else its sub account's; each an offset before
   the start (``minutesBefore``) and channels (``attendeeEmail``, ``businessEmail``,
   ``webhook``).
-- **Deciding**: every minute the worker's beat runs ``send_due_reminders``. A reminder of a
-  pending or confirmed booking is due from ``start - minutesBefore``; once due it is decided,
-  in one transaction per booking: a ``booking_reminders`` row (unique per booking, start and
-  offset) and a ``booking.reminder`` event in the outbox, which the handlers turn into the
-  mails and the webhook its channels name (``notifications.booking_mail``,
+- **Deciding**: every minute the worker's beat runs ``app.jobs.reminders.send_due_reminders``.
+  A reminder of a pending or confirmed booking is due from ``start - minutesBefore``; once
+  due it is decided, in one transaction per booking: a ``booking_reminders`` row (unique per
+  booking, start and offset) and a ``booking.reminder`` event in the outbox, which the
+  handlers turn into the mails and the webhook its channels name (``notifications.booking_mail``,
   ``webhooks.deliveries``), in line with the booking's other messages. A second sweep, or one
   after a crash, finds the row (or is refused by its unique key) and sends nothing again.
 - **Not sent late**: a reminder whose time has passed by more than its own offset (the booking
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import (
@@ -40,7 +39,6 @@ from app.models import (
     SubAccount,
 )
 from app.models.limits import REMINDER_MAX_MINUTES
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.events import BookingEvent, BookingEventKind, emit
 
 log = logging.getLogger(__name__)
@@ -104,34 +102,28 @@ def reminder_plan(booking: Booking, settings: CalendarSettings) -> list[Reminder
     return sorted(plans, key=lambda p: p.due_at)
 
 
-@owns_transactions
-def send_due_reminders(now: datetime) -> int:
-    """Decide every due reminder; returns how many were sent (their events written). A job of
-    independent pieces: each booking's reminders are decided and committed on their own, so
-    one refused (another sweep decided them first) leaves the others."""
-    booking_ids = db.session.scalars(
-        select(Booking.id)
-        .join(SubAccount, SubAccount.id == Booking.sub_account_id)
-        .where(
-            SubAccount.active.is_(True),
-            Booking.status.in_(ACTIVE_STATUSES),
-            Booking.start_at > now,
-            Booking.start_at <= now + _SWEEP_AHEAD,
+def bookings_with_reminders_near(now: datetime) -> list[int]:
+    """The active bookings of active sub accounts starting within ``_SWEEP_AHEAD`` of ``now``:
+    those whose reminders may be due, soonest first."""
+    return list(
+        db.session.scalars(
+            select(Booking.id)
+            .join(SubAccount, SubAccount.id == Booking.sub_account_id)
+            .where(
+                SubAccount.active.is_(True),
+                Booking.status.in_(ACTIVE_STATUSES),
+                Booking.start_at > now,
+                Booking.start_at <= now + _SWEEP_AHEAD,
+            )
+            .order_by(Booking.start_at, Booking.id)
         )
-        .order_by(Booking.start_at, Booking.id)
-    ).all()
-    db.session.commit()
-    sent = 0
-    for booking_id in booking_ids:
-        try:
-            sent += _decide(booking_id, now)
-            db.session.commit()
-        except IntegrityError:  # another sweep decided this booking's reminders first
-            db.session.rollback()
-    return sent
+    )
 
 
-def _decide(booking_id: int, now: datetime) -> int:
+def decide_reminders(booking_id: int, now: datetime) -> int:
+    """Decide the booking's due reminders: the nearest is sent (its ``booking.reminder`` event
+    written), the others skipped; returns 1 if one was sent. Flushes; a unique key refuses a
+    second decision of the same reminder (``IntegrityError``)."""
     booking = db.session.get(Booking, booking_id)
     if booking is None or booking.status not in ACTIVE_STATUSES or booking.start_at <= now:
         return 0

@@ -22,7 +22,7 @@ again after 1, 2, 4 … minutes (at most an hour apart, with jitter) by the swee
 no longer waits for it.
 
 No transaction stays open while a handler works (it may wait on a remote server): the
-delivery's reads end before the handler runs.
+delivery's reads end before the handler runs (the job: ``app.jobs.outbox``).
 """
 
 from __future__ import annotations
@@ -35,13 +35,11 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Exists, exists, func, select
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.exc import SQLAlchemyError
 
 from app.config import settings
 from app.counters import DELIVERIES
 from app.extensions import db
 from app.models import DeliveryStatus, OutboxDelivery, OutboxEvent
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.events import Actor
 from app.services.integrations.registry import Handler, app_registry
 
@@ -155,51 +153,32 @@ def mark_delivered_if_done(event_id: int, now: datetime) -> bool:
     return event.delivered_at is not None
 
 
-@owns_transactions
-def handle_event(
-    event_id: int, handler_name: str, now: datetime, *, retry_base: timedelta | None = None
-) -> bool:
-    """Run one handler on one event unless it is done with it or waiting to retry; returns
-    whether it ran now. Leaves the outcome (and the handler's writes) in the session. It
-    commits the reads before the handler runs, so no transaction stays open while the
-    handler waits on another server."""
-    handler = app_registry().handlers.get(handler_name)
+def delivery_due(event_id: int, handler_name: str, now: datetime) -> Delivery | None:
+    """The event as the handler is given it, if the handler takes its kind and is due to have
+    it now: not done with it, not waiting to retry, and done with every earlier event of the
+    booking (None otherwise). Reads only; ``app.jobs.outbox.handle_event`` runs the handler."""
     event = db.session.get(OutboxEvent, event_id)
-    if handler is None or event is None or not app_registry().takes(handler_name, event.kind):
-        return False
+    if event is None or not app_registry().takes(handler_name, event.kind):
+        return None
     record = db.session.get(OutboxDelivery, (event_id, handler_name))
     if not _due(record, now) or _earlier_unfinished(event, handler_name):
-        db.session.rollback()
-        return False  # done, waiting to retry, or not its turn yet
-    attempt = 1 if record is None else record.attempts + 1
-    delivery = Delivery(
+        return None  # done, waiting to retry, or not its turn yet
+    return Delivery(
         event_id=event.id,
         kind=event.kind,
         booking_id=event.booking_id,
         sub_account_id=event.sub_account_id,
         changed=tuple(event.changed or ()),
         occurred_at=event.occurred_at,
-        attempt=attempt,
+        attempt=1 if record is None else record.attempts + 1,
         snapshot=event.snapshot,
         actor=event.actor or Actor.BUSINESS,
     )
-    db.session.commit()  # end the reads: no transaction waits on the handler's server
 
-    error = None
-    try:
-        handler(delivery, now)
-    except DeliveryFailed as failure:
-        error = failure.message
-    except SQLAlchemyError:
-        raise  # the database itself: the task's retry policy takes it
-    except Exception as exc:
-        log.exception("outbox handler %s failed on event %s", handler_name, event_id)
-        db.session.rollback()
-        error = f"unexpected error: {type(exc).__name__}: {exc}"
-    base = (
-        retry_base if retry_base is not None else settings().duration("outbox_retry_base_seconds")
-    )
-    return _record(event_id, handler_name, attempt, error, now, base)
+
+def retry_base_now() -> timedelta:
+    """The first retry's delay (``OUTBOX_RETRY_BASE_SECONDS``)."""
+    return settings().duration("outbox_retry_base_seconds")
 
 
 def _earlier_event(
@@ -251,7 +230,7 @@ def waiting_for_earlier(event_id: int, handler_name: str) -> bool:
     return not _earlier_event(event, handler_name, with_record=retrying)
 
 
-def _record(
+def record_outcome(
     event_id: int,
     handler_name: str,
     attempt: int,

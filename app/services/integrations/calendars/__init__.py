@@ -7,7 +7,6 @@ from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.sync import (
     SyncResult,
     probe_connection,
-    sync_all_connections,
     sync_connection,
 )
 
@@ -15,6 +14,5 @@ __all__ = [
     "CalendarSyncError",
     "SyncResult",
     "probe_connection",
-    "sync_all_connections",
     "sync_connection",
 ]

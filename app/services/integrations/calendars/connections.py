@@ -20,6 +20,7 @@ needs the password again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import asdict, dataclass
@@ -41,7 +42,6 @@ from app.services.common.encryption import SecretUnreadable, encrypt_secret
 from app.services.common.errors import InvalidRequest, NotFound
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import get_checked, load_named, rows_in_order
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import (
     caldav_allow_private,
     caldav_timeout,
@@ -362,8 +362,9 @@ def _ask_for_existing_bookings(
     connection: CalendarConnection, *, started: bool, elsewhere: bool
 ) -> None:
     """Have the worker write the sub account's future bookings into the connection
-    (``write_back.write_existing_bookings``) when it begins to write back: write-back switched
-    on, the connection made active again while it is on, or its calendar now another one."""
+    (``app.jobs.calendars.write_existing_bookings``) when it begins to write back: write-back
+    switched on, the connection made active again while it is on, or its calendar now another
+    one."""
     if connection.write_back and connection.active and (started or elsewhere):
         connection.write_existing_pending = True
         connection.write_existing_after = None
@@ -436,44 +437,64 @@ def latest_test(connection: CalendarConnection) -> ConnectionTest | None:
     return connection_test_from(json.loads(connection.test_result))
 
 
-@owns_transactions
-def run_connection_test(connection_id: int, *, now: datetime) -> ConnectionTest | None:
-    """The worker's side of "Test connection": list the account's calendars and keep what was
-    found, or why not, for the page. A job that waits on a calendar server: the connection is
-    read in a session of its own, nothing is open while the server answers, and the result is
-    committed only if no newer test was asked for meanwhile."""
+@dataclass(frozen=True)
+class PendingTest:
+    """A test asked for, as the worker runs it: when it was asked, and how to reach the
+    account (or why not)."""
+
+    connection_id: int
+    requested: datetime
+    kind: str
+    access: Any = dataclasses.field(repr=False)
+    problem: CalendarSyncError | None
+
+
+def pending_test(connection_id: int) -> PendingTest | None:
+    """The connection's test waiting to be run (None: none was asked for), read in a session of
+    its own: the caller waits on the calendar's server next."""
     with Session(db.engine) as session:
         connection = session.get(CalendarConnection, connection_id)
         if connection is None or connection.test_requested_at is None:
             return None
-        requested = connection.test_requested_at
         access, problem = connection_access(connection, caldav_timeout())
-        kind = connection.kind
-    found: dict[str, Any]
+        return PendingTest(
+            connection_id, connection.test_requested_at, connection.kind, access, problem
+        )
+
+
+def list_for_test(asked: PendingTest) -> dict[str, Any]:
+    """Ask the account for its calendars, as "Test connection" shows them: the calendars, or
+    the ``error`` (its credentials redacted) that kept it from listing them."""
     try:
-        if problem is not None:
-            raise problem
-        listed = provider_for(kind).calendars(access, MAX_LISTED_CALENDARS)
-        found = {
+        if asked.problem is not None:
+            raise asked.problem
+        listed = provider_for(asked.kind).calendars(asked.access, MAX_LISTED_CALENDARS)
+        return {
             "calendars": [
                 asdict(CalendarChoice(c.name, c.remote_id, c.primary, c.writable)) for c in listed
             ]
         }
     except CalendarSyncError as err:
-        found = {"error": redacted(err.message, access)}
+        return {"error": redacted(err.message, asked.access)}
     except Exception as err:  # the library failing in a way not foreseen
-        log.exception("calendar connection %s: unexpected error listing calendars", connection_id)
-        found = {"error": f"unexpected error: {type(err).__name__}"}
+        log.exception(
+            "calendar connection %s: unexpected error listing calendars", asked.connection_id
+        )
+        return {"error": f"unexpected error: {type(err).__name__}"}
+
+
+def record_test(asked: PendingTest, found: dict[str, Any], now: datetime) -> ConnectionTest:
+    """Keep what the test found for the page, unless a newer test was asked for meanwhile.
+    Flushes."""
     db.session.execute(
         update(CalendarConnection)
         .where(
-            CalendarConnection.id == connection_id,
-            CalendarConnection.test_requested_at == requested,
+            CalendarConnection.id == asked.connection_id,
+            CalendarConnection.test_requested_at == asked.requested,
         )
         .values(test_result=json.dumps(found), test_finished_at=now)
         .execution_options(synchronize_session=False)
     )
-    db.session.commit()
     return connection_test_from(found)
 
 

@@ -3,7 +3,8 @@
 Stored busy time is as fresh as the last sync or notification. A person who adds an event in
 their Google calendar and, seconds later, sees an agent book over it has been double-booked all
 the same. So a create, a reschedule and a hold ask every connected calendar of the sub account
-about the write's time (buffers included) before they take the calendar's lock:
+about the write's time (buffers included) before they take the calendar's lock, those of the
+kinds that answer live (``providers``' capability table):
 
 - Google: ``events.list`` for that window; Microsoft: ``calendarView`` for it; CalDAV: one
   ``calendar-query`` REPORT with a time range (RFC 4791) on each checked calendar. Every kind
@@ -52,21 +53,18 @@ from app.models import (
     CalendarSettings,
     ConnectedCalendar,
 )
-from app.models.calendar_connection import ConnectionKind
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
 from app.services.common.errors import ErrorCode, ServiceError
 from app.services.common.locking import lock_calendar
 from app.services.integrations.calendars.access import connection_access
 from app.services.integrations.calendars.errors import CalendarSyncError
-from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.providers import kinds_answering_live, live_answerer
 from app.services.integrations.calendars.providers.base import ItemRead
 from app.services.integrations.calendars.sync import record_seen
 
 log = logging.getLogger(__name__)
 
-# The kinds asked live; feeds are not (module docstring).
-LIVE_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT, ConnectionKind.CALDAV)
 # Questions asked at once, however many calendars a sub account has connected.
 MOST_AT_ONCE = 8
 # What a refused write's client is told to wait (seconds) under ``strict``.
@@ -225,7 +223,7 @@ def _questions(sub_account_id: int, timeout: float) -> tuple[list[_Question], st
         .where(
             CalendarConnection.sub_account_id == sub_account_id,
             CalendarConnection.active.is_(True),
-            CalendarConnection.kind.in_([str(kind) for kind in LIVE_KINDS]),
+            CalendarConnection.kind.in_(kinds_answering_live()),
         )
         .order_by(CalendarConnection.id)
     ).all()
@@ -303,7 +301,9 @@ def _in_app(app: Flask, work: Callable[..., Any]) -> Callable[..., Any]:
 def _ask(question: _Question, window: Interval, tz: Any) -> tuple[str, list[ItemRead]]:
     if question.problem is not None:
         raise question.problem
-    return provider_for(question.kind).items_in(question.access, question.remote_id, window, tz)
+    answerer = live_answerer(question.kind)
+    assert answerer is not None  # only kinds that answer live are asked (``_questions``)
+    return answerer.items_in(question.access, question.remote_id, window, tz)
 
 
 def _stored_in(sub_account_id: int, window: Interval) -> bool:

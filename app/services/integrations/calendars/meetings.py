@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import MEETING_KINDS, CalendarConnection, ConnectionKind, LocationKind
+from app.models import MEETING_KINDS, CalendarConnection, LocationKind
 from app.services.common.errors import InvalidRequest
-from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.providers import kinds_making
 
 # What a meeting kind is called, and the calendar that makes it, as a person knows them.
 _NEEDS = {
@@ -40,9 +40,7 @@ class Connected:
 
 def meeting_makers(location_kind: str) -> frozenset[str]:
     """The connection kinds whose calendars make meetings of ``location_kind``."""
-    return frozenset(
-        kind for kind in ConnectionKind if location_kind in provider_for(kind).meetings
-    )
+    return frozenset(kinds_making(location_kind))
 
 
 def missing_meeting_connection(location_kind: str, connections: Iterable[Connected]) -> str | None:

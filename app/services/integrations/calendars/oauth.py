@@ -26,9 +26,9 @@ from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.httpx_client import OAuth2Client
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from app.config import Settings, settings
+from app.database import session_apart
 from app.extensions import db
 from app.models import CalendarConnection, ConnectionKind
 from app.services.common.encryption import (
@@ -37,7 +37,6 @@ from app.services.common.encryption import (
     encrypt_secret,
 )
 from app.services.common.tls import shared_tls_context
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.errors import (
     AuthenticationFailed,
     CredentialsUnreadable,
@@ -236,7 +235,6 @@ def _requested(provider: OAuthProvider, request):
         ) from None
 
 
-@owns_transactions
 def valid_access_token(connection_id: int, timeout: float, *, renew: bool = False) -> str:
     """An access token for the connection that is good for at least ``REFRESH_MARGIN``,
     refreshed and saved (committed, in a transaction of its own) when it was not, or when
@@ -244,7 +242,7 @@ def valid_access_token(connection_id: int, timeout: float, *, renew: bool = Fals
     provider answered whatever becomes of its caller's transaction, since a rotated refresh
     token is the only one that works from then on."""
     configured = settings()
-    with Session(db.engine) as session:
+    with session_apart(db.engine) as session:
         connection = session.get(CalendarConnection, connection_id)
         assert connection is not None  # the connection asking for its token
         grant = _opened(connection, configured)
@@ -266,7 +264,6 @@ def valid_access_token(connection_id: int, timeout: float, *, renew: bool = Fals
         if renew or not grant.fresh(time.time()):
             grant = refreshed(oauth_provider(connection.kind, configured), grant, timeout)
             connection.encrypted_secret = grant.sealed(configured.secret_keys[0])
-            session.commit()
         # Fresh, or just refreshed: a token endpoint answers with an access token (RFC 6749,
         # 5.1), which is not checked here.
         return cast(str, grant.access_token)

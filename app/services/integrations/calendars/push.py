@@ -1,16 +1,18 @@
 """Push: Google and Microsoft tell the service when a connected calendar changes, so its busy
 time is read seconds after a person changes it, not at the next poll.
 
-- **Channels** (``keep_channels``, run by the worker after each sync of a Google or Microsoft
-  connection, with push on): every calendar read gets a channel, a Google ``events.watch``
-  channel or a Graph subscription to its events (created, updated, deleted), addressed under
-  ``PUBLIC_URL`` (``GOOGLE_PATH``, ``MICROSOFT_PATH``, ``MICROSOFT_LIFECYCLE_PATH``), with a
-  random secret the provider sends back with every notification (Google's channel ``token``,
-  Graph's ``clientState``), of which only the SHA-256 is stored. A channel is renewed
-  ``RENEW_BEFORE`` its expiry (Google: a new channel, then the old one stopped; Graph: a PATCH
-  of ``expirationDateTime``, at most 10,080 minutes on), and stopped (``channels.stop``,
+- **Channels** (``app.jobs.calendars.keep_channels``, run by the worker after each sync of a
+  connection whose kind pushes, with push on, and every 15 minutes for each such connection):
+  every calendar read gets a channel, a Google ``events.watch`` channel or a Graph
+  subscription to its events (created, updated, deleted), addressed under ``PUBLIC_URL`` at
+  the paths its provider names (``Pushes``), with a random secret the provider sends back with
+  every notification (Google's channel ``token``, Graph's ``clientState``), of which only the
+  SHA-256 is stored. A channel is renewed ``RENEW_BEFORE`` its expiry (the provider extends
+  it, or says it cannot: then a new channel, and the old one stopped; Google cannot, Graph
+  PATCHes ``expirationDateTime``, at most 10,080 minutes on), and stopped (``channels.stop``,
   DELETE of the subscription) when its calendar is no longer read, its connection is switched
-  off or removed, or push is switched off.
+  off or removed, or push is switched off. This module asks the provider and stores what it
+  answered; the job commits each channel's change as it is made.
 - **Notifications** (``google_notification``, ``microsoft_notifications``,
   ``microsoft_lifecycle``): checked against the stored channel (its id, Google's resource id,
   the secret's digest, compared in constant time), then the connection is asked for a sync
@@ -31,32 +33,36 @@ import hashlib
 import hmac
 import logging
 import secrets
-import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, exists, func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings, settings
 from app.counters import PUSH_CHANNEL_CHANGES, PUSH_NOTIFICATIONS
 from app.extensions import db
 from app.models import CalendarConnection, ConnectedCalendar, PushChannel
-from app.models.calendar_connection import ConnectionKind
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access
 from app.services.integrations.calendars.errors import CalendarSyncError
 from app.services.integrations.calendars.freshness import request_sync
-from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.providers import (
+    OpenedChannel,
+    Pushes,
+    kinds_pushing,
+    pusher,
+)
+from app.services.integrations.calendars.providers.google import GoogleProvider
+from app.services.integrations.calendars.providers.microsoft import MicrosoftProvider
 
 log = logging.getLogger(__name__)
 
-GOOGLE_PATH = "/push/google"
-MICROSOFT_PATH = "/push/microsoft"
-MICROSOFT_LIFECYCLE_PATH = "/push/microsoft/lifecycle"
-PUSH_KINDS = (ConnectionKind.GOOGLE, ConnectionKind.MICROSOFT)
+# Where each provider's notifications arrive (``app.push``): the paths the providers name.
+GOOGLE_PATH = GoogleProvider.notification_path
+MICROSOFT_PATH = MicrosoftProvider.notification_path
+MICROSOFT_LIFECYCLE_PATH = MicrosoftProvider.lifecycle_path or ""
 # How long a channel is asked for: Graph allows at most 10,080 minutes for events, Google a
 # week; a little less, so a clock a minute apart is not refused.
 CHANNEL_LIFETIME = timedelta(minutes=10080 - 10)
@@ -96,7 +102,8 @@ def _same_secret(secret: str | None, digest: str) -> bool:
 
 @dataclass(frozen=True)
 class ChannelsKept:
-    """What ``keep_channels`` did: channels made, renewed, stopped, and failures (in words)."""
+    """What keeping a connection's channels did (``app.jobs.calendars.keep_channels``):
+    channels made, renewed, stopped, and failures (in words)."""
 
     made: int = 0
     renewed: int = 0
@@ -105,187 +112,156 @@ class ChannelsKept:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Channel:
+    """A stored channel: its row, the connected calendar it watches (None: its calendar is no
+    longer read), the provider's ids for it and its expiry."""
+
+    row_id: int
+    calendar_id: int | None
+    channel_id: str
+    resource_id: str | None
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class ChannelPlan:
+    """A pushing connection's channels as they are, and what is needed to reach its
+    provider."""
+
+    connection_id: int
     kind: str
-    access: Any
+    provider: Pushes[Any] = field(repr=False)
+    access: Any = field(repr=False)
     active: bool
     calendars: list[tuple[int, str]]  # (connected calendar id, remote id)
-    channels: list[tuple[int, int | None, str, str | None, datetime]]
-    # (row id, connected calendar id, channel id, resource id, expires at)
+    channels: list[Channel]
+
+    @property
+    def wanted(self) -> bool:
+        """Whether the connection should have channels now (active, with push on)."""
+        return self.active and push_enabled()
+
+    def to_stop(self) -> list[Channel]:
+        """The channels no longer needed: every one when none is wanted, else those of
+        calendars no longer read."""
+        wanted = self.wanted
+        return [c for c in self.channels if not wanted or c.calendar_id is None]
+
+    def due(self, now: datetime) -> list[tuple[int, str, Channel | None]]:
+        """The calendars read whose channel is missing (None) or within ``RENEW_BEFORE`` of
+        its expiry; none when no channel is wanted."""
+        if not self.wanted:
+            return []
+        by_calendar = {c.calendar_id: c for c in self.channels if c.calendar_id is not None}
+        return [
+            (calendar_id, remote_id, channel)
+            for calendar_id, remote_id in self.calendars
+            if (channel := by_calendar.get(calendar_id)) is None
+            or channel.expires_at - now <= RENEW_BEFORE
+        ]
 
 
-def keep_channels(connection_id: int, now: datetime) -> ChannelsKept:
-    """Make every calendar the connection reads have a live channel (made, or renewed when
-    within ``RENEW_BEFORE`` of expiry), and stop those it no longer needs (its calendar is no
-    longer read, the connection is switched off, push is off). The provider is asked with no
-    transaction open, and each channel's change is committed as it is made (``_make``,
-    ``_renew``, ``_forget``). Never raises for a provider's sake."""
+def channel_plan(connection_id: int, timeout: float | None = None) -> ChannelPlan | None:
+    """The connection's channels as they are, read in a session of its own (the caller waits
+    on the provider next); None for a connection of a kind that does not push, or whose
+    credentials cannot be opened."""
     with Session(db.engine) as session:
-        plan = _plan(session, connection_id)
-    if plan is None:
-        return ChannelsKept()
-    wanted = plan.active and push_enabled()
-    provider = provider_for(plan.kind)
-    made = renewed = stopped = 0
-    errors: list[str] = []
-    by_calendar = {c[1]: c for c in plan.channels if c[1] is not None}
-    for row_id, calendar_id, channel_id, resource_id, _ in plan.channels:
-        if wanted and calendar_id is not None:
-            continue
-        try:
-            _stop(provider, plan, channel_id, resource_id)
-            stopped += 1
-        except CalendarSyncError as err:
-            errors.append(err.message)  # it expires by itself; its notifications are refused
-        _forget(row_id, "stopped")
-    if not wanted:
-        return ChannelsKept(0, 0, stopped, tuple(errors))
-    for calendar_id, remote_id in plan.calendars:
-        channel = by_calendar.get(calendar_id)
-        if channel is not None and channel[4] - now > RENEW_BEFORE:
-            continue
-        try:
-            if channel is None:
-                _make(provider, plan, connection_id, calendar_id, remote_id, now)
-                made += 1
-            else:
-                _renew(provider, plan, connection_id, channel, remote_id, now)
-                renewed += 1
-        except CalendarSyncError as err:
-            log.warning("calendar connection %s: push channel not kept: %s", connection_id, err)
-            errors.append(err.message)
-    return ChannelsKept(made, renewed, stopped, tuple(errors))
-
-
-def _plan(session: Session, connection_id: int, timeout: float | None = None) -> _Plan | None:
-    connection = session.get(CalendarConnection, connection_id)
-    if connection is None or connection.kind not in PUSH_KINDS:
-        return None
-    access, problem = connection_access(connection, timeout or caldav_timeout())
-    if problem is not None:
-        return None
-    calendars = session.execute(
-        select(ConnectedCalendar.id, ConnectedCalendar.remote_id)
-        .where(ConnectedCalendar.calendar_connection_id == connection_id)
-        .order_by(ConnectedCalendar.id)
-    ).all()
-    channels = session.execute(
-        select(
-            PushChannel.id,
-            PushChannel.connected_calendar_id,
-            PushChannel.channel_id,
-            PushChannel.resource_id,
-            PushChannel.expires_at,
+        connection = session.get(CalendarConnection, connection_id)
+        provider = pusher(connection.kind) if connection is not None else None
+        if connection is None or provider is None:
+            return None
+        access, problem = connection_access(connection, timeout or caldav_timeout())
+        if problem is not None:
+            return None
+        calendars = session.execute(
+            select(ConnectedCalendar.id, ConnectedCalendar.remote_id)
+            .where(ConnectedCalendar.calendar_connection_id == connection_id)
+            .order_by(ConnectedCalendar.id)
+        ).all()
+        channels = session.execute(
+            select(
+                PushChannel.id,
+                PushChannel.connected_calendar_id,
+                PushChannel.channel_id,
+                PushChannel.resource_id,
+                PushChannel.expires_at,
+            )
+            .where(PushChannel.calendar_connection_id == connection_id)
+            .order_by(PushChannel.id)
+        ).all()
+        return ChannelPlan(
+            connection_id,
+            connection.kind,
+            provider,
+            access,
+            connection.active,
+            [(calendar_id, remote_id) for calendar_id, remote_id in calendars],
+            [Channel(*row) for row in channels],
         )
-        .where(PushChannel.calendar_connection_id == connection_id)
-        .order_by(PushChannel.id)
-    ).all()
-    return _Plan(
-        connection.kind,
-        access,
-        connection.active,
-        [(calendar_id, remote_id) for calendar_id, remote_id in calendars],
-        [
-            (row_id, calendar_id, channel_id, resource_id, expires_at)
-            for row_id, calendar_id, channel_id, resource_id, expires_at in channels
-        ],
-    )
 
 
-@owns_transactions
-def _make(
-    provider: Any, plan: _Plan, connection_id: int, calendar_id: int, remote_id: str, now: datetime
-) -> None:
-    """A new channel for one calendar, its row committed as soon as the provider made it (a
-    job that waits on a provider: no transaction is open meanwhile); a row that cannot be
-    kept stops the channel again."""
+def open_channel(plan: ChannelPlan, remote_id: str, now: datetime) -> tuple[OpenedChannel, str]:
+    """Ask the provider for a new channel on one calendar, addressed under ``PUBLIC_URL``;
+    returns it and its secret (to be stored only as a digest: ``add_channel``)."""
     secret = secrets.token_urlsafe(32)
-    if plan.kind == ConnectionKind.GOOGLE:
-        channel_id = str(uuid.uuid4())
-        resource_id, expires = provider.watch(
-            plan.access,
-            remote_id,
-            channel_id,
-            _address(GOOGLE_PATH),
-            secret,
-            now + CHANNEL_LIFETIME,
-        )
-    else:
-        resource_id = None
-        channel_id, expires = provider.subscribe(
-            plan.access,
-            remote_id,
-            _address(MICROSOFT_PATH),
-            _address(MICROSOFT_LIFECYCLE_PATH),
-            secret,
-            now + CHANNEL_LIFETIME,
-        )
+    provider = plan.provider
+    addresses = (
+        _address(provider.notification_path),
+        _address(provider.lifecycle_path) if provider.lifecycle_path else None,
+    )
+    opened = provider.open_channel(
+        plan.access, remote_id, addresses, secret, now + CHANNEL_LIFETIME
+    )
+    return opened, secret
+
+
+def add_channel(
+    plan: ChannelPlan, calendar_id: int, opened: OpenedChannel, secret: str, now: datetime
+) -> None:
+    """Store a channel the provider just made (flushed; counted once committed:
+    ``count_channel_change``)."""
     db.session.add(
         PushChannel(
-            calendar_connection_id=connection_id,
+            calendar_connection_id=plan.connection_id,
             connected_calendar_id=calendar_id,
             kind=plan.kind,
-            channel_id=channel_id,
-            resource_id=resource_id,
+            channel_id=opened.channel_id,
+            resource_id=opened.resource_id,
             secret_digest=_digest(secret),
-            expires_at=expires,
+            expires_at=opened.expires_at,
             created_at=now,
         )
     )
-    try:
-        db.session.commit()
-    except Exception:  # the calendar went meanwhile (or a second keeper made one): undo ours
-        db.session.rollback()
-        _stop(provider, plan, channel_id, resource_id)
-        raise
-    PUSH_CHANNEL_CHANGES.labels(plan.kind, "made").inc()
+    db.session.flush()
 
 
-@owns_transactions
-def _renew(
-    provider: Any,
-    plan: _Plan,
-    connection_id: int,
-    channel: tuple[int, int | None, str, str | None, datetime],
-    remote_id: str,
-    now: datetime,
-) -> None:
-    """A later expiry for one channel, committed as soon as the provider gave it."""
-    row_id, calendar_id, channel_id, resource_id, _ = channel
-    assert calendar_id is not None  # keep_channels renews the channels of calendars only
-    if plan.kind == ConnectionKind.MICROSOFT:
-        expires = provider.renew_subscription(plan.access, channel_id, now + CHANNEL_LIFETIME)
-        row = db.session.get(PushChannel, row_id)
-        if row is not None:
-            row.expires_at, row.renewed_at = expires, now
-        db.session.commit()
-        PUSH_CHANNEL_CHANGES.labels(plan.kind, "renewed").inc()
-        return
-    # Google channels cannot be extended: a new one, then the old one stopped (both deliver
-    # for a moment; a notification more is a sync more, never one less).
-    _forget(row_id, None)  # its calendar is free for the new channel's row
-    _make(provider, plan, connection_id, calendar_id, remote_id, now)
-    try:
-        _stop(provider, plan, channel_id, resource_id)
-    except CalendarSyncError as err:
-        log.info("calendar connection %s: old channel not stopped: %s", connection_id, err)
-    PUSH_CHANNEL_CHANGES.labels(plan.kind, "renewed").inc()
+def renew_channel(plan: ChannelPlan, channel: Channel, now: datetime) -> datetime | None:
+    """Ask the provider for a later expiry; None when its channels cannot be extended (then a
+    new one replaces it)."""
+    return plan.provider.renew_channel(plan.access, channel.channel_id, now + CHANNEL_LIFETIME)
 
 
-def _stop(provider: Any, plan: _Plan, channel_id: str, resource_id: str | None) -> None:
-    if plan.kind == ConnectionKind.GOOGLE:
-        provider.stop_channel(plan.access, channel_id, resource_id)
-    else:
-        provider.unsubscribe(plan.access, channel_id)
+def note_renewed(channel: Channel, expires_at: datetime, now: datetime) -> None:
+    """Store the later expiry the provider gave a channel (flushed)."""
+    row = db.session.get(PushChannel, channel.row_id)
+    if row is not None:
+        row.expires_at, row.renewed_at = expires_at, now
+    db.session.flush()
 
 
-@owns_transactions
-def _forget(row_id: int, change: str | None) -> None:
-    """Drop a channel's row (stopped, or replaced), committed at once."""
-    db.session.execute(delete(PushChannel).where(PushChannel.id == row_id))
-    db.session.commit()
-    if change is not None:
-        PUSH_CHANNEL_CHANGES.labels("any", change).inc()
+def close_channel(plan: ChannelPlan, channel_id: str, resource_id: str | None) -> None:
+    """Stop a channel at the provider (``CalendarSyncError`` when it cannot be asked)."""
+    plan.provider.close_channel(plan.access, channel_id, resource_id)
+
+
+def forget_channel(channel: Channel) -> None:
+    """Drop a channel's row (stopped, or replaced); flushed."""
+    db.session.execute(delete(PushChannel).where(PushChannel.id == channel.row_id))
+
+
+def count_channel_change(kind: str, change: str) -> None:
+    """Count a channel made, renewed or stopped, once committed."""
+    PUSH_CHANNEL_CHANGES.labels(kind, change).inc()
 
 
 def stop_channels(connection_id: int) -> int:
@@ -293,36 +269,52 @@ def stop_channels(connection_id: int) -> int:
     grant still works); best effort, each request within ``STOP_TIMEOUT_S`` (a person is
     waiting, and a channel not stopped only expires by itself). Returns how many were stopped;
     their rows go with the connection."""
-    with Session(db.engine) as session:
-        plan = _plan(session, connection_id, STOP_TIMEOUT_S)
+    plan = channel_plan(connection_id, STOP_TIMEOUT_S)
     if plan is None:
         return 0
-    provider, stopped = provider_for(plan.kind), 0
-    for _, _, channel_id, resource_id, _ in plan.channels:
+    stopped = 0
+    for channel in plan.channels:
         try:
-            _stop(provider, plan, channel_id, resource_id)
+            close_channel(plan, channel.channel_id, channel.resource_id)
             stopped += 1
         except CalendarSyncError as err:
             log.warning("calendar connection %s: channel not stopped: %s", connection_id, err)
     return stopped
 
 
-def connections_with_channels() -> list[int]:
-    """Connections whose channels the periodic upkeep looks after: every one with a channel
-    (to renew or stop), and every active Google or Microsoft connection (to make one)."""
-    with_channels = select(PushChannel.calendar_connection_id)
-    return list(
-        db.session.scalars(
-            select(CalendarConnection.id)
-            .where(
-                CalendarConnection.id.in_(with_channels)
-                | (
-                    CalendarConnection.kind.in_([str(kind) for kind in PUSH_KINDS])
-                    & CalendarConnection.active.is_(True)
-                )
+def connections_due_for_channels(now: datetime) -> list[int]:
+    """The connections whose channels have something to be done now (what
+    ``ChannelPlan.to_stop`` and ``ChannelPlan.due`` would find): a channel within
+    ``RENEW_BEFORE`` of its expiry or whose calendar is no longer read; channels of a
+    connection switched off, or of any connection while push is off; an active connection of a
+    kind that pushes with a calendar read that has no channel. In id order; beat's upkeep gives
+    each its own task (``calendars.keep_connection_channels``)."""
+    has_channels = CalendarConnection.id.in_(select(PushChannel.calendar_connection_id))
+    due: ColumnElement[bool]
+    if not push_enabled():
+        due = has_channels
+    else:
+        channel_due = CalendarConnection.id.in_(
+            select(PushChannel.calendar_connection_id).where(
+                (PushChannel.expires_at <= now + RENEW_BEFORE)
+                | PushChannel.connected_calendar_id.is_(None)
             )
-            .order_by(CalendarConnection.id)
         )
+        unwatched = exists().where(
+            ConnectedCalendar.calendar_connection_id == CalendarConnection.id,
+            ~exists().where(PushChannel.connected_calendar_id == ConnectedCalendar.id),
+        )
+        due = (
+            channel_due
+            | (CalendarConnection.active.is_(False) & has_channels)
+            | (
+                CalendarConnection.active.is_(True)
+                & CalendarConnection.kind.in_(kinds_pushing())
+                & unwatched
+            )
+        )
+    return list(
+        db.session.scalars(select(CalendarConnection.id).where(due).order_by(CalendarConnection.id))
     )
 
 
@@ -360,7 +352,7 @@ def google_notification(
 ) -> Notified:
     """One Google message (its ``X-Goog-*`` headers). Flushes; the caller commits, then counts
     it (``count_notified``)."""
-    channel = _channel(ConnectionKind.GOOGLE, channel_id)
+    channel = _channel(GoogleProvider.kind, channel_id)
     if channel is None:
         return Notified("refused", "unknown channel")
     if not _same_secret(token, channel.secret_digest) or not hmac.compare_digest(
@@ -384,7 +376,8 @@ def microsoft_notifications(values: list[Any], now: datetime) -> list[Notified]:
 def microsoft_lifecycle(values: list[Any], now: datetime) -> list[Notified]:
     """Graph's lifecycle notifications: ``reauthorizationRequired`` (renew the subscription),
     ``subscriptionRemoved`` (make a new one), ``missed`` (read the calendar). Each asks for a
-    sync, whose follow-up keeps the channels (``keep_channels``). Flushes; the caller commits."""
+    sync, whose follow-up keeps the channels (``app.jobs.calendars.keep_channels``). Flushes; the
+    caller commits."""
     return _microsoft_batch(values, now, lifecycle=True)
 
 
@@ -401,7 +394,7 @@ def _microsoft_batch(values: list[Any], now: datetime, *, lifecycle: bool) -> li
         channel.channel_id: channel
         for channel in db.session.scalars(
             select(PushChannel).where(
-                PushChannel.kind == ConnectionKind.MICROSOFT,
+                PushChannel.kind == MicrosoftProvider.kind,
                 PushChannel.channel_id.in_(sorted(name for name in named if len(name) <= 255)),
             )
         )

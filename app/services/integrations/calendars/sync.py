@@ -59,7 +59,6 @@ from app.models.calendar_connection import OAUTH_KINDS
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import zone
 from app.services.common.locking import lock_calendar
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.busy_time import BusyPeriod
 from app.services.integrations.calendars.errors import (
@@ -192,28 +191,6 @@ def active_connection_ids() -> list[int]:
             .order_by(CalendarConnection.id)
         )
     )
-
-
-@owns_transactions
-def sync_all_connections(now: datetime, *, timeout: float | None = None) -> list[SyncResult]:
-    """Sync every active connection of every active sub account, each in a transaction of its
-    own (committed here), in id order. A failure is recorded and the next one proceeds: a job
-    of independent pieces, each kept when a later one fails."""
-    ids = active_connection_ids()
-    db.session.commit()  # end the read; each sync runs in its own transaction
-    results = []
-    for connection_id in ids:
-        try:
-            result = sync_connection(connection_id, now=now, timeout=timeout)
-            db.session.commit()
-        except Exception as err:  # the database, most likely; the next one may fare better
-            db.session.rollback()
-            log.exception("calendar connection %s: sync could not be saved", connection_id)
-            result = SyncResult(
-                connection_id, "failed", error=f"not saved: {type(err).__name__}", retryable=True
-            )
-        results.append(result)
-    return results
 
 
 def _plan(

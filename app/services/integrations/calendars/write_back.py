@@ -16,7 +16,7 @@ is recorded on each connection (``last_write_at``, ``last_write_error``). A fail
 
 A booking of a Google Meet or Microsoft Teams event type (its ``location_kind``) has its event
 written with a meeting in one connection: the first active write-back connection (by id) whose
-provider makes that kind (``CalendarProvider.meetings``). The provider answers the meeting's
+provider makes that kind (``WritesEvents.meetings``). The provider answers the meeting's
 join link; when it differs from the booking's ``location``, it becomes the location in the
 transaction that records the outcome (``sequence`` raised), with a ``booking.updated`` event
 changing ``("location",)``: webhooks, a mail to the attendees and the calendars' copies follow
@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -62,6 +61,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from app.database import session_apart
 from app.extensions import db
 from app.models import (
     ACTIVE_STATUSES,
@@ -75,10 +75,9 @@ from app.models import (
 )
 from app.models.limits import LOCATION_MAX
 from app.models.types import utcnow
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
 from app.services.integrations.calendars.errors import CalendarSyncError
-from app.services.integrations.calendars.providers import provider_for
+from app.services.integrations.calendars.providers import event_writer, kinds_making
 from app.services.integrations.events import BookingEvent, BookingEventKind, emit
 from app.services.integrations.ical import booking_calendar
 from app.services.integrations.outbox import Delivery, DeliveryFailed
@@ -203,7 +202,6 @@ def write_back_booking(
     ]
 
 
-@owns_transactions
 def _claim(booking_id: int, connection_id: int, holder: str) -> bool:
     """Claim the booking's event in the connection's calendar for ``holder``, committed at
     once (a session of its own) so every other writer sees it; whether it is ``holder``'s: no
@@ -221,19 +219,18 @@ def _claim(booking_id: int, connection_id: int, holder: str) -> bool:
         set_={"holder": claim.excluded.holder, "until": claim.excluded.until},
         where=(CalendarWriteLease.until <= now) | (CalendarWriteLease.holder == holder),
     )
-    with Session(db.engine) as session:
-        # Never waited for: the row is locked only by a claim being made or given back, which
-        # is over in milliseconds, or by a transaction of this very thread that gave its claim
-        # back and has not committed yet (two writes in one transaction), which would wait
-        # forever. Either way the booking is left to a later write.
-        session.execute(text(f"SET LOCAL lock_timeout = '{CLAIM_WAIT_MS}ms'"))
-        try:
+    try:
+        with session_apart(db.engine) as session:
+            # Never waited for: the row is locked only by a claim being made or given back,
+            # which is over in milliseconds, or by a transaction of this very thread that gave
+            # its claim back and has not committed yet (two writes in one transaction), which
+            # would wait forever. Either way the booking is left to a later write.
+            session.execute(text(f"SET LOCAL lock_timeout = '{CLAIM_WAIT_MS}ms'"))
             won = session.scalar(taken_over.returning(CalendarWriteLease.holder))
-        except OperationalError as error:
-            if not isinstance(error.orig, LockNotAvailable):
-                raise
-            return False
-        session.commit()
+    except OperationalError as error:
+        if not isinstance(error.orig, LockNotAvailable):
+            raise
+        return False
     return won == holder
 
 
@@ -252,9 +249,9 @@ def _give_back(booking_id: int, connections: set[int], holder: str) -> None:
 
 @dataclass(frozen=True)
 class ExistingBookingsWritten:
-    """What one run of ``write_existing_bookings`` did: ``written`` bookings; ``done``: every
-    one is in the calendar now and the connection asks no more; ``error``: why it stopped at a
-    booking (the next run begins again with that one)."""
+    """What one run of ``app.jobs.calendars.write_existing_bookings`` did: ``written``
+    bookings; ``done``: every one is in the calendar now and the connection asks no more;
+    ``error``: why it stopped at a booking (the next run begins again with that one)."""
 
     connection_id: int
     written: int = 0
@@ -262,32 +259,31 @@ class ExistingBookingsWritten:
     error: str | None = None
 
 
-@owns_transactions
-def write_existing_bookings(
-    connection_id: int,
-    *,
-    now: datetime,
-    budget_seconds: float = EXISTING_BUDGET_SECONDS,
-    timeout: float | None = None,
-) -> ExistingBookingsWritten | None:
-    """Write the sub account's future active bookings (not cancelled, ending after ``now``)
-    into the connection, if it asks for them (``write_existing_pending``), in booking id order
-    and into this connection only, as ``write_back_booking`` writes (idempotent, event ids
-    kept). A job that must not hold a transaction open while it waits on the calendar's server:
-    each booking's outcome is committed with the connection's progress
-    (``write_existing_after``).
+@dataclass(frozen=True)
+class ExistingToWrite:
+    """The bookings a connection asking for the existing ones is still to be given, in id
+    order after ``after`` (the progress of the runs before)."""
 
-    It stops at the first failure, recorded on the connection as any write-back failure is (a
-    later run begins again with that booking), or once ``budget_seconds`` are spent (at least
-    one booking is written; a later run goes on after it). Once every booking is written, the
-    connection asks no more. A connection that does not write back (a feed, write-back off)
-    asks no more at once; an inactive one keeps asking until it is active again. None: the
-    connection does not ask."""
+    connection_id: int
+    after: int | None
+    booking_ids: list[int]
+
+
+def existing_bookings_to_write(
+    connection_id: int, now: datetime
+) -> ExistingToWrite | ExistingBookingsWritten | None:
+    """What ``app.jobs.calendars.write_existing_bookings`` is to write into the connection: the
+    sub account's future active bookings (not cancelled, ending after ``now``) after the
+    progress so far, if the connection asks for them (``write_existing_pending``). None: it
+    does not ask. A run with nothing to do now (``ExistingBookingsWritten``): the connection
+    or its sub account is inactive (it keeps asking). A connection that does not write back (a
+    feed, write-back off) is given no bookings, so it asks no more at once. Read in a session
+    of its own: the caller waits on the calendar's server next."""
     with Session(db.engine) as read_session:
         connection = read_session.get(CalendarConnection, connection_id)
         if connection is None or not connection.write_existing_pending:
             return None
-        writes = connection.write_back and provider_for(connection.kind).writes
+        writes = connection.write_back and event_writer(connection.kind) is not None
         sub_account = read_session.get(SubAccount, connection.sub_account_id)
         assert sub_account is not None  # the connection's (a foreign key)
         if writes and not (connection.active and sub_account.active):
@@ -309,39 +305,12 @@ def write_existing_bookings(
             if writes
             else []
         )
-    started = time.monotonic()
-    written = 0
-    for booking_id in booking_ids:
-        if written and time.monotonic() - started >= budget_seconds:
-            return ExistingBookingsWritten(connection_id, written)
-        outcomes = write_back_booking(
-            booking_id,
-            now=now,
-            timeout=timeout,
-            connection_id=connection_id,
-            writer=f"existing bookings {connection_id}",
-        )
-        if not outcomes:  # not written to now (switched off or made inactive): left to later
-            return ExistingBookingsWritten(connection_id, written)
-        failed = next((o.error for o in outcomes if o.error), None)
-        moved_on = failed is None and _progress(
-            connection_id, after, write_existing_after=booking_id
-        )
-        db.session.commit()  # the outcome on the connection (and the progress)
-        if failed is not None:
-            return ExistingBookingsWritten(connection_id, written, error=failed)
-        if not moved_on:  # asked for again meanwhile (write-back switched off and on)
-            return ExistingBookingsWritten(connection_id, written)
-        after, written = booking_id, written + 1
-    done = _progress(connection_id, after, write_existing_pending=False, write_existing_after=None)
-    db.session.commit()
-    log.info("calendar connection %s: %s existing bookings written", connection_id, written)
-    return ExistingBookingsWritten(connection_id, written, done=done)
+    return ExistingToWrite(connection_id, after, booking_ids)
 
 
-def _progress(connection_id: int, expected_after: int | None, **values: Any) -> bool:
+def note_existing_progress(connection_id: int, expected_after: int | None, **values: Any) -> bool:
     """Store the existing bookings' progress, if it is still the run's own (nobody asked again
-    for them meanwhile); whether it was."""
+    for them meanwhile); whether it was. Flushes."""
     after = CalendarConnection.write_existing_after
     result = cast(
         CursorResult[Any],  # an UPDATE's result, typed as a plain Result
@@ -385,7 +354,7 @@ def _plan(
     meeting = booking.location_kind if booking.location_kind in MEETING_KINDS else None
     # The one connection whose calendar's event carries the booking's meeting.
     meeting_connection = next(
-        (c.id for c in connections if meeting in provider_for(c.kind).meetings), None
+        (c.id for c in connections if meeting and c.kind in kinds_making(meeting)), None
     )
     if only is not None:
         connections = [c for c in connections if c.id == only]
@@ -409,7 +378,7 @@ def _plan(
             meeting=meeting if connection.id == meeting_connection else None,
         )
         for connection in connections
-        if provider_for(connection.kind).writes
+        if event_writer(connection.kind) is not None
     ]
     cancelled = booking.status == BookingStatus.CANCELLED
     return _Plan(
@@ -435,7 +404,8 @@ def _write(plan: _Plan, target: _Target) -> WriteOutcome:
     try:
         if target.access_error is not None:
             raise target.access_error
-        provider = provider_for(target.kind)
+        provider = event_writer(target.kind)
+        assert provider is not None  # only writing kinds are targets (``_plan``)
         if plan.data is None:
             provider.delete_event(target.access, plan.uid, target.event_id)
             stored = None

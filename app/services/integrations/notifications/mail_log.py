@@ -14,13 +14,12 @@ from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
+from app.database import session_apart
 from app.extensions import db
 from app.models import MailMessage, SubAccount
 from app.services.common.errors import NotFound
 from app.services.common.lookups import find_owned
-from app.services.common.transactions import owns_transactions
 
 
 class MailMessageNotFound(NotFound):
@@ -60,14 +59,12 @@ def logged(message: EmailMessage, **fields: Any) -> MailMessage:
     )
 
 
-@owns_transactions
 def keep_regardless(row: MailMessage) -> None:
     """Add ``row`` to the mail log in a session of its own: the record of what was sent stays
     whatever becomes of the caller's transaction (a record kept regardless). One recorded
     meanwhile under the same dedupe key (a concurrent run) is left as it is."""
-    with Session(db.engine) as session:
-        session.add(row)
-        try:
-            session.commit()
-        except IntegrityError:
-            session.rollback()
+    try:
+        with session_apart(db.engine) as session:
+            session.add(row)
+    except IntegrityError:
+        pass  # recorded meanwhile under the same dedupe key

@@ -1,8 +1,9 @@
 """Delivering booking events to webhook subscriptions, at least once.
 
-The ``webhooks`` outbox handler turns an event into one ``webhook_deliveries`` row per active
-subscription that wants it (unique per event and subscription, so a repeated handler run adds
-none) and hands each to the worker. ``send_delivery`` makes one attempt: a JSON POST signed
+The ``webhooks`` outbox handler (``app.jobs.webhooks.webhooks_delivery``) turns an event into
+one ``webhook_deliveries`` row per active subscription that wants it (unique per event and
+subscription, so a repeated handler run adds none) and enqueues each for the worker.
+``app.jobs.webhooks.send_delivery`` makes one attempt: a JSON POST signed
 per Standard Webhooks (``webhook-id`` = ``evt_<outbox event id>``, the same for every attempt
 and every resend, so receivers de-duplicate on it), recorded in ``webhook_attempts`` (status,
 time, the first bytes of the answer, or the error). The body is
@@ -37,7 +38,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import or_, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
@@ -56,7 +56,6 @@ from app.scheduling.timezones import format_utc
 from app.services.common.encryption import SecretUnreadable, decrypt_secret
 from app.services.common.errors import NotFound
 from app.services.common.lookups import get_checked
-from app.services.common.transactions import owns_transactions
 from app.services.integrations.event_schema import booking_data, snapshot_booking
 from app.services.integrations.events import (
     Actor,
@@ -98,49 +97,40 @@ def enqueue_attempt(delivery_id: int, when: datetime) -> None:
             log.exception("webhook delivery %s could not be handed to the worker", delivery_id)
 
 
-@owns_transactions
-def webhooks_delivery(delivery: Delivery, now: datetime) -> None:
-    """Outbox handler: one delivery per active subscription that wants the event, each
-    committed on its own (a job of independent pieces): a delivery an earlier run made is
-    skipped by its unique key without undoing the others."""
-    with Session(db.engine) as session:
-        if delivery.kind == BookingEventKind.REMINDER and ReminderChannel.WEBHOOK not in (
-            reminder_channels(session, delivery.event_id)
-        ):
-            return  # a reminder by mail only
-        wanted = [
-            s.id
-            for s in session.scalars(
-                select(WebhookSubscription).where(
-                    WebhookSubscription.sub_account_id == delivery.sub_account_id,
-                    WebhookSubscription.active.is_(True),
-                )
+def subscriptions_wanting(session: Session, delivery: Delivery) -> list[int]:
+    """The active subscriptions of the event's sub account that want its kind (none for a
+    reminder whose channels leave out webhooks)."""
+    if delivery.kind == BookingEventKind.REMINDER and ReminderChannel.WEBHOOK not in (
+        reminder_channels(session, delivery.event_id)
+    ):
+        return []  # a reminder by mail only
+    return [
+        s.id
+        for s in session.scalars(
+            select(WebhookSubscription).where(
+                WebhookSubscription.sub_account_id == delivery.sub_account_id,
+                WebhookSubscription.active.is_(True),
             )
-            if s.wants(delivery.kind)
-        ]
-        created = []
-        for subscription_id in wanted:
-            row = WebhookDelivery(
-                subscription_id=subscription_id,
-                event_id=delivery.event_id,
-                status=WebhookDeliveryStatus.PENDING,
-                attempts=0,
-                next_attempt_at=now,
-                created_at=now,
-            )
-            session.add(row)
-            try:
-                session.commit()
-            except IntegrityError:  # made by an earlier run of this handler
-                session.rollback()
-                continue
-            created.append(row.id)
-    for delivery_id in created:
-        enqueue_attempt(delivery_id, now)
+        )
+        if s.wants(delivery.kind)
+    ]
+
+
+def new_delivery(subscription_id: int, event_id: int, now: datetime) -> WebhookDelivery:
+    """A delivery of the event to the subscription, due now (unique per event and
+    subscription: a second one is refused by the database)."""
+    return WebhookDelivery(
+        subscription_id=subscription_id,
+        event_id=event_id,
+        status=WebhookDeliveryStatus.PENDING,
+        attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+    )
 
 
 @dataclass(frozen=True)
-class _Message:
+class Message:
     delivery_id: int
     subscription_id: int
     url: str
@@ -156,24 +146,7 @@ class SendOutcome:
     retry_at: datetime | None = None  # the next attempt, to enqueue once committed
 
 
-@owns_transactions
-def send_delivery(delivery_id: int, now: datetime) -> SendOutcome:
-    """Make the delivery's next attempt, if it is pending, and record it (flushed; the caller
-    commits, then hands ``retry_at`` over)."""
-    with Session(db.engine) as session:
-        found = _message(session, delivery_id, now)
-    if isinstance(found, str):
-        return SendOutcome(found)
-    claimed = _claimed(delivery_id, now)
-    db.session.commit()
-    if not claimed:
-        return SendOutcome("taken")  # another worker's attempt of it is under way
-    message = found
-    answer = _attempt(message, now, settings().webhook_timeout_seconds)
-    return _record(message, answer, now)
-
-
-def _message(session: Session, delivery_id: int, now: datetime) -> _Message | str:
+def message_for(session: Session, delivery_id: int, now: datetime) -> Message | str:
     delivery = session.get(WebhookDelivery, delivery_id)
     if delivery is None:
         return "missing"
@@ -208,7 +181,7 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
     if event.kind == BookingEventKind.REMINDER:
         payload["reminder"] = {"minutesBefore": reminder_minutes(session, event.id)}
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    return _Message(
+    return Message(
         delivery_id=delivery.id,
         subscription_id=subscription.id,
         url=subscription.url,
@@ -219,7 +192,7 @@ def _message(session: Session, delivery_id: int, now: datetime) -> _Message | st
     )
 
 
-def _claimed(delivery_id: int, now: datetime) -> bool:
+def claim_attempt(delivery_id: int, now: datetime) -> bool:
     """Claim the delivery's due attempt (the caller commits): its next attempt moves a lease
     on, so a second enqueueing of it meanwhile (a predecessor's end and its own message, say)
     finds it not due and sends nothing; a worker dying in the attempt leaves it to the sweep."""
@@ -289,7 +262,7 @@ def signed_headers(secret: str, msg_id: str, body: bytes, now: datetime) -> dict
     }
 
 
-def _attempt(message: _Message, now: datetime, timeout: float) -> Answer:
+def attempt(message: Message, now: datetime, timeout: float) -> Answer:
     if message.secret is None:
         return Answer(None, 0, error="the secret cannot be decrypted with this SECRET_KEY")
     try:
@@ -302,7 +275,7 @@ def _attempt(message: _Message, now: datetime, timeout: float) -> Answer:
     return post(target, message.body, headers, timeout)
 
 
-def _record(message: _Message, answer: Answer, now: datetime) -> SendOutcome:
+def record_attempt(message: Message, answer: Answer, now: datetime) -> SendOutcome:
     """The attempt, and what follows from it, in one transaction (a write first)."""
     db.session.add(
         WebhookAttempt(

@@ -109,14 +109,13 @@ Access = TypeVar("Access", contravariant=True)
 
 
 class CalendarProvider(Protocol[Access]):
-    """The kind-specific part of a connection. ``access`` is whatever the provider needs to
-    reach the account (``app.services.integrations.calendars.access`` builds it)."""
+    """What every kind of calendar does: list an account's calendars and read one's changes.
+    ``access`` is whatever the provider needs to reach the account
+    (``app.services.integrations.calendars.access`` builds it). What only some kinds do is a
+    capability of its own (``AnswersLive``, ``WritesEvents``, ``Pushes``); which kind has which
+    is the table in ``providers/__init__.py``."""
 
     kind: str
-    writes: bool  # it can receive bookings (a feed cannot)
-    # The online meetings it makes with an event it writes (``LocationKind`` values: Google
-    # makes Google Meet, Microsoft makes Teams); none for the others.
-    meetings: frozenset[str]
 
     def calendars(self, access: Access, limit: int) -> list[RemoteCalendar]:
         """The account's calendars, at most ``limit``."""
@@ -131,6 +130,10 @@ class CalendarProvider(Protocol[Access]):
         """The calendar's changes since ``cursor`` (or all of it), busy periods in ``window``
         with all-day and floating times in ``tz``. Raises ``CalendarSyncError``s."""
 
+
+class AnswersLive(Protocol[Access]):
+    """A provider asked about a write's time at the moment of the write (the live check)."""
+
     def items_in(
         self, access: Access, remote_id: str | None, window: Interval, tz: ZoneInfo
     ) -> tuple[str, list[ItemRead]]:
@@ -138,6 +141,14 @@ class CalendarProvider(Protocol[Access]):
         with no markers (the live check of a write), and the calendar's id as ``read`` names
         it (``remote_id`` None: the account's default, or the only one). Raises
         ``CalendarSyncError``s."""
+
+
+class WritesEvents(Protocol[Access]):
+    """A provider that receives the bookings as events (write-back)."""
+
+    # The online meetings it makes with an event it writes (``LocationKind`` values: Google
+    # makes Google Meet, Microsoft makes Teams); none for the others.
+    meetings: frozenset[str]
 
     def put_event(
         self,
@@ -158,6 +169,46 @@ class CalendarProvider(Protocol[Access]):
     def delete_event(self, access: Access, uid: str, event_id: str | None = None) -> None:
         """Remove the booking's event (``event_id``: as ``put_event`` answered it); one
         already gone is no error."""
+
+
+@dataclass(frozen=True)
+class OpenedChannel:
+    """A push channel as the provider made it: its id, the id of the resource it watches
+    (Google's; None for providers that need none to stop it) and when it expires (the
+    provider may cut the time asked for)."""
+
+    channel_id: str
+    resource_id: str | None
+    expires_at: datetime
+
+
+class Pushes(Protocol[Access]):
+    """A provider that tells the service when a calendar changes (Google's watch channels,
+    Graph's subscriptions), delivering to the paths it names under ``PUBLIC_URL``."""
+
+    kind: str
+    notification_path: str  # where its change notifications arrive (``app.push``)
+    lifecycle_path: str | None  # where its notices about the channel itself arrive, if any
+
+    def open_channel(
+        self,
+        access: Access,
+        remote_id: str,
+        addresses: tuple[str, str | None],
+        secret: str,
+        expires_at: datetime,
+    ) -> OpenedChannel:
+        """A channel telling ``addresses`` (the notification and lifecycle URLs) of every
+        change of the calendar's events, with ``secret`` sent back in each message."""
+
+    def renew_channel(
+        self, access: Access, channel_id: str, expires_at: datetime
+    ) -> datetime | None:
+        """A later expiry for the channel, as the provider gave it; None when its channels
+        cannot be extended (a new one is opened, then this one closed)."""
+
+    def close_channel(self, access: Access, channel_id: str, resource_id: str | None) -> None:
+        """Stop the channel; one the provider no longer knows is no error."""
 
 
 def ical_item(key: str, etag: str | None, data: str, window: Interval, tz: ZoneInfo) -> ItemRead:

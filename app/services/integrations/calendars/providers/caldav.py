@@ -355,7 +355,6 @@ class CalDAVProvider:
     """CalDAV servers: Radicale, Xandikos, Nextcloud, Fastmail, iCloud and others."""
 
     kind = "caldav"
-    writes = True
     meetings: frozenset[str] = frozenset()  # CalDAV makes no online meetings
 
     @_within_deadline("calendar listing")

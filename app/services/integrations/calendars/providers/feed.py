@@ -43,7 +43,6 @@ from app.services.integrations.calendars.providers.base import (
     Cursor,
     ItemRead,
     RemoteCalendar,
-    StoredEvent,
     ical_item,
     zone_by_name,
 )
@@ -83,8 +82,6 @@ class FeedProvider:
     """A read-only calendar at one address."""
 
     kind = "ics"
-    writes = False
-    meetings: frozenset[str] = frozenset()
 
     def calendars(self, access: FeedAccess, limit: int) -> list[RemoteCalendar]:
         """A feed is one calendar; its name is the file's ``X-WR-CALNAME`` when it has one."""
@@ -117,25 +114,6 @@ class FeedProvider:
             answer.etag,
             answer.last_modified,
         )
-
-    def items_in(
-        self, access: FeedAccess, remote_id: str | None, window: Interval, tz: ZoneInfo
-    ) -> tuple[str, list[ItemRead]]:
-        raise NotImplementedError("a calendar feed is not asked live")
-
-    def put_event(
-        self,
-        access: FeedAccess,
-        uid: str,
-        data: bytes,
-        event_id: str | None = None,
-        *,
-        meeting: str | None = None,
-    ) -> StoredEvent:
-        raise NotImplementedError("a calendar feed is read-only")
-
-    def delete_event(self, access: FeedAccess, uid: str, event_id: str | None = None) -> None:
-        raise NotImplementedError("a calendar feed is read-only")
 
 
 def _item(

@@ -45,6 +45,7 @@ from app.services.integrations.calendars.providers.base import (
     CalendarChanges,
     Cursor,
     ItemRead,
+    OpenedChannel,
     RemoteCalendar,
     StoredEvent,
 )
@@ -69,7 +70,8 @@ def meet_request_id(uid: str) -> str:
 
 class GoogleProvider:
     kind = "google"
-    writes = True
+    notification_path = "/push/google"
+    lifecycle_path = None
     meetings = frozenset({LocationKind.GOOGLE_MEET.value})
 
     def calendars(self, access: ApiAccess, limit: int) -> list[RemoteCalendar]:
@@ -127,35 +129,41 @@ class GoogleProvider:
             items, _ = _pages(api, path, params)
         return calendar_id, [_item(e, window, tz) for e in items if not _deleted(e)]
 
-    def watch(
+    def open_channel(
         self,
         access: ApiAccess,
         remote_id: str,
-        channel_id: str,
-        address: str,
-        token: str,
+        addresses: tuple[str, str | None],
+        secret: str,
         expires_at: datetime,
-    ) -> tuple[str, datetime]:
-        """events.watch: a ``web_hook`` channel telling ``address`` of every change of the
-        calendar's events, with ``token`` sent back in each message; returns Google's id of the
-        watched resource and when the channel expires (Google may cut the time asked for)."""
+    ) -> OpenedChannel:
+        """events.watch: a ``web_hook`` channel (its id chosen here) telling the notification
+        address of every change of the calendar's events, with ``secret`` as the channel's
+        ``token``. Google has no lifecycle notices."""
+        channel_id = str(uuid.uuid4())
         path = f"calendars/{quote(remote_id, safe='')}/events/watch"
         body = {
             "id": channel_id,
             "type": "web_hook",
-            "address": address,
-            "token": token,
+            "address": addresses[0],
+            "token": secret,
             "expiration": int(expires_at.timestamp() * 1000),
         }
         with ApiSession(access) as api:
             _, answer = api.request("POST", path, json=body)
         try:
             expiration = datetime.fromtimestamp(int(answer["expiration"]) / 1000, UTC)
-            return str(answer["resourceId"]), expiration
+            return OpenedChannel(channel_id, str(answer["resourceId"]), expiration)
         except (KeyError, TypeError, ValueError):
             raise ServerError("Google answered a watch request without a channel") from None
 
-    def stop_channel(self, access: ApiAccess, channel_id: str, resource_id: str | None) -> None:
+    def renew_channel(
+        self, access: ApiAccess, channel_id: str, expires_at: datetime
+    ) -> datetime | None:
+        """Google's channels cannot be extended: a new one replaces each."""
+        return None
+
+    def close_channel(self, access: ApiAccess, channel_id: str, resource_id: str | None) -> None:
         """channels.stop; a channel Google no longer knows is no error."""
         body = {"id": channel_id, "resourceId": resource_id}
         with ApiSession(access) as api:

@@ -51,6 +51,7 @@ from app.services.integrations.calendars.providers.base import (
     CalendarChanges,
     Cursor,
     ItemRead,
+    OpenedChannel,
     RemoteCalendar,
     StoredEvent,
     zone_by_name,
@@ -74,7 +75,8 @@ def transaction_id(uid: str, replacing: str | None = None) -> str:
 
 class MicrosoftProvider:
     kind = "microsoft"
-    writes = True
+    notification_path = "/push/microsoft"
+    lifecycle_path = "/push/microsoft/lifecycle"
     meetings = frozenset({LocationKind.MICROSOFT_TEAMS.value})
 
     def calendars(self, access: ApiAccess, limit: int) -> list[RemoteCalendar]:
@@ -144,49 +146,50 @@ class MicrosoftProvider:
             items, _ = _round(api, view, params)
         return calendar_id, [_item(e, window, tz) for e in items if "@removed" not in e]
 
-    def subscribe(
+    def open_channel(
         self,
         access: ApiAccess,
         remote_id: str,
-        notification_url: str,
-        lifecycle_url: str,
-        client_state: str,
+        addresses: tuple[str, str | None],
+        secret: str,
         expires_at: datetime,
-    ) -> tuple[str, datetime]:
-        """A subscription to the calendar's events (created, updated, deleted), ``client_state``
-        sent back with each notification; Graph validates both URLs before it answers. The
-        default calendar (``PRIMARY``) is subscribed to as ``me/events``: every calendar of the
-        mailbox, since its id is not known. Returns the subscription's id and expiry."""
+    ) -> OpenedChannel:
+        """A subscription to the calendar's events (created, updated, deleted), ``secret`` sent
+        back as ``clientState`` with each notification; Graph validates both URLs before it
+        answers. The default calendar (``PRIMARY``) is subscribed to as ``me/events``: every
+        calendar of the mailbox, since its id is not known."""
         resource = (
             "me/events"
             if remote_id == PRIMARY
             else f"me/calendars/{quote(remote_id, safe='')}/events"
         )
+        notification_url, lifecycle_url = addresses
         body = {
             "changeType": "created,updated,deleted",
             "notificationUrl": notification_url,
             "lifecycleNotificationUrl": lifecycle_url,
             "resource": resource,
             "expirationDateTime": _instant_text(expires_at),
-            "clientState": client_state,
+            "clientState": secret,
         }
         with ApiSession(access) as api:
             _, answer = api.request("POST", "subscriptions", json=body)
-        return _subscription(answer)
+        subscription_id, expiry = _subscription(answer)
+        return OpenedChannel(subscription_id, None, expiry)
 
-    def renew_subscription(
-        self, access: ApiAccess, subscription_id: str, expires_at: datetime
-    ) -> datetime:
-        """A later expiry for the subscription; returns the one Graph gave it."""
-        path = f"subscriptions/{quote(subscription_id, safe='')}"
+    def renew_channel(
+        self, access: ApiAccess, channel_id: str, expires_at: datetime
+    ) -> datetime | None:
+        """A PATCH of the subscription's expiry; returns the one Graph gave it."""
+        path = f"subscriptions/{quote(channel_id, safe='')}"
         body = {"expirationDateTime": _instant_text(expires_at)}
         with ApiSession(access) as api:
             _, answer = api.request("PATCH", path, json=body, what="the subscription")
-        return _subscription({"id": subscription_id, **answer})[1]
+        return _subscription({"id": channel_id, **answer})[1]
 
-    def unsubscribe(self, access: ApiAccess, subscription_id: str) -> None:
+    def close_channel(self, access: ApiAccess, channel_id: str, resource_id: str | None) -> None:
         """Delete the subscription; one Graph no longer knows is no error."""
-        path = f"subscriptions/{quote(subscription_id, safe='')}"
+        path = f"subscriptions/{quote(channel_id, safe='')}"
         with ApiSession(access) as api:
             api.request("DELETE", path, accept=(404,))
 

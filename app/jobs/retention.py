@@ -24,7 +24,6 @@ from sqlalchemy import CursorResult, text
 from app.config import settings
 from app.extensions import db
 from app.models import WebhookDeliveryStatus
-from app.services.common.transactions import owns_transactions
 
 RETENTION_BATCH = 1000
 RETENTION_RUN_SECONDS = 60.0
@@ -72,7 +71,6 @@ def retention_cutoff(now: datetime) -> datetime:
     return now - timedelta(days=settings().retention_days)
 
 
-@owns_transactions
 def purge_old_records(
     now: datetime,
     *,

@@ -46,7 +46,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.push import register_push
     from app.request_body import WholeBodyFirst
     from app.security_headers import register_security_headers
-    from app.services.availability.kept import availability_store
+    from app.services.availability.cache import availability_store
     from app.services.integrations.calendars.consent import consent_page_origins
     from app.services.integrations.calendars.write_back import HANDLER_NAME as WRITE_BACK
     from app.services.integrations.calendars.write_back import KINDS as WRITE_BACK_KINDS

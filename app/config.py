@@ -100,7 +100,7 @@ class Settings(BaseSettings):
     secret_key_fallbacks: Annotated[list[str], NoDecode] = Field(
         default_factory=list, repr=False, description="earlier SECRET_KEYs, comma-separated"
     )
-    redis_url: str | None = Field(None, description="Redis for counts, kept sets and Celery")
+    redis_url: str | None = Field(None, description="Redis for counts, cached sets and Celery")
 
     # The API
     rate_limit: RateLimit = Field("60/minute", description="requests per API key")

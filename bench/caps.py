@@ -24,10 +24,10 @@ answer, with caps or without, must hold the slot count ``bench.availability.engi
 computes for the workload. Before the warm-up a probe with ``TIGHT`` (one booking a day on the
 calendar) must answer fewer slots: the server does read caps switched on in the database.
 
-Availability is kept per calendar version (``app.services.availability.kept``), so asked twice
-it would time the kept answer, caps or not. Before every availability request (untimed), the
+Availability is kept per calendar version (``app.services.availability.cache``), so asked twice
+it would time the cached answer, caps or not. Before every availability request (untimed), the
 calendar gets a fresh version, a random 63-bit number as its triggers draw: every answer timed
-is computed (version read, kept set missed, slots computed, version read again, set kept). The
+is computed (version read, cached set missed, slots computed, version read again, set cached). The
 sets kept under those versions are deleted from Redis at the end.
 
 The requests: one client, sequential. Caps are switched by updating the two columns directly
@@ -83,7 +83,7 @@ from bench.availability import (
     slot_count,
 )
 
-# The Redis bench.availability.gunicorn hands the server: where its kept sets go.
+# The Redis bench.availability.gunicorn hands the server: where its cached sets go.
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 # The highest count and minutes the API accepts, short of a count a month: the window's month
@@ -272,7 +272,7 @@ def bench_database(
     )
     print(
         f"    answers: 200, {engine_slots} slots each (the engine's), with caps and without;"
-        f" probe {TIGHT}: {probe} slots; {forgotten} kept sets deleted from Redis"
+        f" probe {TIGHT}: {probe} slots; {forgotten} cached sets deleted from Redis"
     )
 
 

@@ -48,7 +48,7 @@ The requests (every answer is checked):
   what the engine computes for the busy time in the window. Asked three times in a row, right
   after the iteration's create on the busy calendar (after the window, so its slots stay as
   seeded, but the calendar has a new version): the first question after a booking (computed
-  and kept), the same question again (the kept answer: the same ETag) and once more with that
+  and kept), the same question again (the cached answer: the same ETag) and once more with that
   ETag in ``If-None-Match`` (a 304 with no body);
 * ``GET /v1/api/calendar/bookings?limit=50``: the busy calendar's first page (its past), 50;
 * ``POST /v1/api/calendar/event-types/<Quick check>/bookings``: each a distinct free slot in

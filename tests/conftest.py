@@ -39,7 +39,7 @@ from app.config import database_url_from_env, settings_of
 from app.embedded_database import server_database_url
 from app.extensions import db
 from app.services.accounts import passwords
-from app.services.availability.kept import availability_store
+from app.services.availability.cache import availability_store
 from app.services.integrations.registry import app_registry
 from tests.browser_pages import layout_lines
 from tests.dashboard_users import owner_email, sign_in
@@ -340,7 +340,7 @@ class ReusedApps:
     settings in each test of a module as much again (measured 2026-11-29).
 
     A test gets an app that nothing else in the same test holds, built with the same settings
-    and environment. After the test the app's caches are new (kept availability, API keys,
+    and environment. After the test the app's caches are new (the availability cache, API keys,
     rate-limit counts), as a new app's would be. An app the test changed itself (its config,
     its extensions, its listeners, its routes or hooks), or one counting rate limits outside
     the process (Redis, which other processes share), is let go: the next test builds another. At most ``KEPT`` apps wait at a time,

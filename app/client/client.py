@@ -8,7 +8,7 @@ Retries, within bounds:
   most ``max_wait`` seconds and attempts remain.
 * Availability is asked conditionally: the client keeps each answer with its ``ETag``
   (``KeptAnswers``) and sends ``If-None-Match`` when it asks the same question again; a ``304``
-  returns the kept answer without a body crossing the network or being parsed again.
+  returns the cached answer without a body crossing the network or being parsed again.
 * A lost answer (connection refused, dropped or timed out) is retried for reads, and for
   creates: each create carries an ``idempotencyKey`` (a fresh one unless given), so the retry
   of a create the server had committed returns that booking instead of booking twice. Updates

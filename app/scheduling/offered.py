@@ -39,7 +39,7 @@ class HeldTime:
 
 @dataclass(frozen=True)
 class Offer:
-    """What a kept slot set offers at one instant: the slots ``first``…``last - 1`` (by
+    """What a cached slot set offers at one instant: the slots ``first``…``last - 1`` (by
     index), less those in ``held_out``. ``expired_holds`` counts the kept holds that had expired
     by then; with ``first`` and ``last`` it tells one offer of the same set from another."""
 

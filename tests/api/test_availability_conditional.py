@@ -14,7 +14,7 @@ from app.api.availability.schemas import AvailabilityDaySchema
 from app.extensions import db
 from app.models import SubAccount
 from app.scheduling.timezones import InstantInput
-from app.services.availability.kept import calendar_version
+from app.services.availability.cache import calendar_version
 from app.services.availability.open_time import AvailabilityQuery, check_availability
 from tests.factories import hold_through_api, make_blocked_time, make_booking, ny, z
 

@@ -32,7 +32,7 @@ from app.models import (
     WeeklyHours,
 )
 from app.scheduling.timezones import InstantInput
-from app.services.availability.kept import calendar_version
+from app.services.availability.cache import calendar_version
 from app.services.availability.open_time import AvailabilityQuery, compute_slot_set
 from app.services.common.locking import lock_calendar
 from tests.dashboard_users import csrf_token, owner_email, sign_in

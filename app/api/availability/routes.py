@@ -1,10 +1,10 @@
 """GET /calendar/availability, with conditional requests.
 
 The answer comes from the slots kept for the calendar's version
-(``app.services.availability.kept``) and carries a weak ``ETag`` naming the version, the
+(``app.services.availability.cache``) and carries a weak ``ETag`` naming the version, the
 question and what the instant cut; ``If-None-Match`` with that tag answers ``304`` with no body
 (it still counts against the rate limit, which ran before). The body is written here from the
-kept slots' instants, each slot's JSON rendered once per kept set and process, so a repeated
+cached slots' instants, each slot's JSON rendered once per cached set and process, so a repeated
 question does not dump 31 days of slots through marshmallow again; its shape is the documented
 ``AvailabilityDaySchema``'s, which the tests hold it to.
 """
@@ -23,7 +23,7 @@ from app.models import Permission
 from app.models.types import utcnow
 from app.scheduling.offered import SlotSet
 from app.scheduling.timezones import format_utc, format_utc_seconds
-from app.services.availability.kept import KeptAnswer, availability_at
+from app.services.availability.cache import CachedAnswer, availability_at
 from app.services.availability.open_time import AvailabilityQuery
 from app.services.integrations.calendars.freshness import busy_time_as_of
 
@@ -136,8 +136,8 @@ class AvailabilityViews(MethodView):
         return Response(_body(answer), mimetype="application/json", headers=headers)
 
 
-def _body(answer: KeptAnswer) -> str:
-    """The answer as ``AvailabilityDaySchema(many=True)`` dumps it, from the kept slots."""
+def _body(answer: CachedAnswer) -> str:
+    """The answer as ``AvailabilityDaySchema(many=True)`` dumps it, from the cached slots."""
     slot_set, offer = answer.slot_set, answer.offer
     rendered = _rendered_slots(slot_set)
 

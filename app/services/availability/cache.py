@@ -1,22 +1,22 @@
-"""Availability kept per calendar version, so that the questions agents repeat cost one version
-read instead of loading and converting the calendar's busy time again.
+"""The availability cache: slot sets cached per calendar version, so that the questions agents
+repeat cost one version read instead of loading and converting the calendar's busy time again.
 
-The calendar version (``app.models.calendar_version``) changes in the transaction of every change
-that can move availability. A question's slots are computed once per version and query
+The calendar version (``app.models.calendar_version``) changes in the transaction of every
+change that can move availability. A question's slots are computed once per version and query
 (``compute_slot_set``: working hours, busy time, the event type's rules, without "now") and
-kept; each question reads the version, finds the kept set, and applies the instant to it
+cached; each question reads the version, finds the cached set, and applies the instant to it
 (``SlotSet.offer``: notice, horizon and live holds, to the second). The answer's tag names the
 version, the query and what the instant cut, so two answers with one tag are the same answer.
 
-Kept in Redis when ``REDIS_URL`` is set (every process shares them, for
+Cached in Redis when ``REDIS_URL`` is set (every process shares them, for
 ``AVAILABILITY_KEEP_SECONDS``), and in each process's memory in front of it (the last
 ``LOCAL_SETS`` sets; no round trip at all for a set this process has seen). Without Redis,
 the memory alone. An unreachable or frozen Redis costs one ``REDIS_TIMEOUT_S`` and is then left
 alone for ``REDIS_RETRY_SECONDS``: the answers are computed as before it existed.
 
-A set is kept only if the version read after computing it is the one read before: reads
+A set is cached only if the version read after computing it is the one read before: reads
 between two equal readings saw no change (every change draws a new version), so the set is the
-calendar at that version. Writes never use kept sets: their time rule runs under the calendar's
+calendar at that version. Writes never use cached sets: their time rule runs under the calendar's
 lock on what is stored (``app.services.bookings.time_claims``).
 """
 
@@ -157,7 +157,7 @@ class SlotSetStore:
         except redis.RedisError as error:
             self._redis_resting_until = time.monotonic() + REDIS_RETRY_SECONDS
             LOG.warning(
-                "Redis not answering for kept availability (%s): computing answers for %s s",
+                "Redis not answering for the availability cache (%s): computing answers for %s s",
                 type(error).__name__,
                 REDIS_RETRY_SECONDS,
             )
@@ -176,8 +176,8 @@ def availability_store(configured: Settings) -> SlotSetStore | None:
 
 
 @dataclass(frozen=True)
-class KeptAnswer:
-    """Availability at one instant: the kept set, what the instant offers of it, and the tag
+class CachedAnswer:
+    """Availability at one instant: the cached set, what the instant offers of it, and the tag
     (a weak ETag's value) that names both."""
 
     tag: str
@@ -188,9 +188,9 @@ class KeptAnswer:
 
 def availability_at(
     sub_account: SubAccount, query: AvailabilityQuery, now: float, store: SlotSetStore | None
-) -> KeptAnswer:
-    """The calendar's availability for ``query`` at ``now`` (POSIX seconds), from the set kept
-    for its current version, computed and kept first if there is none. Raises as
+) -> CachedAnswer:
+    """The calendar's availability for ``query`` at ``now`` (POSIX seconds), from the set cached
+    for its current version, computed and cached first if there is none. Raises as
     ``compute_slot_set`` does."""
     asked = query_key(query)
     connected = False
@@ -205,9 +205,9 @@ def availability_at(
             if store is not None:
                 store.put(key, slot_set)
         offer = slot_set.offer(now)
-        return KeptAnswer(f"{version:x}.{asked}.{offer.key}", slot_set, offer, connected)
+        return CachedAnswer(f"{version:x}.{asked}.{offer.key}", slot_set, offer, connected)
     # Changed during every try: the last set is the calendar at no one version. It is answered
     # (it is as fresh as any) under a tag that names none, and so never matches.
     assert slot_set is not None  # computed in the last try
     offer = slot_set.offer(now)
-    return KeptAnswer(f"changing.{secrets.token_hex(8)}", slot_set, offer, connected)
+    return CachedAnswer(f"changing.{secrets.token_hex(8)}", slot_set, offer, connected)

@@ -1,4 +1,4 @@
-"""Where availability is kept (``app.services.availability.kept``): shared by processes through
+"""Where availability is kept (``app.services.availability.cache``): shared by processes through
 Redis, never kept when the calendar changed while it was computed, and answered without Redis
 when Redis does not answer. Fixed dates far ahead; the clock is not read."""
 
@@ -13,8 +13,8 @@ from sqlalchemy import event
 from app.extensions import db
 from app.models import SubAccount
 from app.scheduling.timezones import InstantInput
-from app.services.availability import kept
-from app.services.availability.kept import SlotSetStore, availability_at, calendar_version
+from app.services.availability import cache
+from app.services.availability.cache import SlotSetStore, availability_at, calendar_version
 from app.services.availability.open_time import AvailabilityQuery
 from tests.factories import make_blocked_time, ny
 from tests.servers import MACHINE_REDIS, free_port
@@ -73,7 +73,7 @@ def test_a_set_is_not_kept_when_the_calendar_changed_while_it_was_computed(
 ):
     sub_account = db.session.get(SubAccount, tenant.sub_account_id)
     store = SlotSetStore()
-    computed = kept.compute_slot_set
+    computed = cache.compute_slot_set
     changes = iter([True, False])
 
     def while_someone_writes(*args):
@@ -82,7 +82,7 @@ def test_a_set_is_not_kept_when_the_calendar_changed_while_it_was_computed(
             make_blocked_time(tenant, ny(MONDAY, 9), ny(MONDAY, 10))
         return result
 
-    monkeypatch.setattr(kept, "compute_slot_set", while_someone_writes)
+    monkeypatch.setattr(cache, "compute_slot_set", while_someone_writes)
     answer = availability_at(sub_account, question(tenant), NOW, store)
     version = calendar_version(tenant.sub_account_id)
     # Computed again after the change: the answer is the new version's, the 9:00 slot gone.
@@ -101,7 +101,7 @@ def test_a_calendar_changing_on_every_try_is_answered_under_a_tag_that_never_mat
 ):
     sub_account = db.session.get(SubAccount, tenant.sub_account_id)
     store = SlotSetStore()
-    computed = kept.compute_slot_set
+    computed = cache.compute_slot_set
     hours = iter(range(9, 17))
 
     def always_written_meanwhile(*args):
@@ -110,7 +110,7 @@ def test_a_calendar_changing_on_every_try_is_answered_under_a_tag_that_never_mat
         make_blocked_time(tenant, ny(MONDAY, hour), ny(MONDAY, hour, 30))
         return result
 
-    monkeypatch.setattr(kept, "compute_slot_set", always_written_meanwhile)
+    monkeypatch.setattr(cache, "compute_slot_set", always_written_meanwhile)
     answer = availability_at(sub_account, question(tenant), NOW, store)
     assert answer.tag.startswith("changing.")
     assert len(store._local) == 0

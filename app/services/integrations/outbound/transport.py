@@ -40,22 +40,26 @@ class Answer:
 
 class ExchangeDeadline:
     """How long a whole exchange may take (connecting, sending, the answer's headers and body,
-    redirects followed), however slowly the server sends. ``urllib3``'s read timeout restarts
-    with every byte, and ``http.client`` reads the status line and headers a line at a time, so
-    a server dripping its headers a byte a second holds a request for as long as it likes.
+    redirects followed), however slowly the server sends: the one deadline of every outbound
+    exchange (webhooks, calendar feeds, CalDAV). ``urllib3``'s read timeout restarts with every
+    byte, and ``http.client`` reads the status line and headers a line at a time, so a server
+    dripping its headers a byte a second holds a request for as long as it likes.
 
-    Used as a context manager around the exchange, with ``deadline=`` given to ``pinned_pool``:
-    every connection the pool makes shows its socket here (a duplicate, which a TLS wrapper does
-    not detach), and when the deadline passes a timer shuts them all down. The read in progress
-    ends at once, ``urllib3`` raises, and ``expired`` tells the caller why; no connection is
-    opened after that."""
+    Every connection the exchange makes shows its socket here (``watch``: a duplicate, which a
+    TLS wrapper does not detach); when the deadline passes they are all shut down, so the read
+    in progress ends at once and the library raises, and no connection is opened after that.
+    Kept two ways: used as a context manager, a timer ends it (``expired`` then tells the caller
+    why: webhooks and feeds, with ``deadline=`` given to ``pinned_pool``); or the caller waits
+    for the exchange's thread until ``remaining`` is spent and ends it (``end``: CalDAV, whose
+    library runs in a thread of its own)."""
 
     def __init__(self, seconds: float) -> None:
+        self.started = time.monotonic()
         self.seconds = seconds
         self.expired = False
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        self._timer = threading.Timer(seconds, self._expire)
+        self._timer = threading.Timer(seconds, self.expire)
         self._timer.daemon = True
 
     def __enter__(self) -> ExchangeDeadline:
@@ -63,11 +67,20 @@ class ExchangeDeadline:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._timer.cancel()
+        self.close()
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (0 or less: passed)."""
+        return self.started + self.seconds - time.monotonic()
+
+    def allow(self, seconds: float) -> bool:
+        """Let the exchange take ``seconds`` in all, if that is longer (a CalDAV read that turns
+        full); whether it did. Moves what ``remaining`` says, not a timer already started."""
         with self._lock:
-            sockets, self._sockets = self._sockets, []
-        for sock in sockets:
-            sock.close()
+            if seconds <= self.seconds:
+                return False
+            self.seconds = seconds
+            return True
 
     def watch(self, sock: socket.socket) -> None:
         """Keep a new connection's socket, to shut down at the deadline; past it, refuse it."""
@@ -78,12 +91,28 @@ class ExchangeDeadline:
         shut_down(sock)
         raise ConnectionAbortedError(f"the exchange's {self.seconds:g} s have passed")
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
+        """The deadline has passed: every connection is shut down (the read in progress ends
+        with it) and no new one may open."""
         with self._lock:
             self.expired = True
             sockets = list(self._sockets)
         for sock in sockets:
             shut_down(sock)
+
+    def close(self) -> None:
+        """The exchange is over: the timer, if any, stops and the duplicates are closed."""
+        self._timer.cancel()
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            sock.close()
+
+    def end(self) -> None:
+        """End the exchange now, whether or not its time has passed: ``expire``, then
+        ``close``."""
+        self.expire()
+        self.close()
 
 
 def shut_down(sock: socket.socket) -> None:

@@ -40,9 +40,11 @@ is blocked in (a socket read, a TLS handshake, a name lookup, parsing, caldav's 
 sleeps): closing the ``DAVClient`` from another thread does not interrupt a read in progress in
 niquests/urllib3-future (it closes idle connections only), and a read's timeout restarts with
 every byte. So that the abandoned thread ends too, instead of reading a drip for minutes, every
-connection the operation opens is recorded as it is made (a duplicate of its TCP socket, which a
-TLS wrapper does not detach; the operation's resolver, ``_CheckedResolver``, makes each socket,
-through urllib3-future's public resolver interface) and shut down at the deadline: the read in
+connection the operation opens is shown to its deadline as it is made (a duplicate of its TCP
+socket, which a TLS wrapper does not detach; the operation's resolver, ``_CheckedResolver``,
+makes each socket, through urllib3-future's public resolver interface), and shut down at the
+deadline (the one deadline of outbound exchanges, ``outbound.transport.ExchangeDeadline``, as
+webhooks and feeds keep it): the read in
 progress ends at once, the library raises, nobody takes what it raises, and no connection is
 opened after that. The thread only talks to the server and returns plain values: it has no
 database session and no app context, so nothing it could write (a stray use of either raises).
@@ -87,7 +89,6 @@ import queue
 import re
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
@@ -125,7 +126,7 @@ from app.services.integrations.calendars.providers.base import (
     ical_item,
 )
 from app.services.integrations.outbound.addresses import AddressGuard, UnsafeUrl
-from app.services.integrations.outbound.transport import shut_down
+from app.services.integrations.outbound.transport import ExchangeDeadline
 
 if TYPE_CHECKING:
     from caldav.davclient import DAVClient
@@ -173,46 +174,20 @@ class _Markers:
 _DEADLINE: ContextVar[_Deadline | None] = ContextVar("caldav_deadline", default=None)
 
 
-class _Deadline:
-    """How long one operation may take in all, and its connections (a duplicate of each one's
-    socket), to shut down when the deadline has passed."""
+class _Deadline(ExchangeDeadline):
+    """One operation's deadline: the outbound exchange's (``ExchangeDeadline``), waited on by
+    the caller rather than timed, named for the error, with the queue of what the operation's
+    thread asks the caller's to do (``_in_callers_thread``)."""
 
     def __init__(self, seconds: float, operation: str) -> None:
-        self.started = time.monotonic()
-        self.seconds = seconds
+        super().__init__(seconds)
         self.operation = operation
-        self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
-        self._over = False
         self.calls: queue.SimpleQueue[Any] | None = None  # to the caller's thread
 
-    def remaining(self) -> float:
-        return self.started + self.seconds - time.monotonic()
-
-    def allow(self, seconds: float, operation: str) -> None:
+    def allow_for(self, seconds: float, operation: str) -> None:
         """Let the operation take ``seconds`` in all (a read turned full), if that is longer."""
-        with self._lock:
-            if seconds > self.seconds:
-                self.seconds, self.operation = seconds, operation
-
-    def watch(self, sock: socket.socket) -> None:
-        """Keep a new connection's socket, to shut down at the deadline; past it, at once."""
-        with self._lock:
-            if not self._over:
-                self._sockets.append(sock.dup())  # a TLS wrapper detaches the original
-                return
-        shut_down(sock)
-        raise ConnectionAbortedError("the operation's deadline has passed")
-
-    def end(self) -> None:
-        """The deadline has passed, or the operation is over: its connections end now (the read
-        in progress, if any, with them) and no new one may open."""
-        with self._lock:
-            self._over = True
-            sockets, self._sockets = self._sockets, []
-        for sock in sockets:
-            shut_down(sock)
-            sock.close()
+        if self.allow(seconds):
+            self.operation = operation
 
 
 def _within_deadline(operation: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -311,7 +286,7 @@ def _in_callers_thread(work: Callable[[], Any]) -> Any:
 def _allow_full_read(access: CalendarAccess) -> None:
     deadline = _DEADLINE.get()
     if deadline is not None:
-        deadline.allow(access.full_read_deadline_seconds, "full read")
+        deadline.allow_for(access.full_read_deadline_seconds, "full read")
 
 
 @contextmanager

@@ -88,13 +88,17 @@ class Connected:
         self.calendar_id = ACCOUNT_EMAIL if kind == "google" else fake.default_calendar_id()
         self.clear_mark()
 
-    def clear_mark(self):
+    def set(self, **values):
+        """Change the connection's row (committed)."""
         db.session.execute(
             update(CalendarConnection)
             .where(CalendarConnection.id == self.connection_id)
-            .values(sync_requested_at=None)
+            .values(**values)
         )
         db.session.commit()
+
+    def clear_mark(self):
+        self.set(sync_requested_at=None)
         with self.app.handed:
             self.app.handed_over.clear()
 
@@ -308,12 +312,7 @@ def test_the_upkeep_takes_a_connection_with_a_calendar_that_has_no_channel(googl
 
 
 def test_the_upkeep_takes_a_switched_off_connection_that_still_has_channels(google_push):
-    db.session.execute(
-        update(CalendarConnection)
-        .where(CalendarConnection.id == google_push.connection_id)
-        .values(active=False)
-    )
-    db.session.commit()
+    google_push.set(active=False)
     assert connections_due_for_channels(utcnow()) == [google_push.connection_id]
 
 

@@ -24,6 +24,7 @@ from app.models import (
     CalendarConnection,
     CalendarSettings,
     EventType,
+    Host,
     OutboxEvent,
     Permission,
     SubAccount,
@@ -106,6 +107,11 @@ class Tenant:
         """The sub account's calendar connections' ids by name, as provisioned."""
         return self.raw["agencies"][0]["subAccounts"][0].get("calendarConnections", {})
 
+    @property
+    def hosts(self) -> dict[str, int]:
+        """The sub account's hosts' ids by name, as provisioned."""
+        return self.raw["agencies"][0]["subAccounts"][0]["hosts"]
+
 
 class TenantFactory:
     def create(self, **sub_account_overrides: Any) -> Tenant:
@@ -128,6 +134,8 @@ def make_sub_account(tenant: Tenant, name: str = "Second clinic", timezone: str 
     settings = {"settings": CalendarSettings(timezone=timezone)} if timezone else {}
     sub_account = SubAccount(agency_id=tenant.agency_id, name=name, **settings)
     db.session.add(sub_account)
+    db.session.flush()
+    db.session.add(Host(sub_account_id=sub_account.id, name=name))  # its one host
     db.session.commit()
     return sub_account
 

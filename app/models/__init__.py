@@ -30,6 +30,7 @@ from app.models.calendar_connection import (
 from app.models.calendar_version import CalendarVersion
 from app.models.event_type import MEETING_KINDS, EventType, LocationKind
 from app.models.hold import SlotHold
+from app.models.host import Host
 from app.models.notification import MailMessage, MailStatus
 from app.models.operations import WorkerHeartbeat
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
@@ -77,6 +78,7 @@ __all__ = [
     "DateOverride",
     "DeliveryStatus",
     "EventType",
+    "Host",
     "Invitation",
     "LocationKind",
     "MailMessage",

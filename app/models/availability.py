@@ -20,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
+from app.models.host import host_column
 from app.models.limits import NAME_MAX, REASON_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
@@ -115,6 +116,8 @@ class BlockedTime(Model):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    # The host whose time this is; None: everyone's.
+    host_id: Mapped[int | None] = host_column(nullable=True)
     start_at: Mapped[datetime] = mapped_column(UTCDateTime)
     end_at: Mapped[datetime] = mapped_column(UTCDateTime)
     reason: Mapped[str | None] = mapped_column(String(REASON_MAX))

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
 from app.models.event_type import EventType, LocationKind
+from app.models.host import host_column
 from app.models.limits import (
     DIGEST_LENGTH,
     EMAIL_MAX,
@@ -89,6 +90,7 @@ class Booking(Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     uid: Mapped[str] = mapped_column(String(UID_MAX), unique=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    host_id: Mapped[int] = host_column()
     event_type_id: Mapped[int] = mapped_column(
         ForeignKey("event_types.id", ondelete="RESTRICT"), index=True
     )

@@ -16,6 +16,7 @@ from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, Unique
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import Model
+from app.models.host import host_column
 from app.models.limits import CALDAV_URL_MAX, ETAG_MAX, NAME_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
@@ -75,6 +76,8 @@ class CalendarConnection(Model):
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
+    # The host whose calendar this is.
+    host_id: Mapped[int] = host_column()
     name: Mapped[str] = mapped_column(String(NAME_MAX))
     kind: Mapped[str] = mapped_column(String(32), default=ConnectionKind.CALDAV)
     url: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))

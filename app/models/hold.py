@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.extensions import Model
 from app.models.booking import SEAT_CHECK
+from app.models.host import host_column
 from app.models.limits import DIGEST_LENGTH, SEAT_GROUP_MAX, TIMEZONE_MAX
 from app.models.types import UTCDateTime, utcnow
 
@@ -23,7 +24,7 @@ class SlotHold(Model):
     ignored (every read compares ``expires_at`` with now) until a write over its time or the
     periodic purge deletes it. Only a SHA-256 digest of the token is stored.
 
-    An exclusion constraint keeps holds of one sub account apart, and triggers refuse a hold
+    An exclusion constraint keeps holds of one host apart, and triggers refuse a hold
     over an active booking and an active booking over a hold (migration 0010).
     """
 
@@ -50,6 +51,7 @@ class SlotHold(Model):
     # newer one.
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
+    host_id: Mapped[int] = host_column()
     event_type_id: Mapped[int] = mapped_column(
         ForeignKey("event_types.id", ondelete="CASCADE"), index=True
     )

@@ -23,8 +23,8 @@ TEN = ny(MONDAY, 10)
 pytestmark = pytest.mark.date_sensitive  # holds and bookings on next Monday
 
 
-def store_hold(tenant, start, minutes=30, expires_in=timedelta(minutes=2)) -> SlotHold:
-    """A hold row written directly, as a bug or a forgotten lock would."""
+def store_hold(tenant, start, minutes=30, expires_in=timedelta(minutes=2), **fields) -> SlotHold:
+    """A hold row written directly, as a bug or a forgotten lock would (``fields`` added)."""
     hold = SlotHold(
         sub_account_id=tenant.sub_account_id,
         event_type_id=tenant.event_types["Cleaning"],
@@ -35,6 +35,7 @@ def store_hold(tenant, start, minutes=30, expires_in=timedelta(minutes=2)) -> Sl
         expires_at=datetime.now(UTC) + expires_in,
         token_digest=holds_service.token_digest(f"hold_{start.isoformat()}"),
         timezone="America/New_York",
+        **fields,
     )
     db.session.add(hold)
     db.session.commit()

@@ -460,3 +460,57 @@ def test_0027_gives_each_booking_its_history_from_the_outbox_rows_there_are(fres
     run(url, downgrade, None, "0026")
     assert "booking_changes" not in table_names(url)
     assert "outbox_events" in table_names(url)
+
+
+def test_0029_gives_every_sub_account_one_host_and_moves_what_it_has_onto_it(fresh_database_url):
+    """Each sub account gets one host, named after it, with its notification email; its
+    bookings and connections become that host's, its blocked time everyone's; the downgrade
+    puts the sub-account-wide rules back and drops the hosts."""
+    url = fresh_database_url
+    run(url, upgrade, None, "0028")
+    created = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        insert_agency(connection, created)
+        insert_sub_account(connection, created)
+        insert_sub_account(connection, created, sub_account_id=2)
+        connection.execute(
+            text(
+                "INSERT INTO calendar_settings (sub_account_id, timezone, default_duration,"
+                " minimum_notice_minutes, booking_horizon_days, notify_on_booking,"
+                " auto_complete_bookings, notification_email)"
+                " VALUES (1, 'UTC', 30, 0, 60, true, false, 'desk@clinic.test')"
+            )
+        )
+        insert_booking_7(connection, created)
+        connection.execute(
+            text(
+                "INSERT INTO calendar_connections (id, sub_account_id, name, kind, url, active,"
+                " created_at) VALUES (3, 1, 'C', 'ics', 'https://x.test/a.ics', true, :at)"
+            ),
+            {"at": created},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO blocked_times (sub_account_id, start_at, end_at, source, created_at)"
+                " VALUES (1, :at, :at + interval '1 hour', 'manual', :at)"
+            ),
+            {"at": created},
+        )
+    engine.dispose()
+
+    run(url, upgrade, None, "0029")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        hosts = connection.execute(
+            text("SELECT id, sub_account_id, name, email FROM hosts ORDER BY sub_account_id")
+        ).all()
+        assert [tuple(h)[1:] for h in hosts] == [(1, "S", "desk@clinic.test"), (2, "S", None)]
+        first = hosts[0][0]
+        assert connection.scalar(text("SELECT host_id FROM bookings WHERE id = 7")) == first
+        assert connection.scalar(text("SELECT host_id FROM calendar_connections")) == first
+        assert connection.scalar(text("SELECT host_id FROM blocked_times")) is None
+    engine.dispose()
+
+    run(url, downgrade, None, "0028")
+    assert "hosts" not in table_names(url)

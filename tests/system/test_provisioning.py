@@ -132,6 +132,7 @@ def test_provisions_the_documented_example(app, client, tmp_path):
     assert set(sub) == {
         "id",
         "name",
+        "hosts",
         "eventTypes",
         "availabilityProfiles",
         "apiKeys",
@@ -139,6 +140,7 @@ def test_provisions_the_documented_example(app, client, tmp_path):
         "webhooks",
     }
     assert sub["name"] == "Downtown Dental"
+    assert list(sub["hosts"]) == ["Downtown Dental"]  # no hosts named: the one host
 
     owner = db.session.get(User, agency["ownerId"])
     assert owner.role == "agency_owner" and owner.password_hash.startswith("$argon2id$")

@@ -25,6 +25,7 @@ from app.services.accounts.api_keys import issue_api_key
 from app.services.accounts.passwords import hash_password
 from app.services.availability.blocked_times import BlockedTimeDoc
 from app.services.availability.event_types import EventTypeDoc
+from app.services.availability.hosts import HostDoc, create_hosts
 from app.services.availability.profiles import (
     WEEKDAYS,  # noqa: F401 - read here by scripts that write provisioning documents (bench/)
     ProfileDoc,
@@ -71,22 +72,33 @@ class OwnerDoc(Schema):
     password = Text(required=True, validate=validate.Length(min=PASSWORD_MIN, max=PASSWORD_MAX))
 
 
+class ProvisionedConnectionDoc(CalendarConnectionDoc):
+    """A connection of a provisioned sub account: ``host`` names the host whose calendar it
+    is (default: the first)."""
+
+    FIELDS_OF_EVERY_KIND = CalendarConnectionDoc.FIELDS_OF_EVERY_KIND | {"host"}
+
+    host = Text(load_default=None, allow_none=True)
+
+
 class SubAccountDoc(SubAccountNameDoc):
     """A sub account: its own fields (``SubAccountNameDoc``), and what it starts with, each
     read by the document of the area that owns it."""
 
     settings = fields.Nested(SettingsDoc, load_default=lambda: SettingsDoc().load({}))
+    hosts = fields.List(fields.Nested(HostDoc), load_default=list)
     availabilityProfiles = fields.List(fields.Nested(ProfileDoc), load_default=list)
     blockedTimes = fields.List(fields.Nested(BlockedTimeDoc), load_default=list)
     eventTypes = fields.List(fields.Nested(EventTypeDoc), load_default=list)
     apiKeys = fields.List(fields.Nested(ApiKeyDoc), load_default=list)
-    calendarConnections = fields.List(fields.Nested(CalendarConnectionDoc), load_default=list)
+    calendarConnections = fields.List(fields.Nested(ProvisionedConnectionDoc), load_default=list)
     webhooks = fields.List(fields.Nested(WebhookDoc), load_default=list)
 
     @validates_schema
     def references_resolve(self, data: dict, **kwargs: Any) -> None:
         errors: dict[str, Any] = {}
         for field in (
+            "hosts",
             "availabilityProfiles",
             "eventTypes",
             "apiKeys",
@@ -108,6 +120,21 @@ class SubAccountDoc(SubAccountNameDoc):
         }
         if unknown:
             errors.setdefault("eventTypes", {}).update(unknown)
+        for field, items, key, names, what in (
+            ("hosts", data["hosts"], "availabilityProfile", profiles, "availability profile"),
+            (
+                "calendarConnections",
+                data["calendarConnections"],
+                "host",
+                {h["name"] for h in data["hosts"]},
+                "host",
+            ),
+        ):
+            for index, item in enumerate(items):
+                if item.get(key) is not None and item[key] not in names:
+                    errors.setdefault(field, {}).setdefault(index, {})[key] = [
+                        f"Unknown {what} '{item[key]}'."
+                    ]
         # A Google Meet or Teams event type needs a connection of this document that makes it.
         connected = [Connected(c["kind"], c["writeBack"]) for c in data["calendarConnections"]]
         for index, et in enumerate(data["eventTypes"]):
@@ -130,7 +157,17 @@ class AgencyDoc(Schema):
 
     @validates_schema
     def names_unique(self, data: dict, **kwargs: Any) -> None:
-        errors = {f: d for f in ("apiKeys", "subAccounts") if (d := _unique_names(data[f]))}
+        errors: dict[str, Any] = {
+            f: d for f in ("apiKeys", "subAccounts") if (d := _unique_names(data[f]))
+        }
+        # A host that is a dashboard user is one of the agency's: its owner.
+        owner = data["owner"]["email"].lower()
+        for s_index, sub in enumerate(data["subAccounts"]):
+            for h_index, host in enumerate(sub["hosts"]):
+                if host["user"] is not None and host["user"].lower() != owner:
+                    errors.setdefault("subAccounts", {}).setdefault(s_index, {}).setdefault(
+                        "hosts", {}
+                    )[h_index] = {"user": [f"No user of the agency has email '{host['user']}'."]}
         if errors:
             raise ValidationError(errors)
 
@@ -165,7 +202,7 @@ def load_provisioning_document(document: Any) -> dict[str, Any]:
         raise ProvisioningInvalid(describe_errors(flat), errors=flat) from None
 
 
-def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
+def _create_sub_account(agency: Agency, doc: dict, users: dict[str, User]) -> dict[str, Any]:
     settings = doc["settings"]
     sub_account = SubAccount(agency=agency, name=doc["name"])
     sub_account.settings = CalendarSettings(
@@ -190,6 +227,7 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
         p["name"]: build_profile(sub_account, p, p["default"] or (not has_default and i == 0))
         for i, p in enumerate(doc["availabilityProfiles"])
     }
+    hosts = create_hosts(sub_account, doc["hosts"], profiles, users)
     for blocked in doc["blockedTimes"]:
         db.session.add(
             BlockedTime(
@@ -220,15 +258,17 @@ def _create_sub_account(agency: Agency, doc: dict) -> dict[str, Any]:
             seats=et["seats"],
         )
         db.session.add(event_types[et["name"]])
-    connections = {
-        c["name"]: create_connection(sub_account, c, by_operator=True)
-        for c in doc["calendarConnections"]
-    }
+    connections = {}
+    for c in doc["calendarConnections"]:
+        connections[c["name"]] = create_connection(sub_account, c, by_operator=True)
+        if c["host"] is not None:
+            connections[c["name"]].host_id = hosts[c["host"]].id
     webhooks = {w["name"]: create_subscription(sub_account, w) for w in doc["webhooks"]}
     db.session.flush()
     return {
         "id": sub_account.id,
         "name": sub_account.name,
+        "hosts": {name: host.id for name, host in hosts.items()},
         "eventTypes": {name: et.id for name, et in event_types.items()},
         "availabilityProfiles": {name: p.id for name, p in profiles.items()},
         "apiKeys": {k["name"]: _issue(agency, sub_account, k) for k in doc["apiKeys"]},
@@ -275,7 +315,9 @@ def provision(document: Any) -> dict[str, Any]:
                 "name": agency.name,
                 "ownerId": owner.id,
                 "apiKeys": {k["name"]: _issue(agency, None, k) for k in doc["apiKeys"]},
-                "subAccounts": [_create_sub_account(agency, s) for s in doc["subAccounts"]],
+                "subAccounts": [
+                    _create_sub_account(agency, s, {owner.email: owner}) for s in doc["subAccounts"]
+                ],
             }
         )
     return {"agencies": created}
@@ -298,6 +340,9 @@ def add_sub_account(agency: Agency, document: dict[str, Any]) -> SubAccount:
     if taken is not None:
         errors = {"name": [f"A sub account named '{doc['name']}' exists."]}
         raise ProvisioningInvalid(describe_errors(errors), errors=errors)
-    sub_account = db.session.get(SubAccount, _create_sub_account(agency, doc)["id"])
+    users = {
+        u.email: u for u in db.session.scalars(select(User).where(User.agency_id == agency.id))
+    }
+    sub_account = db.session.get(SubAccount, _create_sub_account(agency, doc, users)["id"])
     assert sub_account is not None  # just created, in this transaction
     return sub_account

@@ -146,6 +146,10 @@ class CalendarConnectionDoc(Schema):
       ``writeBack``.
     """
 
+    # The fields any kind may have (a document that adds one, as provisioning's ``host``, names
+    # it here too).
+    FIELDS_OF_EVERY_KIND = frozenset({"name", "kind", "active"})
+
     name = Text(required=True, validate=validate.Length(min=1, max=255))
     kind = fields.String(
         load_default=ConnectionKind.CALDAV, validate=validate.OneOf(list(_DOCUMENT_KINDS))
@@ -169,7 +173,7 @@ class CalendarConnectionDoc(Schema):
     def _fields_of_the_kind(self, data: dict[str, Any], original: Any, **kwargs: Any) -> None:
         errors: dict[str, list[str]] = {}
         kind = data.get("kind", ConnectionKind.CALDAV)
-        allowed = _FIELDS_OF_KIND[kind] | {"name", "kind", "active"}
+        allowed = _FIELDS_OF_KIND[kind] | self.FIELDS_OF_EVERY_KIND
         given = original.keys() if isinstance(original, dict) else data.keys()
         for field in sorted((given & self.fields.keys()) - allowed):
             errors[field] = [f"Not a field of a {kind} connection."]

@@ -49,8 +49,9 @@ ROWS: dict[str, dict[str, Any]] = {
 }
 
 
-def timed(work: Callable[[], None], cap: float) -> tuple[str, float]:
-    """How ``work`` ended and after how long; ``still waiting`` at ``cap``."""
+def timed(work: Callable[[], None], cap: float) -> tuple[str, float, threading.Thread]:
+    """How ``work`` ended and after how long (``still waiting`` at ``cap``), and its thread,
+    to be joined once the server is thawed."""
     ended: dict[str, Any] = {}
 
     def run() -> None:
@@ -65,13 +66,15 @@ def timed(work: Callable[[], None], cap: float) -> tuple[str, float]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(cap)
-    return ended.get("how", "still waiting"), ended.get("seconds", cap)
+    return ended.get("how", "still waiting"), ended.get("seconds", cap), thread
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cap", type=float, default=6.0)
     options = parser.parse_args()
+    if options.cap <= 2.5:
+        parser.error("--cap must be longer than the 2 s connect timeout it is compared with")
     print("What bounds a wait on a frozen PostgreSQL (SIGSTOP)")
     print(
         f"machine: {os.cpu_count()} CPUs, {platform.platform()}; psycopg {psycopg.__version__},"
@@ -83,12 +86,14 @@ def main() -> None:
             connection = psycopg.connect(server.url, connect_timeout=2, **settings)
             connection.execute("SELECT 1")
             server.freeze()
-            how, seconds = timed(lambda c=connection: c.execute("SELECT 1"), options.cap)
-            connect_how, connect_seconds = timed(
+            how, seconds, query = timed(lambda c=connection: c.execute("SELECT 1"), options.cap)
+            connect_how, connect_seconds, connect = timed(
                 lambda s=settings: psycopg.connect(server.url, connect_timeout=2, **s).close(),
                 options.cap,
             )
             server.thaw()
+            query.join()  # answered once thawed: the next row starts on a quiet server
+            connect.join()
             connection.close()
             print(
                 f"{name:48} {how + f' after {seconds:.2f} s':28}"
@@ -103,8 +108,10 @@ def main() -> None:
             with wait_budget(REQUEST_WAIT_S):
                 connection.execute("SELECT 1")
 
-        how, seconds = timed(in_a_request, options.cap)
+        how, seconds, thread = timed(in_a_request, options.cap)
         server.thaw()
+        thread.join()
+        connection.close()
         print(f"{'app.database, a request with 1.5 s to wait':48} {how} after {seconds:.2f} s")
 
 

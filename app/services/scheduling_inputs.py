@@ -174,10 +174,12 @@ def load_busy(
 
     All are range overlaps (``&&``) on GiST indexes, which find the intervals near the window
     whatever the length of the calendar's history: for bookings the index of the partial
-    exclusion constraint ``ex_bookings_no_overlap`` (0002; so the status predicate repeats the
-    constraint's, as literals, which the planner can match even in the generic plan of a
-    prepared statement), for blocked times ``ix_blocked_times_sub_account_range`` (0003), for
-    holds the index of ``ex_slot_holds_no_overlap`` (0010).
+    exclusion constraint ``ex_bookings_no_overlap`` (0002; per host since 0029, led by the sub
+    account so it serves this; the status predicate repeats the constraint's, as literals,
+    which the planner can match even in the generic plan of a prepared statement), for blocked
+    times ``ix_blocked_times_sub_account_range`` (0003), for holds the index of
+    ``ex_slot_holds_no_overlap`` (0010, likewise). Every host's time, the sub account's one
+    calendar until round robin asks per host.
 
     ``seated``: (event type id, seats) of a seated event type whose time is asked about: the
     bookings and holds of its own groups are counted as taken seats (``BusyTime.seated``), and

@@ -462,7 +462,9 @@ def test_0027_gives_each_booking_its_history_from_the_outbox_rows_there_are(fres
     assert "outbox_events" in table_names(url)
 
 
-def test_0029_gives_every_sub_account_one_host_and_moves_what_it_has_onto_it(fresh_database_url):
+def test_0029_and_0030_give_every_sub_account_one_host_and_move_what_it_has_onto_it(
+    fresh_database_url,
+):
     """Each sub account gets one host, named after it, with its notification email; its
     bookings and connections become that host's, its blocked time everyone's; the downgrade
     puts the sub-account-wide rules back and drops the hosts."""
@@ -497,6 +499,14 @@ def test_0029_gives_every_sub_account_one_host_and_moves_what_it_has_onto_it(fre
             ),
             {"at": created},
         )
+        connection.execute(
+            text(
+                "INSERT INTO blocked_times (sub_account_id, start_at, end_at, source,"
+                " calendar_connection_id, created_at)"
+                " VALUES (1, :at, :at + interval '1 hour', 'external', 3, :at)"
+            ),
+            {"at": created},
+        )
     engine.dispose()
 
     run(url, upgrade, None, "0029")
@@ -509,8 +519,18 @@ def test_0029_gives_every_sub_account_one_host_and_moves_what_it_has_onto_it(fre
         first = hosts[0][0]
         assert connection.scalar(text("SELECT host_id FROM bookings WHERE id = 7")) == first
         assert connection.scalar(text("SELECT host_id FROM calendar_connections")) == first
-        assert connection.scalar(text("SELECT host_id FROM blocked_times")) is None
+        assert connection.scalars(text("SELECT host_id FROM blocked_times")).all() == [None, None]
     engine.dispose()
+
+    # 0030: the connected calendar's busy time becomes its host's; hand-made stays everyone's.
+    run(url, upgrade, None, "0030")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        by_source = dict(
+            connection.execute(text("SELECT source, host_id FROM blocked_times")).all()
+        )
+    engine.dispose()
+    assert by_source == {"manual": None, "external": first}
 
     run(url, downgrade, None, "0028")
     assert "hosts" not in table_names(url)

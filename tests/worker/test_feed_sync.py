@@ -8,9 +8,10 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
 from app.extensions import db
-from app.models import CalendarConnection
+from app.models import BlockedTime, CalendarConnection
 from app.services.integrations.calendars import sync_connection
 from app.services.integrations.calendars.providers import feed as feed_provider
 from app.services.integrations.calendars.providers.feed import feed_url
@@ -84,6 +85,20 @@ def test_a_feeds_events_become_busy_time(private_allowed, feed):
     ]
     connection = db.session.get(CalendarConnection, connection_id)
     assert (connection.kind, connection.write_back) == ("ics", False)
+
+
+def test_a_calendars_busy_time_is_its_hosts_alone(private_allowed, feed):
+    tenant = TenantFactory().create(
+        hosts=[{"name": "Dr. Kim"}, {"name": "Dr. Lee"}],
+        calendarConnections=[{"name": "Rota", "kind": "ics", "url": feed.url, "host": "Dr. Lee"}],
+    )
+    assert sync(tenant.connections["Rota"]).status == "synced"
+    rows = db.session.execute(
+        select(BlockedTime.host_id).where(
+            BlockedTime.calendar_connection_id == tenant.connections["Rota"]
+        )
+    ).all()
+    assert len(rows) == 5 and {host_id for (host_id,) in rows} == {tenant.hosts["Dr. Lee"]}
 
 
 def test_an_unchanged_feed_costs_one_not_modified_answer(private_allowed, feed):

@@ -620,6 +620,8 @@ def _replace_periods(connection: CalendarConnection, wanted: dict[int, list]) ->
     rows = [
         {
             "sub_account_id": connection.sub_account_id,
+            # A connected calendar's busy time is its host's alone (migration 0030).
+            "host_id": connection.host_id,
             "start_at": start,
             "end_at": end,
             "source": BlockedTimeSource.EXTERNAL,

@@ -10,7 +10,7 @@ booking or hold write claims (``bookings.time_claims``, ``bookings.writes``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import partial
@@ -30,6 +30,7 @@ from sqlalchemy import (
     literal,
     literal_column,
     null,
+    or_,
     select,
     type_coerce,
     union_all,
@@ -166,6 +167,7 @@ def load_busy(
     exclude_booking_id: int | None = None,
     exclude_hold_id: int | None = None,
     seated: tuple[int, int] | None = None,
+    hosts: Collection[int] | None = None,
 ) -> BusyTime:
     """Busy time overlapping ``span``: bookings, blocked time and holds, read in one statement
     (a ``UNION ALL`` of one range query per table: one round trip, and, in a write, one less
@@ -184,6 +186,10 @@ def load_busy(
     ``seated``: (event type id, seats) of a seated event type whose time is asked about: the
     bookings and holds of its own groups are counted as taken seats (``BusyTime.seated``), and
     only other groups' are busy time.
+
+    ``hosts``: the busy time of those hosts only (None: every host's): their bookings, their
+    holds, their connected calendars' events, and the blocked time that is everyone's or
+    theirs (``app.models.host``).
     """
     now = now or utcnow()
     active = Booking.status.in_(
@@ -211,6 +217,8 @@ def load_busy(
     )
     if exclude_hold_id is not None:
         holds = holds.where(SlotHold.id != exclude_hold_id)
+    if hosts is not None:
+        holds = holds.where(SlotHold.host_id.in_(sorted(hosts)))
     bookings = select(
         _kind(_BOOKING), Booking.occupied_start, Booking.occupied_end, null(), Booking.seat_group
     ).where(
@@ -220,6 +228,8 @@ def load_busy(
     )
     if exclude_booking_id is not None:
         bookings = bookings.where(Booking.id != exclude_booking_id)
+    if hosts is not None:
+        bookings = bookings.where(Booking.host_id.in_(sorted(hosts)))
     blocked = select(
         case(
             (BlockedTime.source == BlockedTimeSource.EXTERNAL, _kind(_EXTERNAL)),
@@ -233,6 +243,10 @@ def load_busy(
         BlockedTime.sub_account_id == sub_account_id,
         _range_overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
     )
+    if hosts is not None:
+        blocked = blocked.where(
+            or_(BlockedTime.host_id.is_(None), BlockedTime.host_id.in_(sorted(hosts)))
+        )
     by_kind: tuple[list[Interval], ...] = ([], [], [], [])
     expired_holds = False
     hold_rows: list[tuple[Interval, datetime, Interval | None]] = []

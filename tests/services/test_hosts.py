@@ -12,7 +12,9 @@ from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
 from app.models import BlockedTime, Booking, CalendarConnection, Host, SlotHold
+from app.scheduling.intervals import Interval
 from app.services.accounts.provisioning import ProvisioningInvalid, provision
+from app.services.scheduling_inputs import load_busy
 from tests.factories import TenantFactory, make_booking, next_monday, ny, tenant_document
 from tests.oauth_fakes import ACCOUNT_EMAIL
 from tests.services.test_hold_constraints import refused_constraint, store_hold
@@ -167,3 +169,33 @@ def test_every_booking_carries_its_host(tenant):
     booking = make_booking(tenant, TEN)
     db.session.expire_all()
     assert db.session.get(Booking, booking.id).host_id == first_host(tenant).id
+
+
+def test_a_hosts_busy_time_is_its_own_and_everyones_blocked_time(tenant):
+    lee = second_host(tenant)
+    kim = first_host(tenant)
+    make_booking(tenant, TEN)  # Kim's
+    store_hold(tenant, ny(MONDAY, 11), host_id=lee.id)
+    for hour, host_id, source in ((12, None, "manual"), (13, kim.id, "external")):
+        db.session.add(
+            BlockedTime(
+                sub_account_id=tenant.sub_account_id,
+                host_id=host_id,
+                start_at=ny(MONDAY, hour),
+                end_at=ny(MONDAY, hour, 30),
+                source=source,
+            )
+        )
+    db.session.commit()
+    day = Interval(ny(MONDAY, 0), ny(MONDAY + timedelta(days=1), 0))
+
+    def busy(hosts):
+        found = load_busy(tenant.sub_account_id, day, hosts=hosts)
+        return [
+            [i.start for i in kind]
+            for kind in (found.bookings, found.held, found.blocked, found.external)
+        ]
+
+    assert busy([lee.id]) == [[], [ny(MONDAY, 11)], [ny(MONDAY, 12)], []]
+    assert busy([kim.id]) == [[TEN], [], [ny(MONDAY, 12)], [ny(MONDAY, 13)]]
+    assert busy(None) == [[TEN], [ny(MONDAY, 11)], [ny(MONDAY, 12)], [ny(MONDAY, 13)]]

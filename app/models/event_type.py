@@ -11,6 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
 from app.models.availability import AvailabilityProfile
+from app.models.host import host_column
 from app.models.limits import (
     DURATION_MAX_MINUTES,
     DURATION_MIN_MINUTES,
@@ -60,6 +61,8 @@ class EventType(Model):
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
+    # The host its bookings are made with (the sub account's first when none is named).
+    host_id: Mapped[int] = host_column()
     name: Mapped[str] = mapped_column(String(NAME_MAX))
     duration: Mapped[int] = mapped_column(Integer)
     buffer_before: Mapped[int] = mapped_column(Integer, default=0)

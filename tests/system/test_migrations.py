@@ -462,7 +462,7 @@ def test_0027_gives_each_booking_its_history_from_the_outbox_rows_there_are(fres
     assert "outbox_events" in table_names(url)
 
 
-def test_0029_and_0030_give_every_sub_account_one_host_and_move_what_it_has_onto_it(
+def test_0029_to_0031_give_every_sub_account_one_host_and_move_what_it_has_onto_it(
     fresh_database_url,
 ):
     """Each sub account gets one host, named after it, with its notification email; its
@@ -531,6 +531,13 @@ def test_0029_and_0030_give_every_sub_account_one_host_and_move_what_it_has_onto
         )
     engine.dispose()
     assert by_source == {"manual": None, "external": first}
+
+    # 0031: every event type is its sub account's first host's.
+    run(url, upgrade, None, "0031")
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        assert connection.scalar(text("SELECT host_id FROM event_types WHERE id = 1")) == first
+    engine.dispose()
 
     run(url, downgrade, None, "0028")
     assert "hosts" not in table_names(url)

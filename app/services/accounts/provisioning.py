@@ -81,6 +81,13 @@ class ProvisionedConnectionDoc(CalendarConnectionDoc):
     host = Text(load_default=None, allow_none=True)
 
 
+class ProvisionedEventTypeDoc(EventTypeDoc):
+    """An event type of a provisioned sub account: ``host`` names the host its bookings are
+    made with (default: the first)."""
+
+    host = Text(load_default=None, allow_none=True)
+
+
 class SubAccountDoc(SubAccountNameDoc):
     """A sub account: its own fields (``SubAccountNameDoc``), and what it starts with, each
     read by the document of the area that owns it."""
@@ -89,7 +96,7 @@ class SubAccountDoc(SubAccountNameDoc):
     hosts = fields.List(fields.Nested(HostDoc), load_default=list)
     availabilityProfiles = fields.List(fields.Nested(ProfileDoc), load_default=list)
     blockedTimes = fields.List(fields.Nested(BlockedTimeDoc), load_default=list)
-    eventTypes = fields.List(fields.Nested(EventTypeDoc), load_default=list)
+    eventTypes = fields.List(fields.Nested(ProvisionedEventTypeDoc), load_default=list)
     apiKeys = fields.List(fields.Nested(ApiKeyDoc), load_default=list)
     calendarConnections = fields.List(fields.Nested(ProvisionedConnectionDoc), load_default=list)
     webhooks = fields.List(fields.Nested(WebhookDoc), load_default=list)
@@ -129,6 +136,7 @@ class SubAccountDoc(SubAccountNameDoc):
                 {h["name"] for h in data["hosts"]},
                 "host",
             ),
+            ("eventTypes", data["eventTypes"], "host", {h["name"] for h in data["hosts"]}, "host"),
         ):
             for index, item in enumerate(items):
                 if item.get(key) is not None and item[key] not in names:
@@ -257,6 +265,8 @@ def _create_sub_account(agency: Agency, doc: dict, users: dict[str, User]) -> di
             location_kind=et["locationKind"],
             seats=et["seats"],
         )
+        if et["host"] is not None:
+            event_types[et["name"]].host_id = hosts[et["host"]].id
         db.session.add(event_types[et["name"]])
     connections = {}
     for c in doc["calendarConnections"]:

@@ -135,6 +135,8 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
         occupied_span,
         exclude_booking_id=query.exclude_booking_id,
         seated=seats,
+        # An event type's host's time; without one, every host's.
+        hosts=[event_type.host_id] if event_type is not None else None,
     )
     not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
     slots = open_slots(working_ranges(schedule, *window), not_held, unbounded, window)

@@ -123,6 +123,7 @@ def _insert_hold(
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)
     hold = SlotHold(
         sub_account_id=sub_account.id,
+        host_id=plan.host_id,
         event_type_id=event_type.id,
         start_at=slot.start,
         end_at=slot.end,

@@ -107,6 +107,7 @@ class _Calendar:
     exclude_hold_id: int | None
     caps: BookingCaps
     seated: tuple[int, int] | None
+    host_id: int
 
     def schedule(self, span: Interval) -> WeeklySchedule:
         return load_schedule(self.profile, self.sub_account.settings.timezone, span)
@@ -119,6 +120,7 @@ class _Calendar:
             exclude_booking_id=self.exclude_booking_id,
             exclude_hold_id=self.exclude_hold_id,
             seated=self.seated,
+            hosts=[self.host_id],  # the event type's host's time: another host's is theirs
         )
 
     def open_in(self, window: Interval, schedule: WeeklySchedule, busy: BusyTime) -> list[Interval]:
@@ -172,6 +174,7 @@ class TimeClaim:
     now: datetime
     caps: BookingCaps
     seated: tuple[int, int] | None
+    host_id: int  # the event type's host: whose time the write claims
 
     def live_question(self) -> LiveQuestion | None:
         """What the write asks the connected calendars about its time (buffers included), so
@@ -180,7 +183,9 @@ class TimeClaim:
         refuses anyway is not asked about). Reads, in the plan's transaction."""
         if time_problem(self.slot, working_intervals(self.schedule, *self.slot), self.rules):
             return None
-        return plan_live_check(self.sub_account.id, self.rules.occupied_interval(self.slot))
+        return plan_live_check(
+            self.sub_account.id, self.rules.occupied_interval(self.slot), self.host_id
+        )
 
     def claim(
         self, *, exclude_booking_id: int | None = None, consumed_hold_id: int | None = None
@@ -202,6 +207,7 @@ class TimeClaim:
             consumed_hold_id,
             self.caps,
             self.seated,
+            self.host_id,
         )
         busy = calendar.busy(Interval(min(day.start, slot.start), max(day.end, slot.end)))
 
@@ -285,6 +291,7 @@ def plan_claim(
         now,
         booking_caps(sub_account, event_type),
         seated(event_type),
+        event_type.host_id,
     )
 
 

@@ -298,6 +298,7 @@ def _insert_booking(
     booking = Booking(
         uid=secrets.token_urlsafe(16),
         sub_account_id=sub_account.id,
+        host_id=plan.host_id,
         event_type_id=event_type.id,
         status=BookingStatus.PENDING,
         title=new.title or f"{event_type.name} with {first.display_name()}"[:NAME_MAX],

@@ -2,9 +2,9 @@
 
 Stored busy time is as fresh as the last sync or notification. A person who adds an event in
 their Google calendar and, seconds later, sees an agent book over it has been double-booked all
-the same. So a create, a reschedule and a hold ask every connected calendar of the sub account
-about the write's time (buffers included) before they take the calendar's lock, those of the
-kinds that answer live (``providers``' capability table):
+the same. So a create, a reschedule and a hold ask every connected calendar of the host whose
+time they claim (the event type's) about the write's time (buffers included) before they take
+the calendar's lock, those of the kinds that answer live (``providers``' capability table):
 
 - Google: ``events.list`` for that window; Microsoft: ``calendarView`` for it; CalDAV: one
   ``calendar-query`` REPORT with a time range (RFC 4791) on each checked calendar. Every kind
@@ -41,7 +41,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from flask import Flask, current_app
-from sqlalchemy import select
+from sqlalchemy import select, true
 
 from app.config import settings
 from app.counters import LIVE_CHECK_SECONDS, LIVE_CHECKS
@@ -153,15 +153,18 @@ class LiveAnswer:
     seconds: float
 
 
-def plan_live_check(sub_account_id: int, window: Interval) -> LiveQuestion | None:
-    """The question a write about ``window`` asks, or None when there is nobody to ask (the
-    check is off, or no calendar is connected that answers live). Reads in the caller's
+def plan_live_check(
+    sub_account_id: int, window: Interval, host_id: int | None = None
+) -> LiveQuestion | None:
+    """The question a write about ``window`` asks the calendars of ``host_id`` (the host whose
+    time it claims; None: every host's), or None when there is nobody to ask (the check is
+    off, or no such calendar is connected that answers live). Reads in the caller's
     transaction: part of the write's plan."""
     mode = live_check_mode()
     if mode is LiveCheckMode.OFF:
         return None
     deadline = live_check_timeout()
-    calendars, timezone = _questions(sub_account_id, deadline)
+    calendars, timezone = _questions(sub_account_id, deadline, host_id)
     if not calendars:
         return None
     return LiveQuestion(sub_account_id, window, mode, deadline, timezone, tuple(calendars))
@@ -214,7 +217,9 @@ def _count(outcome: Outcome, seconds: float) -> None:
     LIVE_CHECK_SECONDS.observe(seconds)
 
 
-def _questions(sub_account_id: int, timeout: float) -> tuple[list[_Question], str]:
+def _questions(
+    sub_account_id: int, timeout: float, host_id: int | None = None
+) -> tuple[list[_Question], str]:
     """One question per checked calendar of every active connection of a kind asked live
     (the secrets decrypted here). Read in the caller's session and transaction, which then
     ends: a second pooled connection for each write would halve the writes a pool serves."""
@@ -224,6 +229,7 @@ def _questions(sub_account_id: int, timeout: float) -> tuple[list[_Question], st
             CalendarConnection.sub_account_id == sub_account_id,
             CalendarConnection.active.is_(True),
             CalendarConnection.kind.in_(kinds_answering_live()),
+            true() if host_id is None else CalendarConnection.host_id == host_id,
         )
         .order_by(CalendarConnection.id)
     ).all()

@@ -43,9 +43,9 @@ def perform(write: PlannedWrite[Result]) -> Result:
     try:
         result = write.apply(seen)
         db.session.commit()
-    except BaseException:
+    except BaseException as error:
         db.session.rollback()
-        if seen is not None:
+        if seen is not None and isinstance(error, Exception):  # not while the process stops
             _keep(seen)
         raise
     return result

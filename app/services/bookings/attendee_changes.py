@@ -145,9 +145,9 @@ def hold_choice(
     rules = slot_rules(shown.link.sub_account, booking.event_type, now)
     occupied = rules.occupied_interval(Interval(start, end))
     if occupied.overlaps(Interval(booking.occupied_start, booking.occupied_end)):
-        attendee_id = shown.link.attendee.id
-        return PlannedWrite(None, lambda seen: _release_choice(attendee_id))
-    planned: PlannedWrite[PlacedHold | None] = place_hold(
+        attendee_id = shown.link.attendee.id  # this choice replaces that one too
+        return PlannedWrite(None, lambda seen: release_attendee_choice(attendee_id))
+    return place_hold(
         shown.link.sub_account,
         booking.event_type_id,
         NewHold(
@@ -159,12 +159,6 @@ def hold_choice(
         now=now,
         attendee_id=shown.link.attendee.id,
     )
-    return planned
-
-
-def _release_choice(attendee_id: int) -> None:
-    """This choice replaces the one held before, if any, and holds nothing itself."""
-    release_attendee_choice(attendee_id)
 
 
 def move_as_attendee(

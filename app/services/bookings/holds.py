@@ -23,7 +23,7 @@ from app.api_terms import MAX_TTL_SECONDS as MAX_TTL_SECONDS  # for app.api.hold
 from app.extensions import db
 from app.models import Attendee, EventType, SlotHold, SubAccount
 from app.scheduling.timezones import InstantInput
-from app.services.bookings.planned import PlannedWrite
+from app.services.bookings.planned import PlannedWrite, begin_apply
 from app.services.bookings.time_claims import (
     TimeClaim,
     flush_claimed,
@@ -34,7 +34,7 @@ from app.services.bookings.time_claims import (
 from app.services.common.errors import HoldNotFound
 from app.services.common.locking import lock_calendar
 from app.services.common.tokens import token_digest
-from app.services.integrations.calendars.live_check import LiveAnswer, record_answers
+from app.services.integrations.calendars.live_check import LiveAnswer
 from app.services.scheduling_inputs import get_event_type
 
 TOKEN_PREFIX = "hold_"
@@ -94,9 +94,7 @@ def place_hold(
     plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
 
     def apply(seen: LiveAnswer | None) -> PlacedHold:
-        lock_calendar(sub_account.id)
-        if seen is not None:
-            record_answers(seen)
+        begin_apply(sub_account.id, seen)
         if attendee_id is not None:
             release_attendee_choice(attendee_id)
         return _insert_hold(

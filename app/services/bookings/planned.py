@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from app.services.integrations.calendars.live_check import LiveAnswer, LiveQuestion
+from app.services.common.locking import lock_calendar
+from app.services.integrations.calendars.live_check import LiveAnswer, LiveQuestion, record_answers
 
 # Covariant: a planned hold is a planned "hold or nothing" (``attendee_changes.hold_choice``).
 Result = TypeVar("Result", covariant=True)
@@ -37,3 +38,11 @@ class PlannedWrite(Generic[Result]):
         """The same write, followed in its transaction by ``after`` on its result."""
         apply = self.apply
         return PlannedWrite(self.question, lambda seen: after(apply(seen)))
+
+
+def begin_apply(sub_account_id: int, seen: LiveAnswer | None) -> None:
+    """The first step of every apply: take the calendar's write lock, then store what the
+    connected calendars said (when they were asked), so the claim that follows meets it."""
+    lock_calendar(sub_account_id)
+    if seen is not None:
+        record_answers(seen)

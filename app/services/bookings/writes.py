@@ -34,7 +34,7 @@ from app.models.limits import NAME_MAX
 from app.scheduling.intervals import Interval
 from app.scheduling.timezones import InstantInput, zone
 from app.services.bookings.holds import find_hold_to_consume
-from app.services.bookings.planned import PlannedWrite
+from app.services.bookings.planned import PlannedWrite, begin_apply
 from app.services.bookings.queries import get_booking
 from app.services.bookings.time_claims import (
     TimeClaim,
@@ -48,11 +48,7 @@ from app.services.common.errors import BookingNotFound, ErrorCode, EventTypeNotF
 from app.services.common.ids import is_storable_id
 from app.services.common.instants import resolve_instant
 from app.services.common.locking import lock_calendar
-from app.services.integrations.calendars.live_check import (
-    LiveAnswer,
-    LiveQuestion,
-    record_answers,
-)
+from app.services.integrations.calendars.live_check import LiveAnswer, LiveQuestion
 from app.services.integrations.events import Actor, BookingEvent, BookingEventKind, emit
 from app.services.scheduling_inputs import get_event_type
 
@@ -257,9 +253,7 @@ def create_booking(
         question = plan.live_question()
 
     def apply(seen: LiveAnswer | None) -> tuple[Booking, bool]:
-        lock_calendar(sub_account.id)
-        if seen is not None:
-            record_answers(seen)
+        begin_apply(sub_account.id, seen)
         fingerprint = request_fingerprint(event_type_id, new.body)
         if new.idempotency_key is not None:
             # Before anything else: a replay answers with the booking as it is now, even if its
@@ -361,9 +355,7 @@ def _apply_update(
     seen: LiveAnswer | None,
 ) -> Booking:
     """The update under the calendar's lock."""
-    lock_calendar(sub_account.id)
-    if seen is not None:
-        record_answers(seen)
+    begin_apply(sub_account.id, seen)
     booking = get_booking(sub_account, booking_id)
     if booking.event_type_id != event_type.id:
         raise BookingNotFound()

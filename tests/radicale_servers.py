@@ -12,8 +12,8 @@ and its answer's status in ``log_path`` (Radicale's ``info`` level).
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
-import socket
 import subprocess
 import sys
 import time
@@ -26,7 +26,7 @@ from typing import Any
 import icalendar
 
 from tests.conftest import backend_unavailable
-from tests.servers import OwnServer, free_port
+from tests.servers import OwnServer, free_port, stop_process
 
 
 class OwnRadicale(OwnServer):
@@ -84,19 +84,47 @@ class OwnRadicale(OwnServer):
         ]
 
     def start(self) -> None:
+        """Start Radicale and wait until it answers on its port. The port was free when chosen,
+        but another test process may take it first (then Radicale cannot bind and another server
+        answers there): the start is tried again on a new port."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            if self._started():
+                return
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}/"
+        raise RuntimeError(f"own radicale did not start: {self.log_path.read_text()[-2000:]}")
+
+    def _started(self) -> bool:
+        """Whether Radicale, started on ``port``, is the server that answers there."""
         with open(self.log_path, "a") as log:
             self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"radicale exited: {self.log_path.read_text()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.02)
+                return False  # it could not start (its port taken meanwhile, most likely)
+            if self._answers_as_radicale():
+                return True
+            time.sleep(0.02)
+        stop_process(self.process)
         raise TimeoutError("own radicale did not start")
+
+    def _answers_as_radicale(self) -> bool:
+        """Whether a CalDAV server answers OPTIONS on the port; anything else that took the
+        port first is stopped waiting for, and the port given up."""
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
+            try:
+                connection.request("OPTIONS", "/")
+                dav = connection.getresponse().getheader("DAV") or ""
+            finally:
+                connection.close()
+        except OSError:
+            return False  # not listening yet
+        if "calendar-access" in dav:
+            return True
+        stop_process(self.process)  # another server holds the port
+        return False
 
     # Test data, through the caldav client (never hand-written WebDAV)
     def client(self, user: str, password: str | None = None):  # -> caldav.DAVClient

@@ -21,7 +21,10 @@ from typing import Any
 
 from celery import Celery, Task
 from flask import Flask, current_app
+from kombu import Connection
 from kombu.exceptions import OperationalError as KombuOperationalError
+from kombu.transport.sqlalchemy import models as broker_models
+from sqlalchemy import Connection as SAConnection
 from sqlalchemy.exc import OperationalError
 
 from app.config import beside_database, settings, settings_of
@@ -38,6 +41,27 @@ BROKER_TABLES = frozenset({"kombu_queue", "kombu_message"})
 def schema_owns(name: str | None, type_: str, parent_names: object) -> bool:
     """Alembic's ``include_name`` hook: everything but the embedded broker's tables."""
     return not (type_ == "table" and name in BROKER_TABLES)
+
+
+def create_broker_tables(flask_app: Flask, connection: SAConnection) -> None:
+    """Create the embedded broker's tables now, once, on ``connection``, if the broker is the
+    database.
+
+    kombu creates them at each process's first use of the broker, checking first and creating
+    after: the web, the worker and beat, started together on a new database, all found them
+    missing and the later ones failed on PostgreSQL's unique names (``queue_id_sequence already
+    exists``). So the release step (``flask db upgrade``, before any of them starts: the
+    migrations' environment calls this) makes them, and every process finds them there. A
+    Redis broker has nothing to create."""
+    broker = celery_settings(flask_app)["broker_url"]
+    if not broker.startswith("sqla+"):
+        return
+    with Connection(broker) as broker_connection:
+        # A channel declares kombu's tables (with their configured names) in its metadata;
+        # making one opens nothing.
+        broker_connection.default_channel  # noqa: B018
+    broker_models.metadata.create_all(connection)
+    connection.commit()
 
 
 # Pool processes of a worker started without ``-c``: one per core, and at least four. A task

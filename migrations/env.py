@@ -10,7 +10,7 @@ from logging.config import fileConfig
 from flask import current_app
 
 from alembic import context
-from app.celery_app import schema_owns
+from app.celery_app import create_broker_tables, schema_owns
 from app.config import settings
 from app.database import without_statement_timeout
 
@@ -115,6 +115,11 @@ def run_migrations_online():
 
         with context.begin_transaction():
             context.run_migrations()
+        # The release step, before the web, the worker and beat start: they would race to
+        # create the broker's tables (its docstring). Not after a downgrade, which leaves the
+        # schema bare.
+        if set(context.get_context().get_current_heads()) == set(context.script.get_heads()):
+            create_broker_tables(current_app, connection)
 
 
 if context.is_offline_mode():

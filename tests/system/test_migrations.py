@@ -15,6 +15,7 @@ from sqlalchemy import Connection, create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from app import MIGRATIONS_DIR, create_app
+from app.celery_app import BROKER_TABLES
 from app.extensions import db
 from tests.servers import BIN, ROOT
 
@@ -70,7 +71,7 @@ def test_downgrade_to_base_then_upgrade_again(fresh_database_url):
     run(fresh_database_url, upgrade)
     run(fresh_database_url, downgrade, None, "base")
     assert recorded_revisions(fresh_database_url) == []
-    assert table_names(fresh_database_url) <= {"alembic_version"}
+    assert table_names(fresh_database_url) <= {"alembic_version", *BROKER_TABLES}
     run(fresh_database_url, upgrade)
     assert recorded_revisions(fresh_database_url) == [HEAD]
     assert "bookings" in table_names(fresh_database_url)
@@ -541,3 +542,8 @@ def test_0029_to_0031_give_every_sub_account_one_host_and_move_what_it_has_onto_
 
     run(url, downgrade, None, "0028")
     assert "hosts" not in table_names(url)
+
+
+def test_upgrade_creates_the_embedded_brokers_tables_before_any_process_starts(fresh_database_url):
+    run(fresh_database_url, upgrade)
+    assert table_names(fresh_database_url) >= BROKER_TABLES

@@ -10,7 +10,7 @@ from flask_migrate import upgrade
 from sqlalchemy import create_engine, inspect
 
 from app import create_app
-from app.celery_app import schema_owns
+from app.celery_app import BROKER_TABLES, schema_owns
 from app.extensions import db
 
 
@@ -37,4 +37,4 @@ def test_upgrade_builds_every_table_on_an_empty_database(postgres_database: Call
         upgrade()
         tables = set(inspect(db.engine).get_table_names())
         db.engine.dispose()
-    assert set(db.metadata.tables) | {"alembic_version"} == tables
+    assert set(db.metadata.tables) | {"alembic_version", *BROKER_TABLES} == tables

@@ -25,9 +25,11 @@ from app.models.limits import (
     PHONE_MAX,
     REASON_MAX,
     SEATS_MAX,
+    TEAM_HOSTS_MAX,
     UID_MAX,
 )
 from app.models.types import MAX_ID
+from app.scheduling.round_robin import AssignmentReason
 from app.scheduling.timezones import format_utc
 from app.services.common.manage_links import LINK_LIFETIME_AFTER_END, manage_url
 from app.validation import MAX_ATTENDEES, METADATA_OPENAPI, TimezoneField
@@ -88,6 +90,14 @@ class AttendeeSchema(Schema):
     )
 
 
+class BookingHostSchema(Schema):
+    """A host a booking is made with (``app.models.host``)."""
+
+    id = fields.Integer(validate=ID_RANGE)
+    name = fields.String(validate=validate.Length(max=NAME_MAX))
+    email = fields.Email(allow_none=True, validate=validate.Length(max=EMAIL_MAX))
+
+
 class BookingSchema(Schema):
     id = fields.Integer(dump_only=True, validate=ID_RANGE)
     uid = fields.String(dump_only=True, validate=validate.Length(min=1, max=UID_MAX))
@@ -105,6 +115,14 @@ class BookingSchema(Schema):
     confirmedAt = UTCTimestamp(attribute="confirmed_at", allow_none=True)
     cancelledAt = UTCTimestamp(attribute="cancelled_at", allow_none=True)
     completedAt = UTCTimestamp(attribute="completed_at", allow_none=True)
+    # Who the booking is with, and why (``docs/api.md``, "Hosts").
+    hosts = fields.List(
+        fields.Nested(BookingHostSchema), validate=validate.Length(min=1, max=TEAM_HOSTS_MAX)
+    )
+    assignmentReason = fields.String(
+        attribute="assignment_reason",
+        validate=validate.OneOf([reason.value for reason in AssignmentReason]),
+    )
 
 
 def reduced_form(

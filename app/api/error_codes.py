@@ -27,6 +27,10 @@ ERROR_CODES: dict[ErrorCode, tuple[int, str]] = {
         "The time overlaps an event in a connected calendar (as last read, or as the calendar"
         " answered at the moment of this write)",
     ),
+    ErrorCode.HOST_UNAVAILABLE: (
+        400,
+        "The host named by hostId cannot take the time; suggestedSlots are that host's",
+    ),
     ErrorCode.OUTSIDE_HOURS: (
         400,
         "The time is not inside working hours (weekly hours, date overrides)",

@@ -82,6 +82,7 @@ ATTENDEE = {
     "updatedAt": CREATED_AT,
     "manageUrl": "https://calendar.example.com/manage/WzEsMF0.q7Vn0dX2c1mY3b8kFhT5LzR9wPe",
 }
+BOOKING_HOST = {"id": 1, "name": "Demo Dental", "email": None}
 BOOKING = {
     "id": 1,
     "uid": "mR2c8q7LkQ0bN1xXyZ4tVg",
@@ -97,6 +98,8 @@ BOOKING = {
     "confirmedAt": None,
     "cancelledAt": None,
     "completedAt": None,
+    "hosts": [BOOKING_HOST],
+    "assignmentReason": "single",
 }
 BOOKING_LIST = {"bookings": [BOOKING], "total": 1, "limit": 50, "offset": 0}
 AVAILABILITY: list[dict[str, Any]] = [
@@ -256,6 +259,7 @@ def by_schema() -> dict[str, Any]:
         "AvailabilityDay": AVAILABILITY[0],
         "Attendee": ATTENDEE,
         "Booking": BOOKING,
+        "BookingHost": BOOKING_HOST,
         "BookingList": BOOKING_LIST,
         "CancelBooking": CANCEL_BOOKING,
         "Cancellation": CANCELLATION,

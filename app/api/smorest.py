@@ -59,7 +59,8 @@ class ErrorSchema(ma.Schema):
         validate=ma.validate.Length(max=5),
         metadata={
             "description": "With a write refused for its time (codes slot_taken, slot_held, "
-            "blocked_time, external_busy, outside_hours, minimum_notice, beyond_horizon): up to "
+            "blocked_time, external_busy, host_unavailable, outside_hours, minimum_notice, "
+            "beyond_horizon): up to "
             "5 open slots of the same event type and length nearest to the start asked for "
             "(the same day first, nearest first; then the following days; then the preceding "
             "days), open at the moment of the answer. Empty when none is open."

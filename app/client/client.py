@@ -142,9 +142,11 @@ class CalendarClient:
         event_type_id: int | None = None,
         duration: int | None = None,
         timezone: str | None = None,
+        host_id: int | None = None,
     ) -> list[AvailabilityDay]:
-        """Open slots per day between ``start_date`` and ``end_date``. Asked again, the same
-        question is sent with the last answer's ``ETag``; a ``304`` returns that answer."""
+        """Open slots per day between ``start_date`` and ``end_date`` (``host_id``: one host's
+        of the event type). Asked again, the same question is sent with the last answer's
+        ``ETag``; a ``304`` returns that answer."""
         params = without_none(
             {
                 "startDate": _instant(start_date),
@@ -152,6 +154,7 @@ class CalendarClient:
                 "eventTypeId": event_type_id,
                 "duration": duration,
                 "timezone": timezone,
+                "hostId": host_id,
             }
         )
         question = tuple(sorted(params.items()))
@@ -213,13 +216,18 @@ class CalendarClient:
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
         hold_token: str | None = None,
+        host_id: int | None = None,
     ) -> Booking:
         """Book; safe to call again with the same ``idempotency_key`` (one is made when none is
         given, and every retry of this call reuses it).
 
         ``hold_token``: a ``Hold``'s (``hold_slot``) to book the time it holds; the hold is
         consumed. A token of no live hold of this event type (expired, consumed, released)
-        holds nothing: the time is then booked only if it is free."""
+        holds nothing: the time is then booked only if it is free.
+
+        ``host_id``: one of the event type's hosts, to book that host (``SlotUnavailable``
+        with code ``host_unavailable`` and that host's suggested slots when not free); without
+        it a round-robin type chooses, and the booking's ``assignment_reason`` says why."""
         body = without_none(
             {
                 "startTime": _instant(start_time),
@@ -231,6 +239,7 @@ class CalendarClient:
                 "metadata": None if metadata is None else dict(metadata),
                 "idempotencyKey": idempotency_key or str(uuid.uuid4()),
                 "holdToken": hold_token,
+                "hostId": host_id,
             }
         )
         path = f"/calendar/event-types/{int(event_type_id)}/bookings"
@@ -249,11 +258,13 @@ class CalendarClient:
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         hold_token: str | None = None,
+        host_id: int | None = None,
     ) -> Booking:
         """Change only what is given; the answer is the API's reduced booking.
 
         ``hold_token``: a ``Hold``'s, to move the booking into the time it holds (consumed by
-        the move); as with ``create_booking``, a token of no live hold holds nothing."""
+        the move); as with ``create_booking``, a token of no live hold holds nothing.
+        ``host_id``: move the booking to that host (when free at the booking's time)."""
         body = without_none(
             {
                 "startTime": _instant(start_time),
@@ -264,6 +275,7 @@ class CalendarClient:
                 "description": description,
                 "metadata": None if metadata is None else dict(metadata),
                 "holdToken": hold_token,
+                "hostId": host_id,
             }
         )
         path = f"/calendar/event-types/{int(event_type_id)}/bookings/{int(booking_id)}"
@@ -282,6 +294,7 @@ class CalendarClient:
         *,
         timezone: str | None = None,
         ttl_seconds: int | None = None,
+        host_id: int | None = None,
     ) -> Hold:
         """Hold ``start``–``end`` on the event type for ``ttl_seconds`` (1 to 600; the server's
         default is 120) while the booking's details are collected. Until the hold's
@@ -303,6 +316,7 @@ class CalendarClient:
                 "endTime": _instant(end),
                 "timezone": timezone,
                 "ttlSeconds": ttl_seconds,
+                "hostId": host_id,
             }
         )
         path = f"/calendar/event-types/{int(event_type_id)}/holds"

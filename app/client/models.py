@@ -125,6 +125,15 @@ class NewAttendee:
 
 
 @dataclass(frozen=True)
+class BookingHost(FromJson):
+    """A host the booking is made with (a clinic's dentist, a sales rep)."""
+
+    id: int
+    name: str | None = None
+    email: str | None = None
+
+
+@dataclass(frozen=True)
 class Booking(FromJson):
     id: int
     start_time: datetime
@@ -140,6 +149,10 @@ class Booking(FromJson):
     confirmed_at: datetime | None = None
     cancelled_at: datetime | None = None
     completed_at: datetime | None = None
+    # Who the booking is with, and why (``single``, ``requested``, ``priority``, ``weight``,
+    # ``least_recently_booked``, ``collective``).
+    hosts: list[BookingHost] = field(default_factory=list)
+    assignment_reason: str | None = None
 
 
 @dataclass(frozen=True)

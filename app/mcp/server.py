@@ -94,6 +94,17 @@ HoldToken = Annotated[
     ),
 ]
 
+HostId = Annotated[
+    int | None,
+    Field(
+        description="One of the event type's hosts (the people bookings are made with, e.g. a "
+        "clinic's dentists), by the id a booking's hosts[].id shows. Only when the person asks "
+        "for someone by name: without it a round-robin type chooses a free host fairly, and "
+        "the booking's assignmentReason says why.",
+        ge=1,
+    ),
+]
+
 
 Attendee = Annotated[
     dict[str, str],
@@ -320,6 +331,8 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
         "and rules. Returns [{date: YYYY-MM-DD, slots: [{start, end}]}]; a day without open "
         "time has an empty slots list. A class-like event type with seats adds seatsRemaining "
         "to each slot (several people may book the same slot until it is full: seats_full). "
+        "An event type with several hosts offers a slot when any host can take it (round "
+        "robin) or only when all can (collective); hostId asks one host's slots. "
         "The owner's connected calendars are as fresh as the last push or read (seconds for "
         "Google and Microsoft, a minute for the others), and "
         "booking asks them again, so a slot may still be refused as external_busy. Needs the "
@@ -343,12 +356,18 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
             str | None,
             Field(description="IANA timezone (e.g. America/New_York) that days are grouped in."),
         ] = None,
+        hostId: HostId = None,
     ) -> list[dict[str, Any]]:
         return call(
             ctx,
             "check_availability",
             lambda client: client.availability(
-                startDate, endDate, event_type_id=eventTypeId, duration=duration, timezone=timezone
+                startDate,
+                endDate,
+                event_type_id=eventTypeId,
+                duration=duration,
+                timezone=timezone,
+                host_id=hostId,
             ),
         )
 
@@ -416,7 +435,9 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
         "holdToken (before expiresAt) to book the held time. A time that cannot be booked is an "
         "error naming the cause (code, e.g. slot_taken) and listing the nearest open slots: "
         "offer one of those and call again with it, or check availability again for other "
-        "times. external_busy means the owner's own calendar has an event then, possibly one "
+        "times. The booking's hosts say who it is with (tell the person); host_unavailable "
+        "means the host named by hostId cannot take the time (its nearest slots are listed). "
+        "external_busy means the owner's own calendar has an event then, possibly one "
         "added seconds ago (the connected calendars are asked at the moment of booking). "
         "For a Google Meet or Teams appointment the location becomes the join link seconds "
         "after booking: get_booking a little later to read it. "
@@ -440,6 +461,7 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
             Field(description="Reuse on retries of the same booking; never for another one."),
         ] = None,
         holdToken: HoldToken = None,
+        hostId: HostId = None,
     ) -> dict[str, Any]:
         return call(
             ctx,
@@ -451,6 +473,7 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
                 ),
                 idempotency_key=idempotencyKey,
                 hold_token=holdToken,
+                host_id=hostId,
             ),
         )
 
@@ -459,7 +482,9 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
         description="Change a booking: move it (startTime and endTime, one slot from "
         "check_availability), or change its title, description, timezone, attendees or "
         "metadata. Only the fields given change. eventTypeId is the event type the booking was "
-        "made with. To move it into a time held with hold_slot, pass that hold's holdToken. A "
+        "made with. A move keeps the booking's host when free then, else goes to a free one; "
+        "hostId moves it to that host. To move it into a time held with hold_slot, pass that "
+        "hold's holdToken. A "
         "time that cannot be had is an error naming the cause (code) and listing the nearest "
         "open slots to offer instead. Returns the booking's new times and details. Needs "
         "canBook.",
@@ -476,6 +501,7 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
         description: Description = None,
         metadata: Metadata = None,
         holdToken: HoldToken = None,
+        hostId: HostId = None,
     ) -> dict[str, Any]:
         return call(
             ctx,
@@ -487,6 +513,7 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
                     startTime, endTime, attendees, timezone, title, description, metadata
                 ),
                 hold_token=holdToken,
+                host_id=hostId,
             ),
         )
 

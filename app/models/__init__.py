@@ -14,6 +14,7 @@ from app.models.booking import (
     Booking,
     BookingChange,
     BookingDayCount,
+    BookingHost,
     BookingStatus,
     Contact,
 )
@@ -28,7 +29,13 @@ from app.models.calendar_connection import (
     WrittenEvent,
 )
 from app.models.calendar_version import CalendarVersion
-from app.models.event_type import MEETING_KINDS, EventType, LocationKind
+from app.models.event_type import (
+    MEETING_KINDS,
+    EventType,
+    EventTypeHost,
+    HostAssignment,
+    LocationKind,
+)
 from app.models.hold import SlotHold
 from app.models.host import Host
 from app.models.notification import MailMessage, MailStatus
@@ -64,6 +71,7 @@ __all__ = [
     "Booking",
     "BookingChange",
     "BookingDayCount",
+    "BookingHost",
     "BookingReminder",
     "BookingStatus",
     "CalendarConnection",
@@ -78,7 +86,9 @@ __all__ = [
     "DateOverride",
     "DeliveryStatus",
     "EventType",
+    "EventTypeHost",
     "Host",
+    "HostAssignment",
     "Invitation",
     "LocationKind",
     "MailMessage",

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
 from app.models.event_type import EventType, LocationKind
-from app.models.host import host_column
+from app.models.host import Host, host_column
 from app.models.limits import (
     DIGEST_LENGTH,
     EMAIL_MAX,
@@ -37,6 +37,7 @@ from app.models.limits import (
     UID_MAX,
 )
 from app.models.types import UTCDateTime, stored_enum, utcnow
+from app.scheduling.round_robin import AssignmentReason
 
 
 class BookingStatus(StrEnum):
@@ -91,6 +92,13 @@ class Booking(Model):
     uid: Mapped[str] = mapped_column(String(UID_MAX), unique=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
     host_id: Mapped[int] = host_column()
+    # Why the booking has its host (``app.scheduling.round_robin``): ``single`` for a one-host
+    # event type.
+    assignment_reason: Mapped[AssignmentReason] = mapped_column(
+        stored_enum(AssignmentReason, "assignment_reason", 24),
+        default=AssignmentReason.SINGLE,
+        server_default=AssignmentReason.SINGLE.value,
+    )
     event_type_id: Mapped[int] = mapped_column(
         ForeignKey("event_types.id", ondelete="RESTRICT"), index=True
     )
@@ -140,12 +148,23 @@ class Booking(Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     event_type: Mapped[EventType] = relationship()
+    host: Mapped[Host] = relationship()
+    # A collective booking's other hosts (``BookingHost``), whose time it takes too.
+    co_hosts: Mapped[list[Host]] = relationship(
+        secondary="booking_hosts", order_by="Host.id", viewonly=True
+    )
     attendees: Mapped[list[Attendee]] = relationship(
         back_populates="booking",
         cascade="all, delete-orphan",
         order_by="Attendee.id",
         lazy="selectin",
     )
+
+    @property
+    def hosts(self) -> list[Host]:
+        """The hosts the booking is made with (``BookingSchema.hosts``): its first, then a
+        collective booking's others."""
+        return [self.host, *self.co_hosts]
 
 
 def new_link_key() -> str:
@@ -242,3 +261,17 @@ class BookingChange(Model):
     actor: Mapped[str] = mapped_column(String(16))
     changed: Mapped[list[str]] = mapped_column(JSON, default=list)
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class BookingHost(Model):
+    """A host a collective booking is made with besides its first (``Booking.host_id``): the
+    booking takes this host's time too (``scheduling_inputs.load_busy``)."""
+
+    __tablename__ = "booking_hosts"
+
+    booking_id: Mapped[int] = mapped_column(
+        ForeignKey("bookings.id", ondelete="CASCADE"), primary_key=True
+    )
+    host_id: Mapped[int] = mapped_column(
+        ForeignKey("hosts.id", ondelete="RESTRICT"), primary_key=True, index=True
+    )

@@ -179,11 +179,13 @@ class CalendarItem(Model):
 
 
 class WrittenEvent(Model):
-    """Where write-back put a booking's event in a connection's calendar, for the providers
-    that choose an event's id themselves (Microsoft Graph: neither the id nor the iCalendar UID
-    can be set). Write-back updates and deletes that event by its ``event_id``, and the sync
-    knows an item with this key as the service's own (not busy time: the booking occupies that
-    time itself). Providers that store the event under the booking's UID need no row."""
+    """That write-back put a booking's event in a connection's calendar, and where: for the
+    providers that choose an event's id themselves (Microsoft Graph: neither the id nor the
+    iCalendar UID can be set) its ``event_id``, by which write-back updates and deletes it and
+    the sync knows an item as the service's own (not busy time: the booking occupies that time
+    itself); for those that store it under the booking's UID, ``NO_EVENT_ID``. So a booking
+    moved to another host is deleted from the calendars it is in that are no longer its
+    hosts'."""
 
     __tablename__ = "written_events"
     __table_args__ = (
@@ -197,6 +199,10 @@ class WrittenEvent(Model):
         ForeignKey("calendar_connections.id", ondelete="CASCADE")
     )
     event_id: Mapped[str] = mapped_column(String(CALDAV_URL_MAX))
+
+
+# ``WrittenEvent.event_id`` of an event found by the booking's UID (no id of the provider's).
+NO_EVENT_ID = ""
 
 
 class CalendarWriteLease(Model):

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Integer, String
+from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Integer, String, func
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
@@ -20,6 +20,14 @@ from app.models.limits import (
     SEATS_MAX,
 )
 from app.models.types import UTCDateTime, stored_enum, utcnow
+from app.scheduling.round_robin import (
+    PRIORITY_DEFAULT,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    WEIGHT_DEFAULT,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+)
 
 
 class LocationKind(StrEnum):
@@ -33,6 +41,16 @@ class LocationKind(StrEnum):
     GOOGLE_MEET = "google_meet"
     MICROSOFT_TEAMS = "microsoft_teams"
     LINK = "link"
+
+
+class HostAssignment(StrEnum):
+    """Who an event type's bookings are made with: its one host (``host_id``), one of its hosts
+    chosen per booking (round robin, ``app.scheduling.round_robin``), or all of them at once
+    (collective). Round-robin and collective types list their hosts in ``EventTypeHost``."""
+
+    SINGLE = "single"
+    ROUND_ROBIN = "round_robin"
+    COLLECTIVE = "collective"
 
 
 # The kinds whose link the provider makes when the booking's event is written.
@@ -55,14 +73,23 @@ class EventType(Model):
             name="step",
         ),
         CheckConstraint(f"seats BETWEEN 1 AND {SEATS_MAX}", name="seats"),
+        CheckConstraint("max_ahead IS NULL OR max_ahead >= 0", name="max_ahead"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(
         ForeignKey("sub_accounts.id", ondelete="CASCADE"), index=True
     )
-    # The host its bookings are made with (the sub account's first when none is named).
+    # The host its bookings are made with (the sub account's first when none is named); for
+    # a round-robin or collective type, its first host (its hosts are ``hosts``).
     host_id: Mapped[int] = host_column()
+    assignment: Mapped[HostAssignment] = mapped_column(
+        stored_enum(HostAssignment, "assignment", 16),
+        default=HostAssignment.SINGLE,
+        server_default=HostAssignment.SINGLE.value,
+    )
+    # Round robin: a host this many bookings ahead of the least-booked is not offered.
+    max_ahead: Mapped[int | None] = mapped_column(Integer)
     name: Mapped[str] = mapped_column(String(NAME_MAX))
     duration: Mapped[int] = mapped_column(Integer)
     buffer_before: Mapped[int] = mapped_column(Integer, default=0)
@@ -93,3 +120,39 @@ class EventType(Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     availability_profile: Mapped[AvailabilityProfile | None] = relationship()
+    hosts: Mapped[list[EventTypeHost]] = relationship(
+        cascade="all, delete-orphan", order_by="EventTypeHost.host_id"
+    )
+
+    @property
+    def is_team(self) -> bool:
+        """Whether its bookings are made with one of several hosts, or all of them."""
+        return self.assignment is not HostAssignment.SINGLE
+
+
+class EventTypeHost(Model):
+    """A host of a round-robin or collective event type: its priority (0–4, higher first) and
+    weight (1–1000) for this type (``app.scheduling.round_robin``), and since when it has been
+    eligible without a break (fairness calibrates a host that joined during the month)."""
+
+    __tablename__ = "event_type_hosts"
+    __table_args__ = (
+        CheckConstraint(f"priority BETWEEN {PRIORITY_MIN} AND {PRIORITY_MAX}", name="priority"),
+        CheckConstraint(f"weight BETWEEN {WEIGHT_MIN} AND {WEIGHT_MAX}", name="weight"),
+    )
+
+    event_type_id: Mapped[int] = mapped_column(
+        ForeignKey("event_types.id", ondelete="CASCADE"), primary_key=True
+    )
+    host_id: Mapped[int] = mapped_column(
+        ForeignKey("hosts.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    priority: Mapped[int] = mapped_column(
+        Integer, default=PRIORITY_DEFAULT, server_default=str(PRIORITY_DEFAULT)
+    )
+    weight: Mapped[int] = mapped_column(
+        Integer, default=WEIGHT_DEFAULT, server_default=str(WEIGHT_DEFAULT)
+    )
+    eligible_since: Mapped[datetime] = mapped_column(
+        UTCDateTime, default=utcnow, server_default=func.now()
+    )

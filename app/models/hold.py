@@ -12,7 +12,8 @@ from app.extensions import Model
 from app.models.booking import SEAT_CHECK
 from app.models.host import host_column
 from app.models.limits import DIGEST_LENGTH, SEAT_GROUP_MAX, TIMEZONE_MAX
-from app.models.types import UTCDateTime, utcnow
+from app.models.types import UTCDateTime, stored_enum, utcnow
+from app.scheduling.round_robin import AssignmentReason
 
 
 class SlotHold(Model):
@@ -52,6 +53,12 @@ class SlotHold(Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     sub_account_id: Mapped[int] = mapped_column(ForeignKey("sub_accounts.id", ondelete="CASCADE"))
     host_id: Mapped[int] = host_column()
+    # Why the hold has its host; the booking made from it takes this reason.
+    assignment_reason: Mapped[AssignmentReason] = mapped_column(
+        stored_enum(AssignmentReason, "assignment_reason", 24),
+        default=AssignmentReason.SINGLE,
+        server_default=AssignmentReason.SINGLE.value,
+    )
     event_type_id: Mapped[int] = mapped_column(
         ForeignKey("event_types.id", ondelete="CASCADE"), index=True
     )

@@ -61,5 +61,7 @@ REMINDER_MAX_MINUTES = 7 * 24 * 60
 ATTENDEE_MOVES_MAX = 100
 # The most seats one slot of an event type may have (a webinar's size, not a stadium's).
 SEATS_MAX = 1000
+# Hosts of one round-robin or collective event type (and so of one booking) at most.
+TEAM_HOSTS_MAX = 50
 # A seat group's key (``app.scheduling.seats.seat_group``): event type id and the slot's bounds.
 SEAT_GROUP_MAX = 64

@@ -35,6 +35,8 @@ class HeldTime:
     expires_at: float
     seat_start: int | None = None
     seat_end: int | None = None
+    # A team's set: the host whose time it holds (another host may still take the slot).
+    host_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,11 @@ class SlotSet:
     # take in each slot (by index; holds are applied at each question, as for unseated sets).
     seats: int = 1
     booked_seats: list[int] = field(default_factory=list)
+    # A team's set (a round-robin or collective event type): the hosts free for each slot (by
+    # index), so a hold takes its host out of a slot rather than the slot itself; the slot is
+    # held out when no host is left (round robin) or any of them is held (``collective``).
+    slot_hosts: list[list[int]] = field(default_factory=list)
+    collective: bool = False
     # Whatever a reader keeps beside the set (the API's rendered slots): lives with it.
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -90,7 +97,12 @@ class SlotSet:
         expired = bisect_right(expiries, now)
         held_out: set[int] = set()
         seats_held: dict[int, int] = {}
+        hosts_held: dict[int, set[int]] = {}
         for hold in self.holds[expired:]:
+            if self.slot_hosts and hold.host_id is not None:
+                for i in self._meeting(hold, first, last):
+                    hosts_held.setdefault(i, set()).add(hold.host_id)
+                continue
             seat = self._seat_of(hold)
             if seat is None:
                 held_out.update(self._meeting(hold, first, last))
@@ -102,6 +114,10 @@ class SlotSet:
         for seat, held in seats_held.items():
             if self.booked_seats[seat] + held >= self.seats:
                 held_out.add(seat)
+        for i, held_hosts in hosts_held.items():
+            free = set(self.slot_hosts[i])
+            if (free & held_hosts) if self.collective else not (free - held_hosts):
+                held_out.add(i)
         return Offer(first, last, expired, frozenset(held_out), seats_held)
 
     def seats_remaining(self, offer: Offer, index: int) -> int | None:
@@ -152,8 +168,12 @@ class SlotSet:
             "starts": self.starts,
             "ends": self.ends,
             "days": self.days,
-            "holds": [[h.start, h.end, h.expires_at, h.seat_start, h.seat_end] for h in self.holds],
+            "holds": [
+                [h.start, h.end, h.expires_at, h.seat_start, h.seat_end, h.host_id]
+                for h in self.holds
+            ],
             "seats": [self.seats, self.booked_seats],
+            "hosts": [self.slot_hosts, self.collective],
             "rules": [
                 self.notice_seconds,
                 self.horizon_seconds,
@@ -165,6 +185,7 @@ class SlotSet:
     @classmethod
     def from_plain(cls, plain: dict[str, Any]) -> SlotSet:
         notice, horizon, before, after = plain["rules"]
+        slot_hosts, collective = plain.get("hosts", ([], False))  # kept before teams: none
         return cls(
             starts=plain["starts"],
             ends=plain["ends"],
@@ -176,4 +197,6 @@ class SlotSet:
             buffer_after_seconds=after,
             seats=plain["seats"][0],
             booked_seats=plain["seats"][1],
+            slot_hosts=slot_hosts,
+            collective=collective,
         )

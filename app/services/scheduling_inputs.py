@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from functools import partial
 from itertools import chain
 from typing import Any
@@ -46,17 +46,28 @@ from app.models import (
     BlockedTimeSource,
     Booking,
     BookingDayCount,
+    BookingHost,
     DateOverride,
     EventType,
+    EventTypeHost,
+    Host,
     SlotHold,
     SubAccount,
 )
 from app.models.types import UTCDateTime, utcnow
 from app.scheduling.caps import Cap, Scope, Tally, caps_from, counting_span
 from app.scheduling.intervals import Interval, merge
+from app.scheduling.round_robin import (
+    PRIORITY_DEFAULT,
+    WEIGHT_DEFAULT,
+    CountedBooking,
+    RoundRobinHost,
+    Standing,
+    standings,
+)
 from app.scheduling.seats import SeatedSlots, group_slot
 from app.scheduling.slots import SlotRules
-from app.scheduling.timezones import zone
+from app.scheduling.timezones import local_to_utc, zone
 from app.scheduling.working_hours import WeeklySchedule
 from app.services.common.errors import EventTypeNotFound
 from app.services.common.ids import is_storable_id
@@ -129,6 +140,101 @@ def profile_for(
     ).first()
 
 
+@dataclass(frozen=True)
+class TeamMember:
+    """A host an event type's bookings may be made with, with the profile that gives its
+    working hours, and, for round robin, its priority, weight and since when it has been
+    eligible."""
+
+    host_id: int
+    profile: AvailabilityProfile | None
+    priority: int = PRIORITY_DEFAULT
+    weight: int = WEIGHT_DEFAULT
+    eligible_since: datetime | None = None
+
+
+def team_of(sub_account: SubAccount, event_type: EventType | None) -> list[TeamMember]:
+    """Who the event type's bookings may be made with: a one-host type's host (its working
+    hours ``profile_for``'s); a round-robin or collective type's active hosts, each with the
+    event type's own profile, else the host's, else the sub account's default (by host id).
+    Without an event type, the sub account's first host."""
+    if event_type is None or not event_type.is_team:
+        host_id = (
+            event_type.host_id
+            if event_type is not None
+            else db.session.scalar(
+                select(Host.id).where(Host.sub_account_id == sub_account.id).order_by(Host.id)
+            )
+        )
+        assert host_id is not None  # every sub account has a host (migration 0029)
+        return [TeamMember(host_id, profile_for(sub_account, event_type))]
+    rows = db.session.execute(
+        select(EventTypeHost, Host.availability_profile_id)
+        .join(Host, Host.id == EventTypeHost.host_id)
+        .where(EventTypeHost.event_type_id == event_type.id, Host.active)
+        .order_by(EventTypeHost.host_id)
+    ).all()
+    profile_ids = {profile_id for _, profile_id in rows if profile_id is not None}
+    profiles = {
+        profile.id: profile
+        for profile in db.session.scalars(
+            select(AvailabilityProfile)
+            .where(AvailabilityProfile.id.in_(profile_ids))
+            .options(joinedload(AvailabilityProfile.weekly_hours))
+        ).unique()
+    }
+    default = event_type.availability_profile or profile_for(sub_account, None)
+    return [
+        TeamMember(
+            listed.host_id,
+            event_type.availability_profile or profiles.get(profile_id or 0) or default,
+            listed.priority,
+            listed.weight,
+            listed.eligible_since,
+        )
+        for listed, profile_id in rows
+    ]
+
+
+def counting_window(sub_account: SubAccount, now: datetime) -> Interval:
+    """Round robin's counting window: the calendar month of the sub account's timezone that
+    ``now`` falls in."""
+    tz = zone(sub_account.settings.timezone)
+    today = now.astimezone(tz).date()
+    first = today.replace(day=1)
+    following = (first + timedelta(days=32)).replace(day=1)
+    return Interval(local_to_utc(first, time(0), tz), local_to_utc(following, time(0), tz))
+
+
+def load_standings(
+    sub_account: SubAccount, event_type: EventType, members: list[TeamMember], now: datetime
+) -> list[Standing]:
+    """Where each of a round-robin type's hosts stands in the counting window: the event
+    type's active bookings made in it, by host (``app.scheduling.round_robin``)."""
+    window = counting_window(sub_account, now)
+    made = db.session.execute(
+        select(Booking.host_id, Booking.created_at).where(
+            Booking.event_type_id == event_type.id,
+            Booking.status.in_(ACTIVE_STATUSES),
+            Booking.created_at >= window.start,
+            Booking.created_at < window.end,
+        )
+    ).all()
+    hosts = [
+        RoundRobinHost(
+            member.host_id,
+            member.priority,
+            member.weight,
+            # Eligible since before the window: nothing to calibrate.
+            member.eligible_since
+            if member.eligible_since is not None and member.eligible_since > window.start
+            else None,
+        )
+        for member in members
+    ]
+    return standings(hosts, [CountedBooking(host_id, made_at) for host_id, made_at in made])
+
+
 def load_schedule(
     profile: AvailabilityProfile | None, fallback_timezone: str, span: Interval
 ) -> WeeklySchedule:
@@ -169,6 +275,39 @@ def load_busy(
     seated: tuple[int, int] | None = None,
     hosts: Collection[int] | None = None,
 ) -> BusyTime:
+    """Busy time overlapping ``span`` of the ``hosts`` together (None: every host's), as
+    ``load_busy_by_host`` reads it."""
+    rows = _busy_rows(sub_account_id, span, exclude_booking_id, exclude_hold_id, hosts)
+    return _busy_time(rows, now or utcnow(), seated)
+
+
+def load_busy_by_host(
+    sub_account_id: int,
+    span: Interval,
+    hosts: Collection[int],
+    *,
+    now: datetime | None = None,
+    exclude_booking_id: int | None = None,
+    exclude_hold_id: int | None = None,
+) -> dict[int, BusyTime]:
+    """Each of ``hosts``' busy time overlapping ``span``, read in one statement: a round-robin
+    or collective event type's hosts are asked about at once. Blocked time that is everyone's
+    is each host's."""
+    rows = _busy_rows(sub_account_id, span, exclude_booking_id, exclude_hold_id, hosts)
+    now = now or utcnow()
+    return {
+        host_id: _busy_time([row for row in rows if row[5] in (host_id, None)], now, None)
+        for host_id in hosts
+    }
+
+
+def _busy_rows(
+    sub_account_id: int,
+    span: Interval,
+    exclude_booking_id: int | None,
+    exclude_hold_id: int | None,
+    hosts: Collection[int] | None,
+) -> list[Any]:
     """Busy time overlapping ``span``: bookings, blocked time and holds, read in one statement
     (a ``UNION ALL`` of one range query per table: one round trip, and, in a write, one less
     thing done while the calendar's lock is held). A hold counts until its expiry (``now``,
@@ -190,8 +329,10 @@ def load_busy(
     ``hosts``: the busy time of those hosts only (None: every host's): their bookings, their
     holds, their connected calendars' events, and the blocked time that is everyone's or
     theirs (``app.models.host``).
+
+    Each row: kind, start, end, a hold's expiry, a seat group, and its host (None: blocked
+    time that is everyone's).
     """
-    now = now or utcnow()
     active = Booking.status.in_(
         bindparam(
             "active_statuses",
@@ -211,6 +352,7 @@ def load_busy(
         instant(SlotHold.occupied_end),
         instant(SlotHold.expires_at),
         SlotHold.seat_group,
+        SlotHold.host_id,
     ).where(
         SlotHold.sub_account_id == sub_account_id,
         _range_overlaps(SlotHold.occupied_start, SlotHold.occupied_end, span),
@@ -220,7 +362,12 @@ def load_busy(
     if hosts is not None:
         holds = holds.where(SlotHold.host_id.in_(sorted(hosts)))
     bookings = select(
-        _kind(_BOOKING), Booking.occupied_start, Booking.occupied_end, null(), Booking.seat_group
+        _kind(_BOOKING),
+        Booking.occupied_start,
+        Booking.occupied_end,
+        null(),
+        Booking.seat_group,
+        Booking.host_id,
     ).where(
         Booking.sub_account_id == sub_account_id,
         active,
@@ -228,8 +375,30 @@ def load_busy(
     )
     if exclude_booking_id is not None:
         bookings = bookings.where(Booking.id != exclude_booking_id)
+    parts = [holds, bookings]
     if hosts is not None:
+        # A collective booking takes its other hosts' time too (``booking_hosts``).
+        co_hosted = (
+            select(
+                _kind(_BOOKING),
+                Booking.occupied_start,
+                Booking.occupied_end,
+                null(),
+                Booking.seat_group,
+                BookingHost.host_id,
+            )
+            .join(BookingHost, BookingHost.booking_id == Booking.id)
+            .where(
+                Booking.sub_account_id == sub_account_id,
+                active,
+                _range_overlaps(Booking.occupied_start, Booking.occupied_end, span),
+                BookingHost.host_id.in_(sorted(hosts)),
+            )
+        )
+        if exclude_booking_id is not None:
+            co_hosted = co_hosted.where(Booking.id != exclude_booking_id)
         bookings = bookings.where(Booking.host_id.in_(sorted(hosts)))
+        parts = [holds, bookings, co_hosted]
     blocked = select(
         case(
             (BlockedTime.source == BlockedTimeSource.EXTERNAL, _kind(_EXTERNAL)),
@@ -239,6 +408,7 @@ def load_busy(
         BlockedTime.end_at,
         null(),
         null(),
+        BlockedTime.host_id,
     ).where(
         BlockedTime.sub_account_id == sub_account_id,
         _range_overlaps(BlockedTime.start_at, BlockedTime.end_at, span),
@@ -247,13 +417,17 @@ def load_busy(
         blocked = blocked.where(
             or_(BlockedTime.host_id.is_(None), BlockedTime.host_id.in_(sorted(hosts)))
         )
+    # Fetched at once (one fetchall, not a fetch per row: a busy month is ~1,500 rows).
+    return list(db.session.execute(union_all(*parts, blocked)).all())
+
+
+def _busy_time(rows: list[Any], now: datetime, seated: tuple[int, int] | None) -> BusyTime:
+    """``BusyTime`` from ``_busy_rows``' rows; a hold counts until its expiry (``now``)."""
     by_kind: tuple[list[Interval], ...] = ([], [], [], [])
     expired_holds = False
     hold_rows: list[tuple[Interval, datetime, Interval | None]] = []
     seats = SeatedSlots(seated[1]) if seated else None
-    # Fetched at once (one fetchall, not a fetch per row: a busy month is ~1,500 rows).
-    rows = db.session.execute(union_all(holds, bookings, blocked)).all()
-    for kind, start, end, expires_at, group in rows:
+    for kind, start, end, expires_at, group, _host in rows:
         seat_slot = group_slot(group, seated[0]) if group and seated else None
         if kind == _HOLD:
             hold_rows.append((Interval(start, end), expires_at, seat_slot))

@@ -24,6 +24,8 @@ BOOKING_FIELDS = {
     "cancelledAt",
     "completedAt",
 }
+# What the spec's booking is given beyond its fields (docs/decisions.md): who it is with, why.
+BOOKING_ADDITIONS = {"hosts", "assignmentReason"}
 ATTENDEE_FIELDS = {
     "id",
     "email",
@@ -59,7 +61,7 @@ def test_get_booking_has_exactly_the_spec_fields(client, tenant):
     response = client.get(f"{BOOKINGS}/{booking.id}", headers=tenant.headers())
     assert response.status_code == 200
     body = response.json
-    assert set(body) == BOOKING_FIELDS
+    assert set(body) == BOOKING_FIELDS | BOOKING_ADDITIONS
     assert body["startTime"] == "2026-12-01T15:00:00Z"
     assert body["endTime"] == "2026-12-01T15:30:00Z"
     assert body["status"] == "pending"

@@ -26,6 +26,7 @@ ANSWERS: dict[str, tuple[type, bool]] = {
     "AvailabilityDay": (models.AvailabilityDay, True),
     "Attendee": (models.Attendee, True),
     "Booking": (models.Booking, True),
+    "BookingHost": (models.BookingHost, True),
     "BookingList": (models.BookingPage, True),
     "Cancellation": (models.Cancellation, True),
     "Hold": (models.Hold, True),

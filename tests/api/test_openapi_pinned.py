@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-PINNED_SHA256 = "0afffd08b79ee08a0ed3386c0490468133cc6ee70006e9cd8ef6fe03b151360e"
+PINNED_SHA256 = "6dee709ca8a014880033bf430f6ce71f7350400de6324ec7d0088971018f255f"
 
 
 def without_examples(node: Any) -> Any:

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 import time_machine
-from sqlalchemy import event, text
+from sqlalchemy import event, select, text
 
 from app.extensions import db
 from app.models import (
@@ -24,9 +24,12 @@ from app.models import (
     AvailabilityProfile,
     BlockedTime,
     Booking,
+    BookingHost,
     CalendarSettings,
     DateOverride,
     EventType,
+    EventTypeHost,
+    Host,
     SlotHold,
     SubAccount,
     WeeklyHours,
@@ -62,6 +65,9 @@ INPUT_TABLES = {
     "date_overrides",
     "event_types",
     "calendar_settings",
+    "hosts",
+    "event_type_hosts",
+    "booking_hosts",
 }
 
 
@@ -246,7 +252,28 @@ MOVES: dict[str, Callable] = {
     "an event type's caps": lambda t: committed(
         lambda: setattr(event_type_of(t), "booking_limits", {"perWeek": {"minutes": 120}})
     ),
+    "a host added": lambda t: committed(
+        lambda: db.session.add(Host(sub_account_id=t.sub_account_id, name="Dr. New"))
+    ),
+    "a host deactivated": lambda t: committed(lambda: setattr(a_host(t), "active", False)),
+    "an event type's host listed": lambda t: committed(
+        lambda: db.session.add(
+            EventTypeHost(event_type_id=event_type_of(t).id, host_id=a_host(t).id)
+        )
+    ),
+    "a collective booking's other host": lambda t: committed(
+        lambda: db.session.add(
+            BookingHost(booking_id=_prepared["booking"], host_id=_prepared["host"])
+        )
+    ),
 }
+
+
+def a_host(tenant) -> Host:
+    return db.session.scalars(
+        select(Host).where(Host.sub_account_id == tenant.sub_account_id).order_by(Host.id)
+    ).first()
+
 
 # The rows a change then changes, set up before the version is read (``prepare``).
 _prepared: dict[str, object] = {}
@@ -273,7 +300,13 @@ def a_spare_profile_ready(tenant) -> AvailabilityProfile:
 
 
 def prepare(name: str, tenant) -> None:
-    if name.startswith("a booking") and name != "a booking inserted":
+    if name == "a collective booking's other host":
+        _prepared["booking"] = a_booking(tenant).id
+        other = Host(sub_account_id=tenant.sub_account_id, name="Dr. Other")
+        db.session.add(other)
+        db.session.commit()
+        _prepared["host"] = other.id
+    elif name.startswith("a booking") and name != "a booking inserted":
         _prepared["booking"] = a_booking(tenant).id
     elif name.startswith("a hold") and name != "a hold inserted":
         _prepared["hold"] = a_hold(tenant).id

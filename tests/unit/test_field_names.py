@@ -58,13 +58,16 @@ def test_a_camel_case_schema_names_its_errors_as_the_contract_does():
 @pytest.mark.parametrize(
     "schema, api_names",
     [
-        (AvailabilityArgsSchema, {"startDate", "endDate", "eventTypeId", "duration", "timezone"}),
+        (
+            AvailabilityArgsSchema,
+            {"startDate", "endDate", "eventTypeId", "duration", "timezone", "hostId"},
+        ),
         (
             BookingListArgsSchema,
             {"startDate", "endDate", "status", "eventTypeId", "email", "limit", "offset"},
         ),
         (AttendeeInputSchema, {"email", "name", "firstName", "lastName", "phone", "timezone"}),
-        (CreateHoldSchema, {"startTime", "endTime", "timezone", "ttlSeconds"}),
+        (CreateHoldSchema, {"startTime", "endTime", "timezone", "ttlSeconds", "hostId"}),
         (
             CreateBookingSchema,
             {
@@ -77,6 +80,7 @@ def test_a_camel_case_schema_names_its_errors_as_the_contract_does():
                 "metadata",
                 "holdToken",
                 "idempotencyKey",
+                "hostId",
             },
         ),
     ],

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.jobs import outbox as outbox_job
 from app.models import Booking, CalendarConnection, LocationKind, OutboxEvent, WrittenEvent
+from app.models.calendar_connection import NO_EVENT_ID
 from app.services.integrations.calendars.connections import remove_connection
 from app.services.integrations.calendars.providers.google import google_event_id, meet_request_id
 from app.services.integrations.calendars.write_back import write_back_booking, write_back_delivery
@@ -239,8 +240,11 @@ def test_a_meet_conference_google_is_still_making_is_asked_for_again(meetings_ap
 
 
 def teams_event(microsoft, booking_id):
+    # Google's event is found by the booking's UID (NO_EVENT_ID); Graph's by the id it chose.
     [event_id] = db.session.scalars(
-        select(WrittenEvent.event_id).where(WrittenEvent.booking_id == booking_id)
+        select(WrittenEvent.event_id).where(
+            WrittenEvent.booking_id == booking_id, WrittenEvent.event_id != NO_EVENT_ID
+        )
     ).all()
     return microsoft.event(microsoft.default_calendar_id(), event_id)
 

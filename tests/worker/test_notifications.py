@@ -351,3 +351,30 @@ def test_a_cancelled_booking_gets_no_reminder(app, tenants, inbox):
     assert send_due_reminders(ny(MONDAY, 9, 30)) == 0
     deliver_all()
     assert reminders_to(inbox, "pat@example.test") == []
+
+
+def test_the_host_a_booking_is_made_with_hears_of_it_as_the_business_does(app, tenants, inbox):
+    tenant = tenants.create(
+        settings={"defaultDuration": 30, "bookingHorizonDays": 60, "notificationEmail": OWNER},
+        hosts=[{"name": "Dr. Kim", "email": "kim@clinic.test"}, {"name": "Dr. Lee"}],
+        eventTypes=[
+            {
+                "name": "Cleaning",
+                "duration": 30,
+                "availabilityProfile": "Office",
+                "assignment": "round_robin",
+                "hosts": [{"name": "Dr. Kim"}, {"name": "Dr. Lee"}],
+            }
+        ],
+    )
+    booking = create(app.test_client(), tenant, ny(MONDAY, 10))
+    assert [h["name"] for h in booking["hosts"]] == ["Dr. Kim"]
+    deliver_all()
+    assert sorted(rcpt for _, (rcpt,) in inbox.envelopes) == [
+        OWNER,
+        "kim@clinic.test",
+        "pat@example.test",
+        "sam@example.test",
+    ]
+    (kim,) = inbox.to("kim@clinic.test")
+    assert kim["Subject"] == inbox.to(OWNER)[0]["Subject"]

@@ -71,6 +71,7 @@ ATTENDEE_FIELDS_V1 = (
 )
 # Version 2: the booking's fields as in version 1; each attendee adds their manage link.
 ATTENDEE_FIELDS_V2 = (*ATTENDEE_FIELDS_V1, "manageUrl")
+BOOKING_FIELDS_V3 = (*BOOKING_FIELDS_V1, "hosts", "assignmentReason")
 
 
 class _PositiveInt:
@@ -84,6 +85,7 @@ ID = _PositiveInt()
 INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")  # UTC, seconds, trailing Z
 UID = re.compile(r"[A-Za-z0-9_-]{22}")  # 16 random bytes, URL-safe base64
 EVENT_ID = re.compile(r"evt_[1-9][0-9]*")
+HOST_NAME = re.compile(r"Clinic \d+")  # the sub account's one host, named after it
 MANAGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/manage/[A-Za-z0-9_.-]+")
 
 
@@ -164,8 +166,8 @@ CREATE = {
 }
 
 
-def booking_v2(**changes: Any) -> dict[str, Any]:
-    """Version 2 of the booking ``CREATE`` makes, as a receiver gets it."""
+def booking_v3(**changes: Any) -> dict[str, Any]:
+    """Version 3 of the booking ``CREATE`` makes, as a receiver gets it."""
     return {
         "id": ID,
         "uid": UID,
@@ -208,6 +210,8 @@ def booking_v2(**changes: Any) -> dict[str, Any]:
         "confirmedAt": None,
         "cancelledAt": None,
         "completedAt": None,
+        "hosts": [{"id": ID, "name": HOST_NAME, "email": None}],
+        "assignmentReason": "single",
         **changes,
     }
 
@@ -229,12 +233,12 @@ def test_a_created_booking_reaches_the_receiver_exactly_so(app, tenants):
             "eventId": EVENT_ID,
             "sequence": 0,
             "actor": "business",
-            "data": {"booking": booking_v2()},
+            "data": {"booking": booking_v3()},
         },
     )
     booking = payload["data"]["booking"]
     assert (booking["id"], booking["uid"]) == (created.json["id"], created.json["uid"])
-    assert list(booking) == list(BOOKING_FIELDS_V1)
+    assert list(booking) == list(BOOKING_FIELDS_V3)
     assert all(list(a) == list(ATTENDEE_FIELDS_V2) for a in booking["attendees"])
 
 
@@ -261,7 +265,7 @@ def test_a_cancellation_reaches_the_receiver_exactly_so(app, tenants):
             "eventId": EVENT_ID,
             "sequence": 1,
             "actor": "business",
-            "data": {"booking": booking_v2(status="cancelled", cancelledAt=INSTANT)},
+            "data": {"booking": booking_v3(status="cancelled", cancelledAt=INSTANT)},
         },
     )
 
@@ -294,7 +298,7 @@ def test_a_reminder_reaches_the_receiver_exactly_so_when_its_channels_name_the_w
             "eventId": EVENT_ID,
             "sequence": 0,
             "actor": "business",
-            "data": {"booking": booking_v2()},
+            "data": {"booking": booking_v3()},
             "reminder": {"minutesBefore": 60},
         },
     )
@@ -306,7 +310,7 @@ def test_a_new_event_stores_its_schema_version(app, tenants):
     client = app.test_client()
     client.delete(f"/v1/api/calendar/bookings/{booking.id}", headers=tenant.headers())
     (row,) = db.session.scalars(select(OutboxEvent)).all()
-    assert EVENT_SCHEMA_VERSION == 2
+    assert EVENT_SCHEMA_VERSION == 3
     assert list(row.snapshot) == [
         "schemaVersion",
         "booking",
@@ -315,8 +319,8 @@ def test_a_new_event_stores_its_schema_version(app, tenants):
         "createdAt",
         "updatedAt",
     ]
-    assert row.snapshot["schemaVersion"] == 2
-    assert list(row.snapshot["booking"]) == list(BOOKING_FIELDS_V1)
+    assert row.snapshot["schemaVersion"] == 3
+    assert list(row.snapshot["booking"]) == list(BOOKING_FIELDS_V3)
 
 
 # An event as the code before the event schema stored it (the API's BookingSchema, no version).
@@ -392,7 +396,7 @@ def test_an_event_stored_by_the_old_code_is_read_as_version_1():
 
 
 def test_a_snapshot_of_an_unknown_version_is_refused_not_guessed_at():
-    newer = {**OLD_SNAPSHOT, "schemaVersion": 3}
+    newer = {**OLD_SNAPSHOT, "schemaVersion": 4}
     with pytest.raises(UnknownEventSchema):
         snapshot_booking(newer)
     with pytest.raises(UnknownEventSchema):

@@ -333,3 +333,86 @@ def test_a_time_in_the_hour_a_fall_back_repeats_is_written_in_utc(tenants):
     # (compared in UTC: Python never equates a repeated local time with another zone's time)
     assert earlier.astimezone(UTC) == utc(2031, 11, 2, 5, 30)
     assert earlier.tzinfo.key == "America/New_York"
+
+
+def team_connected(tenants, server, assignment):
+    """Two hosts, each with a write-back connection to a calendar of their own, and a "Panel"
+    event type of ``assignment`` over both; returns the tenant and each host's calendar."""
+    users = {"Ana": fresh_user(), "Ben": fresh_user()}
+    calendars = {name: server.make_calendar(user, "Work") for name, user in users.items()}
+    tenant = tenants.create(
+        hosts=[{"name": "Ana", "email": "ana@team.test"}, {"name": "Ben"}],
+        calendarConnections=[
+            {**connection_doc(name, server, user, "unused", "Work", writeBack=True), "host": name}
+            for name, user in users.items()
+        ],
+        eventTypes=[
+            {
+                "name": "Panel",
+                "duration": 30,
+                "availabilityProfile": "Office",
+                "assignment": assignment,
+                "hosts": [{"name": "Ana"}, {"name": "Ben"}],
+            }
+        ],
+    )
+    return tenant, calendars
+
+
+def book_panel(client, tenant, start, **fields):
+    response = client.post(
+        f"/v1/api/calendar/event-types/{tenant.event_types['Panel']}/bookings",
+        json={
+            "startTime": z(start),
+            "endTime": z(start + timedelta(minutes=30)),
+            "attendees": [{"email": "pat@example.test"}],
+            **fields,
+        },
+        headers=tenant.headers(),
+    )
+    assert response.status_code == 201, response.json
+    return response.json
+
+
+def test_a_collective_booking_appears_in_every_hosts_calendar(client, tenants, radicale):
+    tenant, calendars = team_connected(tenants, radicale, "collective")
+    booking = book_panel(client, tenant, ny(MONDAY, 10))
+    assert deliver_all() == [True]
+    for calendar in calendars.values():
+        (event,) = stored_events(calendar)
+        assert str(event["UID"]) == booking["uid"]
+
+
+def test_a_round_robin_booking_appears_in_its_hosts_calendar_alone(client, tenants, radicale):
+    tenant, calendars = team_connected(tenants, radicale, "round_robin")
+    book_panel(client, tenant, ny(MONDAY, 10), hostId=tenant.hosts["Ben"])
+    assert deliver_all() == [True]
+    assert (len(stored_events(calendars["Ana"])), len(stored_events(calendars["Ben"]))) == (0, 1)
+
+
+def test_a_booking_moved_to_another_host_leaves_the_first_hosts_calendar(client, tenants, radicale):
+    tenant, calendars = team_connected(tenants, radicale, "round_robin")
+    booking = book_panel(client, tenant, ny(MONDAY, 10), hostId=tenant.hosts["Ben"])
+    deliver_all()
+    moved = client.put(
+        f"/v1/api/calendar/event-types/{tenant.event_types['Panel']}/bookings/{booking['id']}",
+        json={"hostId": tenant.hosts["Ana"]},
+        headers=tenant.headers(),
+    )
+    assert moved.status_code == 200, moved.json
+    deliver_all()
+    assert (len(stored_events(calendars["Ana"])), len(stored_events(calendars["Ben"]))) == (1, 0)
+
+
+def test_the_booking_s_event_names_its_hosts_as_chairs(client, tenants, radicale):
+    tenant, calendars = team_connected(tenants, radicale, "round_robin")
+    book_panel(client, tenant, ny(MONDAY, 10), hostId=tenant.hosts["Ana"])
+    deliver_all()
+    (event,) = stored_events(calendars["Ana"])
+    chair, attendee = event["ATTENDEE"]
+    assert (str(chair), chair.params["ROLE"], chair.params["CN"]) == (
+        "mailto:ana@team.test",
+        "CHAIR",
+        "Ana",
+    )
+    assert str(attendee) == "mailto:pat@example.test"

@@ -41,7 +41,18 @@ class AvailabilityArgsSchema(CamelCaseSchema):
         },
     )
     timezone = TimezoneField(
-        metadata={"description": "IANA timezone for dates and day grouping"},
+        metadata={"description": ("IANA timezone for dates and day grouping")},
+    )
+
+    host_id = fields.Integer(
+        validate=validate.Range(min=1, max=MAX_ID),
+        metadata={
+            "description": (
+                "One of the event type's hosts: that host's open slots alone. Without it, a "
+                "round-robin type's slots are those any of its hosts can take, a collective "
+                "type's those all of them can."
+            )
+        },
     )
 
     @post_load

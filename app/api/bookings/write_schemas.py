@@ -13,6 +13,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from app.api.field_names import CamelCaseSchema
 from app.models.limits import DESCRIPTION_MAX, EMAIL_MAX, NAME_MAX, PHONE_MAX, REASON_MAX
+from app.models.types import MAX_ID
 from app.services.bookings.writes import AttendeeInput, BookingChanges, NewBooking
 from app.validation import (
     MAX_ATTENDEES,
@@ -94,17 +95,17 @@ ATTENDEES_DESCRIPTION = (
 
 class _BookingFields(CamelCaseSchema):
     start_time = InstantField(
-        metadata={"description": "ISO 8601; naive values are read in `timezone`"}
+        metadata={"description": ("ISO 8601; naive values are read in `timezone`")}
     )
     end_time = InstantField(
-        metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
+        metadata={"description": ("ISO 8601; after startTime, at most 24 h later")}
     )
     attendees = fields.List(
         fields.Nested(AttendeeInputSchema),
         validate=ATTENDEES_VALIDATORS,
         metadata={"description": ATTENDEES_DESCRIPTION},
     )
-    timezone = TimezoneField(metadata={"description": "IANA timezone of the booking"})
+    timezone = TimezoneField(metadata={"description": ("IANA timezone of the booking")})
     title = Text(validate=validate.Length(min=1, max=NAME_MAX))
     description = Text(allow_none=True, validate=validate.Length(max=DESCRIPTION_MAX))
     metadata = Metadata()
@@ -114,6 +115,17 @@ class _BookingFields(CamelCaseSchema):
             "description": "The token of a slot hold (POST …/holds): the held time is not busy "
             "for this write, and the hold is consumed when it succeeds. A token naming no live "
             "hold of this event type holds nothing (the time rule applies as usual)."
+        },
+    )
+    host_id = fields.Integer(
+        validate=validate.Range(min=1, max=MAX_ID),
+        metadata={
+            "description": (
+                "One of the event type's hosts (a booking's `hosts[].id`): the booking is made "
+                "with (moved to) that host when it is free, else refused with `host_unavailable` "
+                "and that host's suggested slots. Without it a round-robin type chooses the host "
+                '(docs/api.md, "Hosts").'
+            )
         },
     )
 
@@ -129,7 +141,7 @@ class CreateBookingSchema(_BookingFields):
     )
     idempotency_key = Text(
         validate=validate.Length(min=1, max=NAME_MAX),
-        metadata={"description": "Retry key: the same key and body return the same booking"},
+        metadata={"description": ("Retry key: the same key and body return the same booking")},
     )
 
     @post_load(pass_original=True)

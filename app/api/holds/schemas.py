@@ -8,6 +8,7 @@ from marshmallow import Schema, fields, post_load, validate
 
 from app.api.field_names import CamelCaseSchema
 from app.models.limits import NAME_MAX
+from app.models.types import MAX_ID
 from app.representations import ID_RANGE, UTCTimestamp
 from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
 from app.validation import InstantField, TimezoneField
@@ -15,19 +16,30 @@ from app.validation import InstantField, TimezoneField
 
 class CreateHoldSchema(CamelCaseSchema):
     start_time = InstantField(
-        required=True, metadata={"description": "ISO 8601; naive values are read in `timezone`"}
+        required=True, metadata={"description": ("ISO 8601; naive values are read in `timezone`")}
     )
     end_time = InstantField(
-        required=True, metadata={"description": "ISO 8601; after startTime, at most 24 h later"}
+        required=True, metadata={"description": ("ISO 8601; after startTime, at most 24 h later")}
     )
     timezone = TimezoneField(
-        metadata={"description": "IANA timezone for naive times (default: the calendar's)"}
+        metadata={"description": ("IANA timezone for naive times (default: the calendar's)")}
     )
     ttl_seconds = fields.Integer(
         validate=validate.Range(min=1, max=MAX_TTL_SECONDS),
         metadata={
             "description": f"How long the hold lasts, in seconds (default {DEFAULT_TTL_SECONDS}, "
             f"at most {MAX_TTL_SECONDS})"
+        },
+    )
+
+    host_id = fields.Integer(
+        validate=validate.Range(min=1, max=MAX_ID),
+        metadata={
+            "description": (
+                "One of the event type's hosts: hold that host's time (refused with "
+                "`host_unavailable` when that host is not free). Without it a round-robin type "
+                "chooses the host, and the booking made with the hold's token goes to that host."
+            )
         },
     )
 
@@ -43,7 +55,7 @@ class HoldSchema(Schema):
     endTime = UTCTimestamp(attribute="hold.end_at")
     expiresAt = UTCTimestamp(
         attribute="hold.expires_at",
-        metadata={"description": "The hold stops counting at this second"},
+        metadata={"description": ("The hold stops counting at this second")},
     )
     holdToken = fields.String(
         attribute="token",

@@ -15,17 +15,24 @@ from app.models import (
     BlockedTimeSource,
     CalendarSettings,
     EventType,
+    HostAssignment,
     Permission,
     Role,
     SubAccount,
     User,
 )
-from app.models.limits import EMAIL_MAX, NAME_MAX, PASSWORD_MAX, PASSWORD_MIN
+from app.models.limits import EMAIL_MAX, NAME_MAX, PASSWORD_MAX, PASSWORD_MIN, TEAM_HOSTS_MAX
 from app.services.accounts.api_keys import issue_api_key
 from app.services.accounts.passwords import hash_password
 from app.services.availability.blocked_times import BlockedTimeDoc
 from app.services.availability.event_types import EventTypeDoc
-from app.services.availability.hosts import HostDoc, create_hosts
+from app.services.availability.hosts import (
+    EventTypeHostDoc,
+    HostDoc,
+    assign_hosts,
+    assignment_problems,
+    create_hosts,
+)
 from app.services.availability.profiles import (
     WEEKDAYS,  # noqa: F401 - read here by scripts that write provisioning documents (bench/)
     ProfileDoc,
@@ -86,6 +93,17 @@ class ProvisionedEventTypeDoc(EventTypeDoc):
     made with (default: the first)."""
 
     host = Text(load_default=None, allow_none=True)
+    # Who its bookings are made with (``HostAssignment``): a round-robin or collective type
+    # lists its hosts (``EventTypeHostDoc``) and ``host`` is left out.
+    assignment = fields.Enum(HostAssignment, by_value=True, load_default=HostAssignment.SINGLE)
+    hosts = fields.List(
+        fields.Nested(EventTypeHostDoc),
+        load_default=list,
+        validate=validate.Length(max=TEAM_HOSTS_MAX),
+    )
+    maxAhead = fields.Integer(
+        load_default=None, allow_none=True, strict=True, validate=validate.Range(min=0)
+    )
 
 
 class SubAccountDoc(SubAccountNameDoc):
@@ -143,6 +161,10 @@ class SubAccountDoc(SubAccountNameDoc):
                     errors.setdefault(field, {}).setdefault(index, {})[key] = [
                         f"Unknown {what} '{item[key]}'."
                     ]
+        host_names = {h["name"] for h in data["hosts"]} or {data["name"]}
+        for index, et in enumerate(data["eventTypes"]):
+            if problems := assignment_problems(et, host_names):
+                errors.setdefault("eventTypes", {}).setdefault(index, {}).update(problems)
         # A Google Meet or Teams event type needs a connection of this document that makes it.
         connected = [Connected(c["kind"], c["writeBack"]) for c in data["calendarConnections"]]
         for index, et in enumerate(data["eventTypes"]):
@@ -267,6 +289,7 @@ def _create_sub_account(agency: Agency, doc: dict, users: dict[str, User]) -> di
         )
         if et["host"] is not None:
             event_types[et["name"]].host_id = hosts[et["host"]].id
+        assign_hosts(event_types[et["name"]], et, hosts)
         db.session.add(event_types[et["name"]])
     connections = {}
     for c in doc["calendarConnections"]:

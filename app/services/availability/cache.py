@@ -92,6 +92,7 @@ def query_key(query: AvailabilityQuery) -> str:
         query.end_date.value.isoformat(),
         query.end_date.is_date,
         query.exclude_booking_id,
+        query.host_id,
     )
     return hashlib.blake2b(repr(asked).encode(), digest_size=8).hexdigest()
 

@@ -15,8 +15,24 @@ from marshmallow import Schema, fields, validate
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import AvailabilityProfile, Host, SubAccount, User
+from app.models import (
+    AvailabilityProfile,
+    EventType,
+    EventTypeHost,
+    Host,
+    HostAssignment,
+    SubAccount,
+    User,
+)
 from app.models.limits import EMAIL_MAX, NAME_MAX
+from app.scheduling.round_robin import (
+    PRIORITY_DEFAULT,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    WEIGHT_DEFAULT,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+)
 from app.validation import Text, TimezoneField
 
 
@@ -68,3 +84,58 @@ def hosts_of(sub_account_id: int) -> list[Host]:
             select(Host).where(Host.sub_account_id == sub_account_id).order_by(Host.id)
         )
     )
+
+
+class EventTypeHostDoc(Schema):
+    """A host of a round-robin or collective event type, by name, with its priority (higher
+    first) and weight for that type."""
+
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
+    priority = fields.Integer(
+        load_default=PRIORITY_DEFAULT,
+        strict=True,
+        validate=validate.Range(min=PRIORITY_MIN, max=PRIORITY_MAX),
+    )
+    weight = fields.Integer(
+        load_default=WEIGHT_DEFAULT,
+        strict=True,
+        validate=validate.Range(min=WEIGHT_MIN, max=WEIGHT_MAX),
+    )
+
+
+def assignment_problems(doc: dict[str, Any], host_names: set[str]) -> dict[str, list[str]]:
+    """What is wrong with an event type document's ``assignment``, ``hosts`` and ``maxAhead``,
+    by field: a team type names its hosts (known ones, each once) and has one seat a slot;
+    a one-host type names none; only round robin has ``maxAhead``."""
+    problems: dict[str, list[str]] = {}
+    assignment, hosts = doc["assignment"], doc["hosts"]
+    names = [h["name"] for h in hosts]
+    if assignment is HostAssignment.SINGLE:
+        if hosts:
+            problems["hosts"] = ["Only a round-robin or collective event type lists hosts."]
+    elif not hosts:
+        problems["hosts"] = [f"A {assignment.value} event type needs at least one host."]
+    elif unknown := sorted(set(names) - host_names):
+        problems["hosts"] = [f"Unknown host '{name}'." for name in unknown]
+    elif len(set(names)) != len(names):
+        problems["hosts"] = ["Each host may be listed once."]
+    if assignment is not HostAssignment.SINGLE and doc.get("host") is not None:
+        problems["host"] = ["A round-robin or collective event type lists its hosts instead."]
+    if assignment is not HostAssignment.SINGLE and doc["seats"] != 1:
+        problems["seats"] = ["A round-robin or collective event type has one seat a slot."]
+    if doc["maxAhead"] is not None and assignment is not HostAssignment.ROUND_ROBIN:
+        problems["maxAhead"] = ["Only a round-robin event type has maxAhead."]
+    return problems
+
+
+def assign_hosts(event_type: EventType, doc: dict[str, Any], hosts: dict[str, Host]) -> None:
+    """Give ``event_type`` the assignment and hosts of its document (checked by
+    ``assignment_problems``): a team type's first listed host is its ``host_id``."""
+    event_type.assignment = doc["assignment"]
+    event_type.max_ahead = doc["maxAhead"]
+    if doc["hosts"]:
+        event_type.host_id = hosts[doc["hosts"][0]["name"]].id
+    event_type.hosts = [
+        EventTypeHost(host_id=hosts[h["name"]].id, priority=h["priority"], weight=h["weight"])
+        for h in doc["hosts"]
+    ]

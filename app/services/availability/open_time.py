@@ -13,24 +13,38 @@ from itertools import chain
 from operator import attrgetter
 from zoneinfo import ZoneInfo
 
-from app.models import Booking, SubAccount
+from app.models import Booking, EventType, SubAccount
+from app.models.event_type import HostAssignment
+from app.models.types import utcnow
+from app.scheduling.host_slots import any_host_open, every_host_open
 from app.scheduling.intervals import Interval, merge
 from app.scheduling.offered import HeldTime, SlotSet
-from app.scheduling.slots import open_slots, slots_by_day
+from app.scheduling.round_robin import offered as too_far_ahead_hidden
+from app.scheduling.slots import SlotRules, open_slots, slots_by_day
 from app.scheduling.timezones import InstantInput, zone
 from app.scheduling.working_hours import working_ranges
 from app.services.common.errors import InvalidRequest
 from app.services.common.instants import resolve_instant
 from app.services.scheduling_inputs import (
     MAX_WINDOW,
+    TeamMember,
     booking_caps,
     get_event_type,
     load_busy,
+    load_busy_by_host,
     load_schedule,
+    load_standings,
     profile_for,
     seated,
     slot_rules,
+    team_of,
 )
+
+COLLECTIVE = HostAssignment.COLLECTIVE
+NOT_A_HOST = "hostId is not a host of this event type"
+
+# A hold as a slot set keeps it: its time, expiry, seated slot and host (a team's).
+HoldRow = tuple[Interval, datetime, Interval | None, int | None]
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,8 @@ class AvailabilityQuery:
     timezone: str | None = None
     # Rescheduling: the booking being moved does not make its own time busy.
     exclude_booking_id: int | None = None
+    # One host's slots (``hostId``): that host of the event type alone.
+    host_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,23 +146,39 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
     schedule = load_schedule(profile, sub_account.settings.timezone, window)
     occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
     seats = seated(event_type)
-    busy = load_busy(
-        sub_account.id,
-        occupied_span,
-        exclude_booking_id=query.exclude_booking_id,
-        seated=seats,
-        # An event type's host's time; without one, every host's.
-        hosts=[event_type.host_id] if event_type is not None else None,
-    )
-    not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
-    slots = open_slots(working_ranges(schedule, *window), not_held, unbounded, window)
-    groups = busy.seated.booked_only() if busy.seated is not None else None
-    if groups is not None:  # a seated type: its groups' own slots stay open while seats remain
-        slots = groups.keep_open(slots, unbounded)
+    members = asked_hosts(sub_account, event_type, query.host_id)
+    team = event_type is not None and event_type.is_team
+    slot_hosts: list[list[int]] = []
+    hold_rows: list[HoldRow]
+    if team:
+        assert event_type is not None
+        slots, slot_hosts, hold_rows = _team_slots(
+            sub_account, event_type, members, window, occupied_span, unbounded, query
+        )
+        groups = None
+    else:
+        busy = load_busy(
+            sub_account.id,
+            occupied_span,
+            exclude_booking_id=query.exclude_booking_id,
+            seated=seats,
+            # An event type's host's time; without one, every host's.
+            hosts=[event_type.host_id] if event_type is not None else None,
+        )
+        not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
+        slots = open_slots(working_ranges(schedule, *window), not_held, unbounded, window)
+        groups = busy.seated.booked_only() if busy.seated is not None else None
+        if groups is not None:  # a seated type: its groups' own slots stay open while seats last
+            slots = groups.keep_open(slots, unbounded)
+        hold_rows = [(held, expiry, seat, None) for held, expiry, seat in busy.hold_rows]
     caps = booking_caps(sub_account, event_type)
     if caps.caps and slots:  # a slot whose day, week or month is full is not offered
         tally = caps.tally(window, exclude_booking_id=query.exclude_booking_id)
-        slots = tally.keep_open(slots, caps.caps)
+        kept = tally.keep_open(slots, caps.caps)
+        if slot_hosts:
+            hosts_at = dict(zip(slots, slot_hosts, strict=True))
+            slot_hosts = [hosts_at[slot] for slot in kept]
+        slots = kept
 
     days: list[tuple[str, int, int]] = []
     index = 0
@@ -163,9 +195,11 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
                     int(held.start.timestamp()),
                     int(held.end.timestamp()),
                     expiry.timestamp(),
-                    *((int(seat.start.timestamp()), int(seat.end.timestamp())) if seat else ()),
+                    int(seat.start.timestamp()) if seat else None,
+                    int(seat.end.timestamp()) if seat else None,
+                    host_id,
                 )
-                for held, expiry, seat in busy.hold_rows
+                for held, expiry, seat, host_id in hold_rows
             ),
             key=attrgetter("expires_at"),
         ),
@@ -175,7 +209,72 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
         buffer_after_seconds=int(rules.buffer_after.total_seconds()),
         seats=seats[1] if seats else 1,
         booked_seats=[groups.booked_in(slot) for slot in slots] if groups is not None else [],
+        slot_hosts=slot_hosts,
+        collective=team and event_type is not None and event_type.assignment is COLLECTIVE,
     )
+
+
+def asked_hosts(
+    sub_account: SubAccount, event_type: EventType | None, host_id: int | None
+) -> list[TeamMember]:
+    """The event type's hosts a question is about: all of them, or the one ``hostId`` names
+    (a host of another event type, or none, is refused)."""
+    members = team_of(sub_account, event_type)
+    if host_id is None:
+        return members
+    asked = [member for member in members if member.host_id == host_id]
+    if not asked:
+        raise InvalidRequest(NOT_A_HOST, errors={"hostId": [NOT_A_HOST]})
+    return asked
+
+
+def _team_slots(
+    sub_account: SubAccount,
+    event_type: EventType,
+    members: list[TeamMember],
+    window: Interval,
+    occupied_span: Interval,
+    rules: SlotRules,
+    query: AvailabilityQuery,
+) -> tuple[list[Interval], list[list[int]], list[HoldRow]]:
+    """A round-robin or collective type's open slots: each host's, from its own working hours
+    and busy time (read for all of them in one statement), joined (round robin: a slot any
+    offered host can take; collective: one every host can take), with the hosts free for each
+    and every host's holds."""
+    busy_by_host = load_busy_by_host(
+        sub_account.id,
+        occupied_span,
+        [member.host_id for member in members],
+        exclude_booking_id=query.exclude_booking_id,
+    )
+    open_by_host: dict[int, list[Interval]] = {}
+    for member in members:
+        busy = busy_by_host[member.host_id]
+        schedule = load_schedule(member.profile, sub_account.settings.timezone, window)
+        not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
+        open_by_host[member.host_id] = open_slots(
+            working_ranges(schedule, *window), not_held, rules, window
+        )
+    if event_type.assignment is COLLECTIVE:
+        slots = every_host_open(open_by_host)
+    else:
+        offered = None
+        if event_type.max_ahead is not None and query.host_id is None:
+            standing = load_standings(sub_account, event_type, members, utcnow())
+            offered = {s.host.host_id for s in too_far_ahead_hidden(standing, event_type.max_ahead)}
+        slots = any_host_open(open_by_host, offered)
+        open_by_host = {h: o for h, o in open_by_host.items() if offered is None or h in offered}
+    free_at: dict[Interval, list[int]] = {slot: [] for slot in slots}
+    for host_id, host_slots in open_by_host.items():
+        for slot in host_slots:
+            if slot in free_at:
+                free_at[slot].append(host_id)
+    hold_rows: list[HoldRow] = [
+        (held, expiry, seat, host_id)
+        for host_id, busy in busy_by_host.items()
+        for held, expiry, seat in busy.hold_rows
+    ]
+    return slots, [free_at[slot] for slot in slots], hold_rows
 
 
 def _instant(seconds: int) -> datetime:

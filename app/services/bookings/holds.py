@@ -22,12 +22,12 @@ from app.api_terms import DEFAULT_TTL_SECONDS
 from app.api_terms import MAX_TTL_SECONDS as MAX_TTL_SECONDS  # for app.api.holds.schemas
 from app.extensions import db
 from app.models import Attendee, EventType, SlotHold, SubAccount
+from app.scheduling.round_robin import AssignmentReason
 from app.scheduling.timezones import InstantInput
+from app.services.bookings.assignment import HostClaim, plan_host_claim
 from app.services.bookings.planned import PlannedWrite, begin_apply
 from app.services.bookings.time_claims import (
-    TimeClaim,
     flush_claimed,
-    plan_claim,
     requested_slot,
     take_seat,
 )
@@ -46,6 +46,8 @@ class NewHold:
     end_time: InstantInput
     timezone: str | None = None
     ttl_seconds: int = DEFAULT_TTL_SECONDS
+    # Round robin: hold this host's time (``hostId``), not the one the rule would choose.
+    host_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,9 @@ def place_hold(
     event_type = get_event_type(sub_account, event_type_id, offered_only=True)
     timezone = new.timezone or sub_account.settings.timezone
     slot = requested_slot(new.start_time, new.end_time, timezone)
-    plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+    plan = plan_host_claim(
+        sub_account, event_type, slot, timezone=timezone, now=now, host_id=new.host_id
+    )
 
     def apply(seen: LiveAnswer | None) -> PlacedHold:
         begin_apply(sub_account.id, seen)
@@ -107,7 +111,7 @@ def place_hold(
 def _insert_hold(
     sub_account: SubAccount,
     event_type: EventType,
-    plan: TimeClaim,
+    plan: HostClaim,
     new: NewHold,
     timezone: str,
     now: datetime,
@@ -121,7 +125,8 @@ def _insert_hold(
     token = TOKEN_PREFIX + secrets.token_urlsafe(24)
     hold = SlotHold(
         sub_account_id=sub_account.id,
-        host_id=plan.host_id,
+        host_id=claimed.host_id,
+        assignment_reason=claimed.reason or AssignmentReason.SINGLE,
         event_type_id=event_type.id,
         start_at=slot.start,
         end_at=slot.end,
@@ -171,23 +176,34 @@ def release_attendee_choice(attendee_id: int) -> None:
     db.session.execute(delete(SlotHold).where(SlotHold.id == chosen))
 
 
+@dataclass(frozen=True)
+class HoldToConsume:
+    """The live hold a write brings the token of: its id, and the host it holds (with the
+    reason it has that host), whom the write's time goes to."""
+
+    id: int
+    host_id: int
+    reason: AssignmentReason
+
+
 def find_hold_to_consume(
     sub_account: SubAccount, event_type: EventType, token: str | None, now: datetime
-) -> int | None:
-    """The id of the live hold of this event type that ``token`` names, if any. A token that
-    names nothing live (expired, consumed, another event type's, mistyped) holds nothing: the
+) -> HoldToConsume | None:
+    """The live hold of this event type that ``token`` names, if any. A token that names
+    nothing live (expired, consumed, another event type's, mistyped) holds nothing: the
     write then meets the time rule like any other, so an expired hold's still-free time can
     be booked without a new hold."""
     if not token:
         return None
-    return db.session.scalar(
-        select(SlotHold.id).where(
+    row = db.session.execute(
+        select(SlotHold.id, SlotHold.host_id, SlotHold.assignment_reason).where(
             SlotHold.token_digest == token_digest(token),
             SlotHold.sub_account_id == sub_account.id,
             SlotHold.event_type_id == event_type.id,
             SlotHold.expires_at > now,
         )
-    )
+    ).one_or_none()
+    return HoldToConsume(*row) if row is not None else None
 
 
 def purge_expired_holds(now: datetime) -> int:

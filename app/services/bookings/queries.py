@@ -20,7 +20,16 @@ from sqlalchemy.sql.operators import custom_op
 
 from app.api_terms import LIST_LIMIT_DEFAULT
 from app.extensions import db
-from app.models import ACTIVE_STATUSES, Attendee, Booking, BookingChange, SubAccount
+from app.models import (
+    ACTIVE_STATUSES,
+    Attendee,
+    Booking,
+    BookingChange,
+    BookingHost,
+    Host,
+    SubAccount,
+)
+from app.scheduling.round_robin import AssignmentReason
 from app.scheduling.timezones import InstantInput, zone
 from app.services.common.errors import BookingNotFound
 from app.services.common.ids import is_storable_id
@@ -93,6 +102,15 @@ class ShownAttendee:
     link_key: str
 
 
+@dataclass(frozen=True, slots=True)
+class ShownHost:
+    """A host of a booking as the API shows it (``BookingHostSchema``)."""
+
+    id: int
+    name: str
+    email: str | None
+
+
 @dataclass(slots=True)
 class ShownBooking:
     """A booking as the API shows it (``BookingSchema``): ``_SHOWN_BOOKING``'s columns."""
@@ -115,8 +133,17 @@ class ShownBooking:
     seat_group: str | None
     seat_number: int | None
     seat_count: int | None
+    assignment_reason: str
+    host_id: int
+    host_name: str
+    host_email: str | None
     attendees: list[ShownAttendee] = field(default_factory=list)
     seats_taken: int | None = None
+    co_hosts: list[ShownHost] = field(default_factory=list)  # a collective booking's others
+
+    @property
+    def hosts(self) -> list[ShownHost]:
+        return [ShownHost(self.host_id, self.host_name, self.host_email), *self.co_hosts]
 
 
 _SHOWN_BOOKING = (
@@ -136,6 +163,10 @@ _SHOWN_BOOKING = (
     Booking.seat_group,
     Booking.seat_number,
     Booking.seat_count,
+    Booking.assignment_reason,
+    Host.id,
+    Host.name,
+    Host.email,
 )
 _SHOWN_ATTENDEE = (
     Attendee.id,
@@ -163,6 +194,7 @@ def list_bookings(
         ShownBooking(*row)
         for row in db.session.execute(
             stmt.with_only_columns(*_SHOWN_BOOKING)
+            .join(Host, Host.id == Booking.host_id)
             .order_by(Booking.start_at, Booking.id)
             .limit(query.limit)
             .offset(query.offset)
@@ -177,7 +209,22 @@ def list_bookings(
         ).all():
             by_id[booking_id].attendees.append(ShownAttendee(*attendee))
         _count_seats(page)
+        _add_co_hosts(page)
     return page, total or 0
+
+
+def _add_co_hosts(page: list[ShownBooking]) -> None:
+    """A collective booking's other hosts (none is, no query)."""
+    collective = {b.id: b for b in page if b.assignment_reason == AssignmentReason.COLLECTIVE}
+    if not collective:
+        return
+    for booking_id, host_id, name, email in db.session.execute(
+        select(BookingHost.booking_id, Host.id, Host.name, Host.email)
+        .join(Host, Host.id == BookingHost.host_id)
+        .where(BookingHost.booking_id.in_(collective))
+        .order_by(BookingHost.booking_id, Host.id)
+    ):
+        collective[booking_id].co_hosts.append(ShownHost(host_id, name, email))
 
 
 def seats_taken(groups: Iterable[str | None]) -> dict[str, int]:
@@ -209,6 +256,7 @@ def show_booking(sub_account: SubAccount, booking_id: int) -> ShownBooking:
         raise BookingNotFound()
     rows = db.session.execute(
         select(*_SHOWN_BOOKING, *_SHOWN_ATTENDEE)
+        .join(Host, Host.id == Booking.host_id)
         .outerjoin(Attendee, Attendee.booking_id == Booking.id)
         .where(Booking.id == booking_id, Booking.sub_account_id == sub_account.id)
         .order_by(Attendee.id)
@@ -218,6 +266,7 @@ def show_booking(sub_account: SubAccount, booking_id: int) -> ShownBooking:
     width = len(_SHOWN_BOOKING)
     booking = ShownBooking(*rows[0][:width])
     booking.attendees = [ShownAttendee(*row[width:]) for row in rows if row[width] is not None]
+    _add_co_hosts([booking])
     return booking
 
 

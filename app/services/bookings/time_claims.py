@@ -29,6 +29,7 @@ from app.counters import BOOKING_CONFLICTS
 from app.extensions import db
 from app.models import AvailabilityProfile, Booking, EventType, SlotHold, SubAccount
 from app.scheduling.intervals import Interval
+from app.scheduling.round_robin import AssignmentReason
 from app.scheduling.seats import Seat, SeatProblem, first_free_seat, seat_group
 from app.scheduling.slots import (
     MAX_BOOKING_LENGTH,
@@ -48,6 +49,7 @@ from app.services.scheduling_inputs import (
     MAX_WINDOW,
     BookingCaps,
     BusyTime,
+    TeamMember,
     booking_caps,
     load_busy,
     load_schedule,
@@ -158,6 +160,12 @@ class ClaimedTime:
 
     occupied: Interval
     seat: Seat | None = None
+    # The host whose time it is, and why (round robin's choice, a named host, the only one).
+    host_id: int = 0
+    # None: the host it already had keeps it (a reschedule's, a hold's), and its reason.
+    reason: AssignmentReason | None = AssignmentReason.SINGLE
+    # A collective write's other hosts, whose time it takes too.
+    co_hosts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -184,24 +192,23 @@ class TimeClaim:
         if time_problem(self.slot, working_intervals(self.schedule, *self.slot), self.rules):
             return None
         return plan_live_check(
-            self.sub_account.id, self.rules.occupied_interval(self.slot), self.host_id
+            self.sub_account.id, self.rules.occupied_interval(self.slot), [self.host_id]
         )
 
-    def claim(
-        self, *, exclude_booking_id: int | None = None, consumed_hold_id: int | None = None
-    ) -> ClaimedTime:
-        """Check the time against busy time and clear the expired holds under it; returns its
-        occupied interval and, for a seated event type, the seat it takes (the lowest free).
-        Call with the calendar's write lock held. ``exclude_booking_id``
-        (the booking being moved) and ``consumed_hold_id`` (the hold the write brings the token
-        of) do not count as busy; the consumed hold is deleted once the time is claimed, before
-        the write inserts (PostgreSQL's hold trigger would refuse it otherwise)."""
-        slot, rules, day = self.slot, self.rules, self.day
-        calendar = _Calendar(
+    def time_refused(self) -> bool:
+        """Whether the rule refuses the time whatever the calendar holds (outside the host's
+        hours, too soon, too far): nothing to ask a calendar about."""
+        return (
+            time_problem(self.slot, working_intervals(self.schedule, *self.slot), self.rules)
+            is not None
+        )
+
+    def _calendar(self, exclude_booking_id: int | None, consumed_hold_id: int | None) -> _Calendar:
+        return _Calendar(
             self.sub_account,
             self.profile,
             # Suggestions are as long as the time asked for, on the event type's grid.
-            replace(rules, duration=slot.end - slot.start),
+            replace(self.rules, duration=self.slot.end - self.slot.start),
             self.now,
             exclude_booking_id,
             consumed_hold_id,
@@ -209,9 +216,42 @@ class TimeClaim:
             self.seated,
             self.host_id,
         )
+
+    def open_in(self, window: Interval, *, exclude_booking_id: int | None = None) -> list[Interval]:
+        """This host's open slots in ``window`` of the claim's length, as a refusal offers them."""
+        return self._calendar(exclude_booking_id, None).load_open_in(window)
+
+    def suggestions(
+        self, *, exclude_booking_id: int | None = None, consumed_hold_id: int | None = None
+    ) -> list[Interval]:
+        """The nearest open slots of this host (as a refusal carries them)."""
+        calendar = self._calendar(exclude_booking_id, consumed_hold_id)
+        day = self.day
+        busy = calendar.busy(Interval(min(day.start, self.slot.start), max(day.end, self.slot.end)))
+        return _suggestions(calendar, self.slot, day, calendar.open_in(day, self.schedule, busy))
+
+    def claim(
+        self,
+        *,
+        exclude_booking_id: int | None = None,
+        consumed_hold_id: int | None = None,
+        suggest: bool = True,
+    ) -> ClaimedTime:
+        """Check the time against busy time and clear the expired holds under it; returns its
+        occupied interval and, for a seated event type, the seat it takes (the lowest free).
+        Call with the calendar's write lock held. ``exclude_booking_id``
+        (the booking being moved) and ``consumed_hold_id`` (the hold the write brings the token
+        of) do not count as busy; the consumed hold is deleted once the time is claimed, before
+        the write inserts (PostgreSQL's hold trigger would refuse it otherwise). ``suggest``
+        False: a refusal carries no suggestions (round robin asks each host, then suggests
+        for all of them at once)."""
+        slot, rules, day = self.slot, self.rules, self.day
+        calendar = self._calendar(exclude_booking_id, consumed_hold_id)
         busy = calendar.busy(Interval(min(day.start, slot.start), max(day.end, slot.end)))
 
         def refuse(error_type: Callable[..., TimeUnavailable], *args: object) -> TimeUnavailable:
+            if not suggest:
+                return error_type(*args, [])
             same_day = calendar.open_in(day, self.schedule, busy)
             return error_type(*args, _suggestions(calendar, slot, day, same_day))
 
@@ -251,7 +291,7 @@ class TimeClaim:
             seat = first_free_seat(group, seats, taken)
             if seat is None:  # counted above as free: a row the count missed
                 raise refuse(BookingConflict, seats_full(seats), *SEATS_FULL)
-        return ClaimedTime(occupied, seat)
+        return ClaimedTime(occupied, seat, self.host_id)
 
 
 def take_seat(row: Booking | SlotHold, seat: Seat | None) -> None:
@@ -268,17 +308,20 @@ def plan_claim(
     *,
     timezone: str,
     now: datetime,
+    member: TeamMember | None = None,
 ) -> TimeClaim:
     """Everything of a claim that may be read before the calendar's lock (no busy time).
 
     ``timezone`` is the one the client asked in: its day is "the same day" of the
-    suggestions. An interval that is wrong in itself is refused here.
+    suggestions. ``member``: the host of a round-robin or collective type whose time is
+    claimed, with its working hours (default: a one-host type's host). An interval that is
+    wrong in itself is refused here.
     """
     if slot.end <= slot.start:
         raise InvalidRequest(TimeProblem.NOT_AFTER_START, code=ErrorCode.INVALID_TIME_RANGE)
     if slot.end - slot.start > MAX_BOOKING_LENGTH:
         raise InvalidRequest(TimeProblem.TOO_LONG, code=ErrorCode.INVALID_TIME_RANGE)
-    profile = profile_for(sub_account, event_type)
+    profile = member.profile if member is not None else profile_for(sub_account, event_type)
     day = local_day(slot.start, timezone)
     span = Interval(min(day.start, slot.start), max(day.end, slot.end))
     return TimeClaim(
@@ -291,24 +334,7 @@ def plan_claim(
         now,
         booking_caps(sub_account, event_type),
         seated(event_type),
-        event_type.host_id,
-    )
-
-
-def claim_time(
-    sub_account: SubAccount,
-    event_type: EventType,
-    slot: Interval,
-    *,
-    timezone: str,
-    now: datetime,
-    exclude_booking_id: int | None = None,
-    consumed_hold_id: int | None = None,
-) -> ClaimedTime:
-    """``plan_claim`` and ``TimeClaim.claim`` at once, for a write that already holds the
-    lock."""
-    return plan_claim(sub_account, event_type, slot, timezone=timezone, now=now).claim(
-        exclude_booking_id=exclude_booking_id, consumed_hold_id=consumed_hold_id
+        member.host_id if member is not None else event_type.host_id,
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import delete, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 
 from app.counters import IDEMPOTENT_REPLAYS
@@ -25,6 +25,7 @@ from app.models import (
     ACTIVE_STATUSES,
     Attendee,
     Booking,
+    BookingHost,
     BookingStatus,
     Contact,
     EventType,
@@ -32,15 +33,14 @@ from app.models import (
 )
 from app.models.limits import NAME_MAX
 from app.scheduling.intervals import Interval
+from app.scheduling.round_robin import AssignmentReason
 from app.scheduling.timezones import InstantInput, zone
-from app.services.bookings.holds import find_hold_to_consume
+from app.services.bookings.assignment import HostClaim, plan_host_claim
+from app.services.bookings.holds import HoldToConsume, find_hold_to_consume
 from app.services.bookings.planned import PlannedWrite, begin_apply
 from app.services.bookings.queries import get_booking
 from app.services.bookings.time_claims import (
-    TimeClaim,
-    claim_time,
     flush_claimed,
-    plan_claim,
     requested_slot,
     take_seat,
 )
@@ -97,6 +97,8 @@ class NewBooking:
     hold_token: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     body: Mapping[str, Any] = field(default_factory=dict)  # as received, for the fingerprint
+    # Round robin: book this host (``hostId``), when free.
+    host_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ class BookingChanges:
     description: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     hold_token: str | None = None
+    # Move the booking to this host (``hostId``), when free.
+    host_id: int | None = None
 
 
 def _as_json(value: Any) -> str:
@@ -238,16 +242,24 @@ def create_booking(
     except EventTypeNotFound:
         event_type = None  # refused after the idempotency check: a replay still answers
     timezone = new.timezone or sub_account.settings.timezone
-    plan: TimeClaim | None = None
+    plan: HostClaim | None = None
     refusal: InvalidRequest | None = None
-    hold_id: int | None = None
+    hold: HoldToConsume | None = None
     if event_type is not None:
+        hold = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
         try:
             slot = requested_slot(new.start_time, new.end_time, timezone)
-            plan = plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+            plan = plan_host_claim(
+                sub_account,
+                event_type,
+                slot,
+                timezone=timezone,
+                now=now,
+                host_id=new.host_id,
+                prefer_host=hold.host_id if hold is not None else None,
+            )
         except InvalidRequest as err:
             refusal = err
-        hold_id = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
     question = None
     if plan is not None and not _remembered_key(sub_account.id, new.idempotency_key, now):
         question = plan.live_question()
@@ -267,7 +279,7 @@ def create_booking(
         if plan is None:
             raise refusal or InvalidRequest()
         return _insert_booking(
-            sub_account, event_type, plan, new, timezone, fingerprint, hold_id, now, api_key_id
+            sub_account, event_type, plan, new, timezone, fingerprint, hold, now, api_key_id
         ), False
 
     return PlannedWrite(question, apply)
@@ -276,23 +288,25 @@ def create_booking(
 def _insert_booking(
     sub_account: SubAccount,
     event_type: EventType,
-    plan: TimeClaim,
+    plan: HostClaim,
     new: NewBooking,
     timezone: str,
     fingerprint: str,
-    hold_id: int | None,
+    hold: HoldToConsume | None,
     now: datetime,
     api_key_id: int | None,
 ) -> Booking:
     """Claim the planned time and insert the booking (the calendar's lock held)."""
     slot = plan.slot
-    claimed = plan.claim(consumed_hold_id=hold_id)
+    claimed = plan.claim(consumed_hold_id=hold.id if hold is not None else None)
     occupied = claimed.occupied
+    reason = claimed.reason or (hold.reason if hold is not None else AssignmentReason.SINGLE)
     first = new.attendees[0]
     booking = Booking(
         uid=secrets.token_urlsafe(16),
         sub_account_id=sub_account.id,
-        host_id=plan.host_id,
+        host_id=claimed.host_id,
+        assignment_reason=reason,
         event_type_id=event_type.id,
         status=BookingStatus.PENDING,
         title=new.title or f"{event_type.name} with {first.display_name()}"[:NAME_MAX],
@@ -315,10 +329,30 @@ def _insert_booking(
     booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
     db.session.add(booking)
     flush_claimed()
+    _keep_co_hosts(booking, claimed.co_hosts)
     _upsert_contacts(sub_account.id, new.attendees, now)
     db.session.flush()
     emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
     return booking
+
+
+def _co_host_ids(booking: Booking) -> tuple[int, ...]:
+    return tuple(
+        db.session.scalars(
+            select(BookingHost.host_id)
+            .where(BookingHost.booking_id == booking.id)
+            .order_by(BookingHost.host_id)
+        )
+    )
+
+
+def _keep_co_hosts(booking: Booking, co_hosts: tuple[int, ...]) -> None:
+    """Make ``co_hosts`` the booking's other hosts (a collective booking's; none otherwise)."""
+    if booking.id is not None:
+        db.session.execute(delete(BookingHost).where(BookingHost.booking_id == booking.id))
+    db.session.add_all(BookingHost(booking_id=booking.id, host_id=h) for h in co_hosts)
+    db.session.flush()
+    db.session.expire(booking, ["co_hosts"])
 
 
 def update_booking(
@@ -371,21 +405,32 @@ def _apply_update(
         changed.append("timezone")
     start, end = _new_time(booking, changes)
     rescheduled = (start, end) != (booking.start_at, booking.end_at)
-    if rescheduled:
-        hold_id = find_hold_to_consume(sub_account, event_type, changes.hold_token, now)
-        claimed = claim_time(
+    moved_host = "host_id" in changes.sent and changes.host_id != booking.host_id
+    if rescheduled or moved_host:
+        hold = find_hold_to_consume(sub_account, event_type, changes.hold_token, now)
+        claimed = plan_host_claim(
             sub_account,
             event_type,
             Interval(start, end),
             timezone=booking.timezone,
             now=now,
-            exclude_booking_id=booking.id,
-            consumed_hold_id=hold_id,
-        )
+            host_id=changes.host_id if "host_id" in changes.sent else None,
+            # The host keeps the booking when free at the new time; a hold's host takes it.
+            prefer_host=hold.host_id if hold is not None else booking.host_id,
+        ).claim(exclude_booking_id=booking.id, consumed_hold_id=hold.id if hold else None)
         booking.start_at, booking.end_at = start, end
         booking.occupied_start, booking.occupied_end = claimed.occupied
         take_seat(booking, claimed.seat)  # one seat moves, not the group
-        changed += EVENT_TIME_FIELDS
+        if claimed.host_id != booking.host_id or claimed.co_hosts != _co_host_ids(booking):
+            booking.host_id = claimed.host_id
+            _keep_co_hosts(booking, claimed.co_hosts)
+            changed.append("hosts")
+        if claimed.reason is not None:
+            booking.assignment_reason = claimed.reason
+        elif hold is not None:
+            booking.assignment_reason = hold.reason
+        if rescheduled:
+            changed += EVENT_TIME_FIELDS
     for name, attr in (("title", "title"), ("description", "description")):
         value = getattr(changes, name)
         if name in changes.sent and value != getattr(booking, attr):
@@ -422,7 +467,7 @@ def _question_for_new_time(
 ) -> LiveQuestion | None:
     """What to ask the connected calendars about the time a reschedule moves to, as read now
     (the lock's checks decide; a change meanwhile only means a question wasted)."""
-    if not {"start_time", "end_time", "timezone"} & changes.sent:
+    if not {"start_time", "end_time", "timezone", "host_id"} & changes.sent:
         return None
     if not is_storable_id(booking_id):
         return None
@@ -440,12 +485,19 @@ def _question_for_new_time(
         start, end = _new_time(booking, changes)
     except InvalidRequest:
         return None  # refused under the lock, as it is now
-    if (start, end) == (booking.start_at, booking.end_at):
+    if (start, end) == (booking.start_at, booking.end_at) and "host_id" not in changes.sent:
         return None
     tz_name = changes.timezone if "timezone" in changes.sent else booking.timezone
     assert tz_name is not None  # a sent timezone is a name: the schema takes no null
     try:
-        plan = plan_claim(sub_account, event_type, Interval(start, end), timezone=tz_name, now=now)
+        plan = plan_host_claim(
+            sub_account,
+            event_type,
+            Interval(start, end),
+            timezone=tz_name,
+            now=now,
+            host_id=changes.host_id if "host_id" in changes.sent else None,
+        )
     except InvalidRequest:
         return None
     return plan.live_question()

@@ -26,6 +26,7 @@ class ErrorCode(StrEnum):
     SLOT_HELD = "slot_held"
     BLOCKED_TIME = "blocked_time"
     EXTERNAL_BUSY = "external_busy"
+    HOST_UNAVAILABLE = "host_unavailable"
     CALENDAR_UNREACHABLE = "calendar_unreachable"
     OUTSIDE_HOURS = "outside_hours"
     MINIMUM_NOTICE = "minimum_notice"

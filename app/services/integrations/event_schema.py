@@ -6,13 +6,15 @@ It is defined here, field by field, and not borrowed from the API's ``BookingSch
 API does. Version 1 has exactly the fields the API's Booking had when events got their own
 schema, so nothing a receiver sees changed then. Version 2 adds each attendee's ``manageUrl``
 (their own link to see, cancel or move the booking, ``app.services.common.manage_links``).
+Version 3 adds who the booking is with: ``hosts`` (each ``id``, ``name``, ``email``) and
+``assignmentReason``, as the API's Booking shows them.
 The rule: a published version never changes; a change (a field added, removed, renamed or
 re-typed) is a new version, written by new events and read beside the old ones. Documented in
 docs/operations.md ("The event schema").
 
 **The stored snapshot** (``outbox_events.snapshot``, JSON)::
 
-    {"schemaVersion": 2, "booking": {...version 2...}, "sequence": 3,
+    {"schemaVersion": 3, "booking": {...version 3...}, "sequence": 3,
      "cancellationReason": null, "createdAt": "…Z", "updatedAt": "…Z"}
 
 ``sequence``, ``cancellationReason``, ``createdAt`` and ``updatedAt`` are for the messages
@@ -30,13 +32,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from app.models import Attendee, Booking
+from app.models import Attendee, Booking, Host
 from app.scheduling.timezones import format_utc
 from app.services.common.manage_links import manage_url
 
-EVENT_SCHEMA_VERSION = 2
+EVENT_SCHEMA_VERSION = 3
 VERSION_KEY = "schemaVersion"
-READABLE_VERSIONS = frozenset({1, 2})
+READABLE_VERSIONS = frozenset({1, 2, 3})
 
 
 class UnknownEventSchema(ValueError):
@@ -44,7 +46,7 @@ class UnknownEventSchema(ValueError):
 
 
 def booking_data(booking: Booking) -> dict[str, Any]:
-    """``booking`` in the event schema's current version (2): every field always present,
+    """``booking`` in the event schema's current version (3): every field always present,
     absent values as ``null``, instants as UTC ``YYYY-MM-DDTHH:MM:SSZ``."""
     return {
         "id": _optional(int, booking.id),
@@ -63,6 +65,10 @@ def booking_data(booking: Booking) -> dict[str, Any]:
         "confirmedAt": _instant(booking.confirmed_at),
         "cancelledAt": _instant(booking.cancelled_at),
         "completedAt": _instant(booking.completed_at),
+        "hosts": [
+            {"id": host.id, "name": host.name, "email": host.email} for host in booking.hosts
+        ],
+        "assignmentReason": _optional(str, booking.assignment_reason),
     }
 
 
@@ -156,6 +162,17 @@ def booking_from_snapshot(snapshot: dict[str, Any], sub_account_id: int) -> Book
         )
         for a in shown["attendees"]
     ]
+    # Version 3 names its hosts (never added to a session, as the booking is not); earlier
+    # versions were made with a sub account's one calendar, its first host.
+    hosts = shown.get("hosts") or []
+    if hosts:
+        booking.host = Host(
+            id=hosts[0]["id"],
+            sub_account_id=sub_account_id,
+            name=hosts[0]["name"],
+            email=hosts[0]["email"],
+        )
+        booking.host_id = hosts[0]["id"]
     return booking
 
 

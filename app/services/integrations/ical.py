@@ -65,7 +65,8 @@ def booking_vevent(
     """The booking's VEVENT. Without an ``organizer`` it is the copy kept in a calendar
     collection (CalDAV write-back), whose attendees carry ``SCHEDULE-AGENT=CLIENT`` so a
     scheduling server (RFC 6638) does not mail invitations of its own: the service tells
-    attendees itself. With one, it is an iTIP message's (RFC 5546), which needs its ORGANIZER."""
+    attendees itself. With one, it is an iTIP message's (RFC 5546), which needs its ORGANIZER.
+    The hosts with an email come first among the attendees, as ``ROLE=CHAIR``."""
     tz = zone(booking.timezone)
     event = icalendar.Event()
     event.add("uid", booking.uid)
@@ -96,6 +97,18 @@ def booking_vevent(
         address = icalendar.vCalAddress(f"mailto:{organizer.email}")
         address.params["CN"] = organizer.name
         event.add("organizer", address)
+    organizer_email = organizer.email.lower() if organizer is not None else None
+    for host in (booking.host, *booking.co_hosts):
+        # The people the booking is made with, as its chairs (the organizer is the business).
+        if host is None or not host.email or host.email.lower() == organizer_email:
+            continue
+        address = icalendar.vCalAddress(f"mailto:{host.email}")
+        address.params["CN"] = host.name
+        address.params["ROLE"] = "CHAIR"
+        address.params["PARTSTAT"] = "ACCEPTED"
+        if organizer is None:
+            address.params["SCHEDULE-AGENT"] = "CLIENT"
+        event.add("attendee", address)
     for attendee in booking.attendees:
         address = icalendar.vCalAddress(f"mailto:{attendee.email}")
         address.params["CN"] = attendee.name

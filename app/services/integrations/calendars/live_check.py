@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -154,17 +154,18 @@ class LiveAnswer:
 
 
 def plan_live_check(
-    sub_account_id: int, window: Interval, host_id: int | None = None
+    sub_account_id: int, window: Interval, hosts: Collection[int] | None = None
 ) -> LiveQuestion | None:
-    """The question a write about ``window`` asks the calendars of ``host_id`` (the host whose
-    time it claims; None: every host's), or None when there is nobody to ask (the check is
+    """The question a write about ``window`` asks the calendars of ``hosts`` (the hosts whose
+    time it may claim: a round-robin write's candidates are asked at once, under the one
+    deadline; None: every host's), or None when there is nobody to ask (the check is
     off, or no such calendar is connected that answers live). Reads in the caller's
     transaction: part of the write's plan."""
     mode = live_check_mode()
     if mode is LiveCheckMode.OFF:
         return None
     deadline = live_check_timeout()
-    calendars, timezone = _questions(sub_account_id, deadline, host_id)
+    calendars, timezone = _questions(sub_account_id, deadline, hosts)
     if not calendars:
         return None
     return LiveQuestion(sub_account_id, window, mode, deadline, timezone, tuple(calendars))
@@ -218,7 +219,7 @@ def _count(outcome: Outcome, seconds: float) -> None:
 
 
 def _questions(
-    sub_account_id: int, timeout: float, host_id: int | None = None
+    sub_account_id: int, timeout: float, hosts: Collection[int] | None = None
 ) -> tuple[list[_Question], str]:
     """One question per checked calendar of every active connection of a kind asked live
     (the secrets decrypted here). Read in the caller's session and transaction, which then
@@ -229,7 +230,7 @@ def _questions(
             CalendarConnection.sub_account_id == sub_account_id,
             CalendarConnection.active.is_(True),
             CalendarConnection.kind.in_(kinds_answering_live()),
-            true() if host_id is None else CalendarConnection.host_id == host_id,
+            true() if hosts is None else CalendarConnection.host_id.in_(sorted(hosts)),
         )
         .order_by(CalendarConnection.id)
     ).all()

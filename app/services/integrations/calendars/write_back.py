@@ -56,7 +56,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from psycopg.errors import LockNotAvailable
-from sqlalchemy import CursorResult, delete, select, text, update
+from sqlalchemy import CursorResult, delete, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -67,12 +67,14 @@ from app.models import (
     ACTIVE_STATUSES,
     MEETING_KINDS,
     Booking,
+    BookingHost,
     BookingStatus,
     CalendarConnection,
     CalendarWriteLease,
     SubAccount,
     WrittenEvent,
 )
+from app.models.calendar_connection import NO_EVENT_ID
 from app.models.limits import LOCATION_MAX
 from app.models.types import utcnow
 from app.services.integrations.calendars.access import caldav_timeout, connection_access, redacted
@@ -112,6 +114,8 @@ class _Target:
     access_error: CalendarSyncError | None
     event_id: str | None  # where the event was written before (``WrittenEvent``), if kept
     meeting: str | None = None  # the online meeting its event carries (the booking's kind)
+    # Not one of the booking's hosts' calendars (any more): its earlier event is deleted.
+    not_a_host: bool = False
 
 
 @dataclass(frozen=True)
@@ -298,6 +302,15 @@ def existing_bookings_to_write(
                         Booking.status.in_(ACTIVE_STATUSES),
                         Booking.end_at > now,
                         Booking.id > (after or 0),
+                        # The connection's host's bookings, collective ones included.
+                        or_(
+                            Booking.host_id == connection.host_id,
+                            Booking.id.in_(
+                                select(BookingHost.booking_id).where(
+                                    BookingHost.host_id == connection.host_id
+                                )
+                            ),
+                        ),
                     )
                     .order_by(Booking.id)
                 )
@@ -350,11 +363,28 @@ def _plan(
         )
         .order_by(CalendarConnection.id)
     )
-    connections = session.scalars(query).all()
+    written_to = set(
+        session.scalars(
+            select(WrittenEvent.calendar_connection_id).where(WrittenEvent.booking_id == booking_id)
+        )
+    )
+    hosts = {booking.host_id} | set(
+        session.scalars(select(BookingHost.host_id).where(BookingHost.booking_id == booking_id))
+    )
+    # The booking's hosts' calendars, and any other that still has its event (a booking moved
+    # to another host leaves the first host's calendar).
+    connections = [
+        c for c in session.scalars(query).all() if c.host_id in hosts or c.id in written_to
+    ]
     meeting = booking.location_kind if booking.location_kind in MEETING_KINDS else None
     # The one connection whose calendar's event carries the booking's meeting.
     meeting_connection = next(
-        (c.id for c in connections if meeting and c.kind in kinds_making(meeting)), None
+        (
+            c.id
+            for c in connections
+            if meeting and c.host_id in hosts and c.kind in kinds_making(meeting)
+        ),
+        None,
     )
     if only is not None:
         connections = [c for c in connections if c.id == only]
@@ -374,8 +404,9 @@ def _plan(
             connection.name,
             connection.kind,
             *connection_access(connection, timeout),
-            event_id=written.get(connection.id),
+            event_id=written.get(connection.id) or None,  # NO_EVENT_ID: found by its UID
             meeting=meeting if connection.id == meeting_connection else None,
+            not_a_host=connection.host_id not in hosts,
         )
         for connection in connections
         if event_writer(connection.kind) is not None
@@ -393,12 +424,13 @@ def _plan(
 
 
 def _write(plan: _Plan, target: _Target) -> WriteOutcome:
-    action = "deleted" if plan.data is None else "stored"
+    data = None if target.not_a_host else plan.data
+    action = "deleted" if data is None else "stored"
     log.info(
         "calendar connection %s: writing booking %s (%s, sequence %s)",
         target.connection_id,
         plan.booking_id,
-        "delete" if plan.data is None else "store",
+        "delete" if data is None else "store",
         plan.sequence,
     )
     try:
@@ -406,12 +438,12 @@ def _write(plan: _Plan, target: _Target) -> WriteOutcome:
             raise target.access_error
         provider = event_writer(target.kind)
         assert provider is not None  # only writing kinds are targets (``_plan``)
-        if plan.data is None:
+        if data is None:
             provider.delete_event(target.access, plan.uid, target.event_id)
             stored = None
         else:
             stored = provider.put_event(
-                target.access, plan.uid, plan.data, target.event_id, meeting=target.meeting
+                target.access, plan.uid, data, target.event_id, meeting=target.meeting
             )
     except CalendarSyncError as err:
         message = redacted(err.message, target.access)
@@ -512,17 +544,20 @@ def _keep_event_id(booking_id: int, outcome: WriteOutcome) -> None:
     )
     if outcome.action == "deleted":
         db.session.execute(delete(WrittenEvent).where(*where))
-    elif outcome.event_id is not None:
+    else:
+        # Without an id of the provider's, the row says only that the event is there (an id
+        # kept earlier stays).
         row = {
             "booking_id": booking_id,
             "calendar_connection_id": outcome.connection_id,
-            "event_id": outcome.event_id,
+            "event_id": outcome.event_id if outcome.event_id is not None else NO_EVENT_ID,
         }
+        keys = [WrittenEvent.booking_id, WrittenEvent.calendar_connection_id]
+        statement = insert(WrittenEvent).values(row)
         db.session.execute(
-            insert(WrittenEvent)
-            .values(row)
-            .on_conflict_do_update(
-                index_elements=[WrittenEvent.booking_id, WrittenEvent.calendar_connection_id],
-                set_={"event_id": outcome.event_id},
+            statement.on_conflict_do_nothing(index_elements=keys)
+            if outcome.event_id is None
+            else statement.on_conflict_do_update(
+                index_elements=keys, set_={"event_id": outcome.event_id}
             )
         )

@@ -113,10 +113,8 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
         else:
             to_attendees = to_owner = settings.notify_on_booking
         recipients = _attendees(booking, current) if to_attendees else []
-        if to_owner and settings.notification_email:
-            recipients.append(
-                Recipient(settings.notification_email, None, booking.timezone, is_owner=True)
-            )
+        if to_owner:
+            recipients += _business(settings, current, booking.timezone)
         letters = _unsent_letters(
             session,
             booking,
@@ -131,6 +129,23 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
     failures = _send_all(letters, now)
     if failures:
         raise DeliveryFailed("; ".join(failures))
+
+
+def _business(settings: CalendarSettings, current: Booking, timezone: str) -> list[Recipient]:
+    """Who gets the business's mail about a booking: the sub account's notification address,
+    and each host the booking is made with who has an email of their own (a dentist hears of
+    their own appointments), each address once."""
+    found: dict[str, Recipient] = {}
+    if settings.notification_email:
+        found[settings.notification_email.lower()] = Recipient(
+            settings.notification_email, None, timezone, is_owner=True
+        )
+    for host in current.hosts:
+        if host.email and host.email.lower() not in found:
+            found[host.email.lower()] = Recipient(
+                host.email, host.name, host.timezone or timezone, is_owner=True
+            )
+    return list(found.values())
 
 
 def _attendees(shown: Booking, current: Booking) -> list[Recipient]:

@@ -643,6 +643,7 @@ def in_process(url: str, tenant: Tenant, window: availability.Calendar, profile:
         counts = {}
         event.listen(db.engine, "before_cursor_execute", counted)
         for label, question in questions.items():
+            compute_slot_set(*question)  # what is read once (the settings) read before
             statements[0] = 0
             compute_slot_set(*question)
             counts[label] = statements[0]

@@ -30,6 +30,7 @@ from app.dashboard import (
     connections,  # noqa: F401 - registers the calendar connection pages
     contacts,  # noqa: F401 - registers the contact pages
     event_types,  # noqa: F401 - registers the event type pages
+    hosts,  # noqa: F401 - registers the host pages
     notifications,  # noqa: F401 - registers the mail and webhook pages
     password_resets,  # noqa: F401 - registers the forgot-password pages
     reschedule,  # noqa: F401 - registers the reschedule page

@@ -33,6 +33,7 @@ AREAS = (
     Area("Calendar", "dashboard.calendar"),
     Area("Bookings", "dashboard.bookings"),
     Area("Event types", "dashboard.event_types"),
+    Area("Hosts", "dashboard.hosts"),
     Area("Availability", "dashboard.availability"),
     Area("Contacts", "dashboard.contacts"),
     Area("Connections", "dashboard.connections"),

@@ -12,11 +12,12 @@ from wtforms.fields.choices import SelectChoice
 from app.dashboard.forms import FORM_EXPIRED, ActionForm, BookingFilterForm, CancelForm, page_count
 from app.dashboard.views import dashboard
 from app.extensions import db
-from app.models import BookingStatus
+from app.models import Booking, BookingStatus, Host, HostAssignment, SubAccount
 from app.models.types import utcnow
 from app.scheduling.timezones import InstantInput
 from app.services.accounts.users import open_sub_account
 from app.services.availability.event_types import list_event_types
+from app.services.availability.hosts import hosts_of
 from app.services.bookings.lifecycle import (
     can_confirm,
     can_record_outcome,
@@ -31,11 +32,12 @@ from app.services.bookings.queries import (
     list_bookings,
 )
 from app.services.bookings.reminders import reminder_plan
-from app.services.bookings.writes import cancel_booking
+from app.services.bookings.writes import BookingChanges, cancel_booking, update_booking
 from app.services.common.errors import InvalidRequest
 from app.services.common.ids import is_storable_id
 from app.services.common.manage_links import manage_url, reissue_manage_link
 from app.services.integrations.events import Actor, BookingEventKind
+from app.unit_of_work import perform
 
 PAGE_SIZE = 25
 
@@ -93,6 +95,7 @@ def booking(sub_account_id: int, booking_id: int) -> str:
             e.kind == BookingEventKind.CANCELLED and e.actor == Actor.ATTENDEE for e in history
         ),
         manage_links={a.id: manage_url(a) for a in found.attendees},
+        other_hosts=_other_team_hosts(sub_account, found),
         reminders=reminder_plan(found, sub_account.settings),
         action_form=ActionForm(),
         cancel_form=CancelForm(),
@@ -101,6 +104,53 @@ def booking(sub_account_id: int, booking_id: int) -> str:
         can_confirm=can_confirm(found),
         can_record_outcome=can_record_outcome(found, utcnow()),
     )
+
+
+def _other_team_hosts(sub_account: SubAccount, booking: Booking) -> list[Host]:
+    """The active hosts of a round-robin booking's event type it could be moved to (none for
+    other bookings)."""
+    event_type = booking.event_type
+    if event_type.assignment is not HostAssignment.ROUND_ROBIN:
+        return []
+    listed = {row.host_id for row in event_type.hosts}
+    return [
+        host
+        for host in hosts_of(sub_account.id)
+        if host.active and host.id in listed and host.id != booking.host_id
+    ]
+
+
+@dashboard.route("/s/<int:sub_account_id>/bookings/<int:booking_id>/reassign", methods=["POST"])
+def reassign(sub_account_id: int, booking_id: int) -> Response:
+    """Move a round-robin booking to another host of its event type, free at its time (the
+    time rule, the live check and the lock as any update's)."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    found = get_booking(sub_account, booking_id)
+    back = url_for("dashboard.booking", sub_account_id=sub_account.id, booking_id=found.id)
+    form = ActionForm()
+    if not form.validate_on_submit():
+        flash(FORM_EXPIRED)
+        return redirect(back)
+    try:
+        host_id = int(request.form.get("host_id", ""))
+        perform(
+            update_booking(
+                sub_account,
+                found.event_type_id,
+                found.id,
+                BookingChanges(sent=frozenset({"host_id"}), host_id=host_id),
+                now=utcnow(),
+            )
+        )
+    except ValueError:
+        flash("Not moved: choose a host.")
+        return redirect(back)
+    except InvalidRequest as err:
+        db.session.rollback()
+        flash(f"Not moved: {err.message}.")
+        return redirect(back)
+    flash("Booking moved to another host.")
+    return redirect(back)
 
 
 @dashboard.route("/s/<int:sub_account_id>/bookings/<int:booking_id>/confirm", methods=["POST"])

@@ -21,7 +21,7 @@ from werkzeug.wrappers import Response
 from wtforms import BooleanField, HiddenField, PasswordField, StringField, URLField
 
 from app.dashboard.calendar_accounts import CALDAV_PRESETS, FeedForm
-from app.dashboard.changes import Refused, commit_or_show
+from app.dashboard.changes import Refused, commit_or_show, press_button
 from app.dashboard.forms import FORM_EXPIRED, ActionForm
 from app.dashboard.views import dashboard
 from app.extensions import db
@@ -29,6 +29,7 @@ from app.models import CalendarConnection, ConnectionKind, SubAccount
 from app.models.calendar_connection import OAUTH_KINDS
 from app.models.types import utcnow
 from app.services.accounts.users import open_sub_account
+from app.services.availability.hosts import hosts_of
 from app.services.common.errors import InvalidRequest, ServiceError
 from app.services.integrations.calendars.connections import (
     ask_for_sync,
@@ -39,6 +40,7 @@ from app.services.integrations.calendars.connections import (
     freshness_of,
     latest_test,
     list_connections,
+    set_connection_host,
     update_connection,
 )
 from app.services.integrations.calendars.consent import provider_setup
@@ -289,6 +291,23 @@ def _test_part(sub_account: SubAccount, found: CalendarConnection) -> str:
     )
 
 
+@dashboard.route("/s/<int:sub_account_id>/connections/<int:connection_id>/host", methods=["POST"])
+def connection_host(sub_account_id: int, connection_id: int) -> Response:
+    """Make the connection another host's calendar."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    found = find_connection(sub_account, connection_id)
+    try:
+        host_id = int(request.form.get("host_id", ""))
+    except ValueError:
+        host_id = 0
+    press_button(
+        ActionForm(),
+        lambda: set_connection_host(sub_account, found.id, host_id),
+        "Whose calendar it is: saved. Its busy time is that host's now.",
+    )
+    return redirect(_connection_url(found))
+
+
 def _page(
     sub_account: SubAccount,
     found: CalendarConnection,
@@ -300,6 +319,7 @@ def _page(
         "dashboard/connection.html",
         sub_account=sub_account,
         connection=found,
+        hosts=[h for h in hosts_of(sub_account.id) if h.active or h.id == found.host_id],
         form=form,
         action_form=ActionForm(),
         choose_form=ChooseCalendarForm(formdata=None),

@@ -4,15 +4,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from flask import request
 from flask_wtf import FlaskForm
 from wtforms import BooleanField, FormField, IntegerField, SelectField, StringField
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import InputRequired, Optional
 
 from app.dashboard.forms import BookingLimitsForm, limits_of, reminder_rows, reminders_of_rows
-from app.models import AvailabilityProfile, LocationKind
+from app.models import AvailabilityProfile, EventTypeHost, Host, HostAssignment, LocationKind
+from app.scheduling.round_robin import PRIORITY_DEFAULT, WEIGHT_DEFAULT
 
 # Service document field → form field.
 FIELDS = {
@@ -27,9 +30,21 @@ FIELDS = {
     "availabilityProfileId": "availability_profile_id",
     "minimumNoticeMinutes": "minimum_notice_minutes",
     "bookingHorizonDays": "booking_horizon_days",
+    "assignment": "assignment",
+    "hostId": "host_id",
+    "hosts": "assignment",
+    "maxAhead": "max_ahead",
 }
 
 WHOLE_NUMBER = "Enter a whole number."
+
+
+def _number(text: str | None, default: int) -> int:
+    """A typed number, or ``default`` when left empty (the service says what is too big)."""
+    try:
+        return int(text) if text not in (None, "") else default
+    except ValueError:
+        return -1  # refused by the service's range, next to the team table
 
 
 def optional_id(value: Any) -> int | None:
@@ -37,6 +52,21 @@ def optional_id(value: Any) -> int | None:
     if value is None or value == "":
         return None
     return int(value)
+
+
+def _assignment_value(value: Any) -> str:
+    return value.value if isinstance(value, HostAssignment) else str(value)
+
+
+@dataclass(frozen=True)
+class TeamRow:
+    """One host's row in the form's team table: listed or not, its priority and weight."""
+
+    host_id: int
+    name: str
+    listed: bool
+    priority: int
+    weight: int
 
 
 def _kind_value(value: Any) -> str:
@@ -81,6 +111,25 @@ class EventTypeForm(FlaskForm):
     availability_profile_id = SelectField(
         "Availability profile", coerce=optional_id, validate_choice=False
     )
+    assignment = SelectField(
+        "Who it is booked with",
+        choices=[
+            SelectChoice(HostAssignment.SINGLE.value, "One host"),
+            SelectChoice(
+                HostAssignment.ROUND_ROBIN.value,
+                "Round robin: one free host of the team per booking",
+            ),
+            SelectChoice(HostAssignment.COLLECTIVE.value, "Collective: every host of the team"),
+        ],
+        coerce=_assignment_value,
+        default=HostAssignment.SINGLE.value,
+        validate_choice=False,
+    )
+    host_id = SelectField("Its host (one host)", coerce=optional_id, validate_choice=False)
+    max_ahead = _minutes(
+        "Round robin: skip a host this many bookings ahead of the least-booked (optional)",
+        validators=[Optional()],
+    )
     minimum_notice_minutes = _minutes("Minimum notice (minutes)", validators=[Optional()])
     booking_horizon_days = _minutes("Booking horizon (days ahead)", validators=[Optional()])
     booking_limits = FormField(BookingLimitsForm, "Caps of this event type")
@@ -91,6 +140,40 @@ class EventTypeForm(FlaskForm):
         """The event type's own list in the rows (none: the calendar settings' apply)."""
         self.own_reminders.data = reminders is not None
         self.reminders.process(None, reminders or [])
+
+    def offer_hosts(self, hosts: list[Host], listed: list[EventTypeHost]) -> list[TeamRow]:
+        """The sub account's active hosts to choose from, and the team table's rows: as posted,
+        else as the event type lists them."""
+        self.host_id.choices = [SelectChoice(str(h.id), h.name) for h in hosts if h.active]
+        posted = request.method == "POST"
+        kept = {row.host_id: row for row in listed}
+        rows = []
+        for host in hosts:
+            if not host.active and host.id not in kept:
+                continue
+            if posted:
+                rows.append(
+                    TeamRow(
+                        host.id,
+                        host.name,
+                        str(host.id) in request.form.getlist("team_host"),
+                        _number(request.form.get(f"priority_{host.id}"), PRIORITY_DEFAULT),
+                        _number(request.form.get(f"weight_{host.id}"), WEIGHT_DEFAULT),
+                    )
+                )
+            else:
+                row = kept.get(host.id)
+                rows.append(
+                    TeamRow(
+                        host.id,
+                        host.name,
+                        row is not None,
+                        row.priority if row else PRIORITY_DEFAULT,
+                        row.weight if row else WEIGHT_DEFAULT,
+                    )
+                )
+        self.team_rows = rows
+        return rows
 
     def offer_profiles(self, profiles: list[AvailabilityProfile]) -> None:
         """The sub account's profiles to choose from, after "the default"."""
@@ -118,6 +201,15 @@ class EventTypeForm(FlaskForm):
             if document[name] is None:
                 del document[name]
         document["bookingLimits"] = limits_of(self.booking_limits)
+        document["hosts"] = (
+            []
+            if document["assignment"] == HostAssignment.SINGLE.value
+            else [
+                {"hostId": row.host_id, "priority": row.priority, "weight": row.weight}
+                for row in getattr(self, "team_rows", [])
+                if row.listed
+            ]
+        )
         filled = reminders_of_rows(self.reminders)
         own = self.own_reminders.data or (bool(filled) and not had_own_reminders)
         document["reminders"] = filled if own else None

@@ -20,6 +20,7 @@ from app.services.availability.event_types import (
     set_event_type_offered,
     update_event_type,
 )
+from app.services.availability.hosts import hosts_of
 from app.services.availability.profiles import list_profiles
 from app.services.scheduling_inputs import get_event_type
 
@@ -41,6 +42,7 @@ def event_types(sub_account_id: int) -> str:
 def new_event_type(sub_account_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
     form = EventTypeForm()
+    form.offer_hosts(hosts_of(sub_account.id), [])
     if request.method == "GET":
         form.duration.data = sub_account.settings.default_duration
         return _form_page(sub_account, form)
@@ -61,6 +63,7 @@ def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
     sub_account = open_sub_account(current_user, sub_account_id)
     event_type = get_event_type(sub_account, event_type_id, offered_only=False)
     form = EventTypeForm(obj=event_type)
+    form.offer_hosts(hosts_of(sub_account.id), event_type.hosts)
     if request.method == "GET":
         form.show_reminders(event_type.reminders)
         return _form_page(sub_account, form, event_type)
@@ -104,6 +107,7 @@ def _form_page(
     sub_account: SubAccount, form: EventTypeForm, event_type: EventType | None = None
 ) -> str:
     form.offer_profiles(list_profiles(sub_account))
+    form.offer_hosts(hosts_of(sub_account.id), event_type.hosts if event_type else [])
     return render_template(
         "dashboard/event_type.html",
         sub_account=sub_account,

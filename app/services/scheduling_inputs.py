@@ -295,9 +295,12 @@ def load_busy_by_host(
     is each host's."""
     rows = _busy_rows(sub_account_id, span, exclude_booking_id, exclude_hold_id, hosts)
     now = now or utcnow()
+    by_host: dict[int | None, list[Any]] = {}
+    for row in rows:  # one pass: each host's rows, and everyone's (blocked time, host None)
+        by_host.setdefault(row[5], []).append(row)
+    everyone = by_host.get(None, [])
     return {
-        host_id: _busy_time([row for row in rows if row[5] in (host_id, None)], now, None)
-        for host_id in hosts
+        host_id: _busy_time(by_host.get(host_id, []) + everyone, now, None) for host_id in hosts
     }
 
 

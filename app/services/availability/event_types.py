@@ -14,7 +14,14 @@ from marshmallow import Schema, fields, validate
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import AvailabilityProfile, EventType, LocationKind, SubAccount
+from app.models import (
+    AvailabilityProfile,
+    EventType,
+    EventTypeHost,
+    HostAssignment,
+    LocationKind,
+    SubAccount,
+)
 from app.models.limits import (
     BUFFER_MAX_MINUTES,
     HORIZON_MAX_DAYS,
@@ -22,13 +29,23 @@ from app.models.limits import (
     NAME_MAX,
     NOTICE_MAX_MINUTES,
     SEATS_MAX,
+    TEAM_HOSTS_MAX,
 )
+from app.scheduling.round_robin import (
+    PRIORITY_DEFAULT,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    WEIGHT_DEFAULT,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+)
+from app.services.availability.hosts import assignment_problems, hosts_of
 from app.services.availability.profiles import ProfileNotFound, get_profile
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
 from app.services.integrations.calendars.meetings import require_meeting_connection
 from app.services.scheduling_inputs import get_event_type
-from app.validation import DURATION_MINUTES, Text, booking_limits, reminder_list
+from app.validation import DURATION_MINUTES, Text, booking_limits, describe_errors, reminder_list
 
 
 class EventTypeDoc(Schema):
@@ -66,12 +83,40 @@ class EventTypeDoc(Schema):
     bookingLimits = booking_limits()
 
 
+class TeamHostFields(Schema):
+    """A host of a round-robin or collective event type, by id, with its priority and weight."""
+
+    hostId = fields.Integer(required=True, strict=True)
+    priority = fields.Integer(
+        load_default=PRIORITY_DEFAULT,
+        strict=True,
+        validate=validate.Range(min=PRIORITY_MIN, max=PRIORITY_MAX),
+    )
+    weight = fields.Integer(
+        load_default=WEIGHT_DEFAULT,
+        strict=True,
+        validate=validate.Range(min=WEIGHT_MIN, max=WEIGHT_MAX),
+    )
+
+
 class EventTypeFields(EventTypeDoc):
-    """The provisioning document's event type with its profile named by id, not by name: a
-    person picks among the sub account's profiles, and an id still names the profile after a
-    rename. Empty: the sub account's default profile."""
+    """The provisioning document's event type with its profile and hosts named by id, not by
+    name: a person picks among the sub account's profiles and hosts, and an id still names one
+    after a rename. Empty profile: the sub account's default profile. ``hostId``: a one-host
+    type's host (None: as it was, the first host for a new one); ``hosts``: a round-robin or
+    collective type's."""
 
     availabilityProfileId = fields.Integer(load_default=None, allow_none=True, strict=True)
+    assignment = fields.Enum(HostAssignment, by_value=True, load_default=HostAssignment.SINGLE)
+    hostId = fields.Integer(load_default=None, allow_none=True, strict=True)
+    hosts = fields.List(
+        fields.Nested(TeamHostFields),
+        load_default=list,
+        validate=validate.Length(max=TEAM_HOSTS_MAX),
+    )
+    maxAhead = fields.Integer(
+        load_default=None, allow_none=True, strict=True, validate=validate.Range(min=0)
+    )
 
     class Meta:
         exclude = ("availabilityProfile",)
@@ -121,6 +166,7 @@ def set_event_type_offered(sub_account: SubAccount, event_type_id: int, offered:
 
 def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) -> None:
     profile = _profile(sub_account, doc["availabilityProfileId"])
+    _assign(sub_account, event_type, doc)
     require_meeting_connection(sub_account.id, doc["locationKind"])
     event_type.name = doc["name"]
     event_type.duration = doc["duration"]
@@ -137,6 +183,42 @@ def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) 
         event_type.reminders = doc["reminders"]
     if "bookingLimits" in doc:
         event_type.booking_limits = doc["bookingLimits"]
+
+
+def _assign(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) -> None:
+    """Who the event type's bookings are made with. A host that stays listed keeps since when
+    it has been eligible (fairness counts it as it was); a host added now is eligible from now
+    on (calibrated, not handed the month's backlog)."""
+    hosts = {host.id: host for host in hosts_of(sub_account.id)}
+    by_name = {host.name: host for host in hosts.values()}
+    listed = [hosts.get(item["hostId"]) for item in doc["hosts"]]
+    named = {
+        **doc,
+        "hosts": [
+            {"name": host.name if host else f"#{item['hostId']}", **item}
+            for host, item in zip(listed, doc["hosts"], strict=True)
+        ],
+    }
+    problems = assignment_problems(named, set(by_name))
+    if doc["hostId"] is not None and doc["hostId"] not in hosts:
+        problems["hostId"] = ["Unknown host."]
+    if problems:
+        raise InvalidRequest(describe_errors(problems), errors=problems)
+    event_type.assignment = doc["assignment"]
+    event_type.max_ahead = doc["maxAhead"]
+    if doc["assignment"] is HostAssignment.SINGLE:
+        if doc["hostId"] is not None:
+            event_type.host_id = doc["hostId"]
+        event_type.hosts = []
+        return
+    event_type.host_id = doc["hosts"][0]["hostId"]
+    kept = {row.host_id: row for row in event_type.hosts}
+    rows = []
+    for item in doc["hosts"]:
+        row = kept.get(item["hostId"]) or EventTypeHost(host_id=item["hostId"])
+        row.priority, row.weight = item["priority"], item["weight"]
+        rows.append(row)
+    event_type.hosts = rows
 
 
 def _profile(sub_account: SubAccount, profile_id: int | None) -> AvailabilityProfile | None:

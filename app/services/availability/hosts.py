@@ -33,6 +33,10 @@ from app.scheduling.round_robin import (
     WEIGHT_MAX,
     WEIGHT_MIN,
 )
+from app.services.availability.profiles import ProfileNotFound, get_profile
+from app.services.common.errors import HostNotFound, InvalidRequest
+from app.services.common.ids import is_storable_id
+from app.services.common.lookups import load_document, load_named, refuse_taken_name
 from app.validation import Text, TimezoneField
 
 
@@ -139,3 +143,90 @@ def assign_hosts(event_type: EventType, doc: dict[str, Any], hosts: dict[str, Ho
         EventTypeHost(host_id=hosts[h["name"]].id, priority=h["priority"], weight=h["weight"])
         for h in doc["hosts"]
     ]
+
+
+class HostFields(Schema):
+    """A host as the dashboard edits it: its working hours named by profile id (None: the sub
+    account's default profile)."""
+
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
+    email = fields.Email(
+        load_default=None, allow_none=True, validate=validate.Length(max=EMAIL_MAX)
+    )
+    timezone = TimezoneField(load_default=None, allow_none=True)
+    availabilityProfileId = fields.Integer(load_default=None, allow_none=True, strict=True)
+
+
+def get_host(sub_account: SubAccount, host_id: int) -> Host:
+    """The sub account's host ``host_id``; anyone else's is ``HostNotFound``."""
+    host = db.session.get(Host, host_id) if is_storable_id(host_id) else None
+    if host is None or host.sub_account_id != sub_account.id:
+        raise HostNotFound()
+    return host
+
+
+def create_host(sub_account: SubAccount, document: dict[str, Any]) -> Host:
+    """A new, active host from ``HostFields``; its name not yet taken."""
+    _, doc = load_named(sub_account.id, HostFields(), document, Host)
+    host = Host(sub_account_id=sub_account.id)
+    _apply_host(sub_account, host, doc)
+    db.session.add(host)
+    db.session.flush()
+    return host
+
+
+def update_host(sub_account: SubAccount, host_id: int, document: dict[str, Any]) -> Host:
+    """Every field of the host replaced by ``document``'s."""
+    host = get_host(sub_account, host_id)
+    doc = load_document(HostFields(), document)
+    refuse_taken_name(Host, sub_account, doc["name"], except_id=host.id)
+    _apply_host(sub_account, host, doc)
+    db.session.flush()
+    return host
+
+
+def _apply_host(sub_account: SubAccount, host: Host, doc: dict[str, Any]) -> None:
+    profile_id = doc["availabilityProfileId"]
+    if profile_id is not None:
+        try:
+            get_profile(sub_account, profile_id)
+        except ProfileNotFound:
+            message = "Unknown availability profile."
+            raise InvalidRequest(
+                f"availabilityProfileId: {message}", errors={"availabilityProfileId": [message]}
+            ) from None
+    host.name = doc["name"]
+    host.email = doc["email"]
+    host.timezone = doc["timezone"]
+    host.availability_profile_id = profile_id
+
+
+def single_event_types_of(host: Host) -> list[str]:
+    """The names of the offered one-host event types ``host`` is the host of."""
+    return list(
+        db.session.scalars(
+            select(EventType.name)
+            .where(
+                EventType.host_id == host.id,
+                EventType.assignment == HostAssignment.SINGLE,
+                EventType.active,
+            )
+            .order_by(EventType.name)
+        )
+    )
+
+
+def set_host_active(sub_account: SubAccount, host_id: int, active: bool) -> Host:
+    """Deactivate a host (round-robin and collective types no longer offer or book it; its
+    bookings stay, its connected calendars keep being read) or make it active again. A host
+    that is the one host of an offered event type is not deactivated: that type would have
+    nobody to book."""
+    host = get_host(sub_account, host_id)
+    if not active and (types := single_event_types_of(host)):
+        names = ", ".join(types)
+        raise InvalidRequest(
+            f"{host.name} is the host of {names}: give it another host, or deactivate it, first"
+        )
+    host.active = active
+    db.session.flush()
+    return host

@@ -248,13 +248,16 @@ def _team_slots(
         exclude_booking_id=query.exclude_booking_id,
     )
     open_by_host: dict[int, list[Interval]] = {}
+    # Hosts often share a profile: its hours are loaded and laid out once.
+    hours: dict[int | None, list[Interval]] = {}
     for member in members:
+        key = member.profile.id if member.profile is not None else None
+        if key not in hours:
+            schedule = load_schedule(member.profile, sub_account.settings.timezone, window)
+            hours[key] = working_ranges(schedule, *window)
         busy = busy_by_host[member.host_id]
-        schedule = load_schedule(member.profile, sub_account.settings.timezone, window)
         not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
-        open_by_host[member.host_id] = open_slots(
-            working_ranges(schedule, *window), not_held, rules, window
-        )
+        open_by_host[member.host_id] = open_slots(hours[key], not_held, rules, window)
     if event_type.assignment is COLLECTIVE:
         slots = every_host_open(open_by_host)
     else:

@@ -94,6 +94,10 @@ class EventTypeNotFound(NotFound):
     message = "Event type not found"
 
 
+class HostNotFound(NotFound):
+    message = "Host not found"
+
+
 class HoldNotFound(NotFound):
     message = "Hold not found"
 

@@ -35,7 +35,14 @@ from sqlalchemy.orm import Session
 
 from app.config import settings
 from app.extensions import db
-from app.models import CalendarConnection, ConnectedCalendar, ConnectionKind, SubAccount
+from app.models import (
+    BlockedTime,
+    CalendarConnection,
+    ConnectedCalendar,
+    ConnectionKind,
+    Host,
+    SubAccount,
+)
 from app.models.calendar_connection import OAUTH_KINDS
 from app.models.types import utcnow
 from app.services.common.encryption import SecretUnreadable, encrypt_secret
@@ -359,6 +366,31 @@ def update_connection(
         raise _invalid({"name": [f"Duplicate name '{connection.name}'."]}) from None
     if connection.active and (reconnect or not was_active or connection.write_existing_pending):
         request_sync(connection.id, utcnow())  # back, or pointed elsewhere: read it at once
+    return connection
+
+
+def set_connection_host(
+    sub_account: SubAccount, connection_id: int, host_id: int
+) -> CalendarConnection:
+    """Make the connection ``host_id``'s calendar: its busy time becomes that host's at once
+    (the rows it already read move with it), and, writing back, the host's future bookings are
+    written into it by the worker. Events written there for the former host stay until their
+    bookings next change. Flushes, never commits."""
+    connection = find_connection(sub_account, connection_id)
+    host = db.session.get(Host, host_id) if is_storable_id(host_id) else None
+    if host is None or host.sub_account_id != sub_account.id:
+        raise _invalid({"hostId": ["Unknown host."]})
+    if host.id == connection.host_id:
+        return connection
+    connection.host_id = host.id
+    db.session.execute(
+        update(BlockedTime)
+        .where(BlockedTime.calendar_connection_id == connection.id)
+        .values(host_id=host.id)
+        .execution_options(synchronize_session=False)
+    )
+    _ask_for_existing_bookings(connection, started=True, elsewhere=True)
+    db.session.flush()
     return connection
 
 

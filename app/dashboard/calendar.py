@@ -18,11 +18,13 @@ from flask_login import current_user
 from werkzeug.wrappers import Response
 
 from app.dashboard.views import dashboard
+from app.models import Host, SubAccount
 from app.models.types import utcnow
 from app.scheduling.timezones import local_to_utc, zone
 from app.services.accounts.users import open_sub_account
+from app.services.availability.hosts import get_host, hosts_of
 from app.services.bookings.calendar_view import calendar_entries
-from app.services.common.errors import InvalidRequest
+from app.services.common.errors import HostNotFound, InvalidRequest
 
 
 def _wall_clock(instant: datetime, tz_name: str) -> str:
@@ -46,13 +48,24 @@ def _window_day(name: str) -> date:
         raise InvalidRequest(f"{name}: expected a date like 2026-12-07") from None
 
 
+def _asked_host(sub_account: SubAccount) -> Host | None:
+    """The host whose calendar is asked for (``?host=``), if one of the sub account's."""
+    try:
+        return get_host(sub_account, int(request.args.get("host", "")))
+    except (ValueError, HostNotFound):
+        return None
+
+
 @dashboard.route("/s/<int:sub_account_id>/calendar")
 def calendar(sub_account_id: int) -> str:
     sub_account = open_sub_account(current_user, sub_account_id)
+    host = _asked_host(sub_account)
     return render_template(
         "dashboard/calendar.html",
         sub_account=sub_account,
         now=_wall_clock(utcnow(), sub_account.settings.timezone),
+        hosts=hosts_of(sub_account.id),
+        host=host,
     )
 
 
@@ -64,10 +77,14 @@ def calendar_feed(sub_account_id: int) -> Response | tuple[Response, int]:
     try:
         start = local_to_utc(_window_day("start"), time(0), zone(tz_name))
         end = local_to_utc(_window_day("end"), time(0), zone(tz_name))
-        bookings, blocked = calendar_entries(sub_account, start, end)
+        host = _asked_host(sub_account)
+        bookings, blocked = calendar_entries(
+            sub_account, start, end, host.id if host is not None else None
+        )
     except InvalidRequest as err:
         return jsonify({"message": err.message}), 400
     events: list[dict[str, Any]] = []
+    several = len(hosts_of(sub_account.id)) > 1
     for b in bookings:
         # With whom, unless the title names them already ("Cleaning with Carol").
         named = b.attendee and b.attendee.casefold() in b.title.casefold()
@@ -76,6 +93,8 @@ def calendar_feed(sub_account_id: int) -> Response | tuple[Response, int]:
             title = f"{title} · {b.seats}"
         status = b.status.replace("_", " ").capitalize()
         when = _span(b.start, b.end, tz_name)
+        # Whose it is, when the calendar shows several hosts' bookings.
+        with_hosts = f", with {b.hosts}" if host is None and several and b.hosts else ""
         events.append(
             {
                 "id": f"booking-{b.booking_id}",
@@ -90,7 +109,7 @@ def calendar_feed(sub_account_id: int) -> Response | tuple[Response, int]:
                     "kind": "booking",
                     "status": status,
                     "when": when,
-                    "detail": f"{title}, {when}, {status}",
+                    "detail": f"{title}, {when}, {status}{with_hosts}",
                 },
             }
         )

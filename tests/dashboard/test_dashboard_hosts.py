@@ -278,3 +278,42 @@ def test_a_connection_is_made_another_hosts_calendar_with_its_busy_time(client, 
     assert db.session.get(CalendarConnection, connection_id).host_id == tenant.hosts["Ben"]
     busy = db.session.query(BlockedTime).filter_by(calendar_connection_id=connection_id).all()
     assert [row.host_id for row in busy] == [tenant.hosts["Ben"]]
+
+
+@pytest.mark.date_sensitive  # bookings next Monday
+def test_the_calendar_shows_one_hosts_bookings_and_time_when_asked(client, app):
+    tenant = TenantFactory().create(
+        hosts=[{"name": "Ana"}, {"name": "Ben"}],
+        eventTypes=[
+            {
+                "name": "Intro",
+                "duration": 30,
+                "availabilityProfile": "Office",
+                "assignment": "round_robin",
+                "hosts": [{"name": "Ana"}, {"name": "Ben"}],
+            }
+        ],
+    )
+    sign_in(client, owner_email(tenant))
+    ana = make_booking(tenant, ny(MONDAY, 10), event_type="Intro", host_id=tenant.hosts["Ana"])
+    ben = make_booking(tenant, ny(MONDAY, 10), event_type="Intro", host_id=tenant.hosts["Ben"])
+    make_blocked_time(tenant, ny(MONDAY, 12), ny(MONDAY, 13), reason="Lunch")  # everyone's
+    make_blocked_time(
+        tenant, ny(MONDAY, 14), ny(MONDAY, 15), reason="Ben's errand", host_id=tenant.hosts["Ben"]
+    )
+    calendar = f"/dashboard/s/{tenant.sub_account_id}/calendar"
+    page = client.get(calendar).get_data(as_text=True)
+    assert f'<option value="{tenant.hosts["Ana"]}">Ana</option>' in page
+    window = {"start": MONDAY.isoformat(), "end": (MONDAY + timedelta(days=1)).isoformat()}
+
+    def titles(**query):
+        entries = client.get(f"{calendar}/entries", query_string={**window, **query}).json
+        return {(e.get("id"), e["title"]) for e in entries}
+
+    everyone = titles()
+    assert {f"booking-{ana.id}", f"booking-{ben.id}"} <= {i for i, _ in everyone}
+    only_ana = titles(host=tenant.hosts["Ana"])
+    assert {i for i, _ in only_ana if i} == {f"booking-{ana.id}"}
+    assert {t for i, t in only_ana if not i} == {"Blocked: Lunch"}
+    shown = client.get(calendar, query_string={"host": tenant.hosts["Ana"]}).get_data(as_text=True)
+    assert f"host={tenant.hosts['Ana']}" in shown

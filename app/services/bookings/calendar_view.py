@@ -6,10 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
+from sqlalchemy.orm import selectinload
 
 from app.extensions import db
-from app.models import BlockedTime, BlockedTimeSource, Booking, CalendarConnection, SubAccount
+from app.models import (
+    BlockedTime,
+    BlockedTimeSource,
+    Booking,
+    BookingHost,
+    CalendarConnection,
+    SubAccount,
+)
 from app.services.bookings.queries import seats_taken
 from app.services.common.errors import InvalidRequest
 
@@ -28,6 +36,8 @@ class BookingEntry:
     end: datetime
     seats: str | None = None
     """A seat of a seated slot: "3 of 5 seats taken" (active bookings of its slot)."""
+    hosts: str = ""
+    """Who it is with: its hosts' names."""
 
 
 @dataclass(frozen=True)
@@ -41,22 +51,34 @@ class BlockedEntry:
 
 
 def calendar_entries(
-    sub_account: SubAccount, start: datetime, end: datetime
+    sub_account: SubAccount, start: datetime, end: datetime, host_id: int | None = None
 ) -> tuple[list[BookingEntry], list[BlockedEntry]]:
-    """Bookings and blocked time overlapping ``[start, end)``, by start."""
+    """Bookings and blocked time overlapping ``[start, end)``, by start; with ``host_id``,
+    that host's alone (its bookings, collective ones included, the blocked time that is
+    everyone's or its own, its calendars' busy time)."""
     if not start < end <= start + MAX_WINDOW:
         raise InvalidRequest("The calendar shows at most 62 days, from a start before the end.")
-    bookings = db.session.scalars(
-        select(Booking)
-        .where(
-            Booking.sub_account_id == sub_account.id,
-            Booking.start_at < end,
-            Booking.end_at > start,
+    query = select(Booking).where(
+        Booking.sub_account_id == sub_account.id,
+        Booking.start_at < end,
+        Booking.end_at > start,
+    )
+    if host_id is not None:
+        query = query.where(
+            or_(
+                Booking.host_id == host_id,
+                Booking.id.in_(
+                    select(BookingHost.booking_id).where(BookingHost.host_id == host_id)
+                ),
+            )
         )
-        .order_by(Booking.start_at, Booking.id)
+    bookings = db.session.scalars(
+        query.options(selectinload(Booking.host), selectinload(Booking.co_hosts)).order_by(
+            Booking.start_at, Booking.id
+        )
     ).all()
     taken = seats_taken(b.seat_group for b in bookings)
-    blocked = db.session.execute(
+    blocked_query = (
         select(BlockedTime, CalendarConnection.name)
         .outerjoin(CalendarConnection, BlockedTime.calendar_connection_id == CalendarConnection.id)
         .where(
@@ -64,8 +86,12 @@ def calendar_entries(
             BlockedTime.start_at < end,
             BlockedTime.end_at > start,
         )
-        .order_by(BlockedTime.start_at, BlockedTime.id)
     )
+    if host_id is not None:
+        blocked_query = blocked_query.where(
+            or_(BlockedTime.host_id.is_(None), BlockedTime.host_id == host_id)
+        )
+    blocked = db.session.execute(blocked_query.order_by(BlockedTime.start_at, BlockedTime.id))
     return (
         [
             BookingEntry(
@@ -78,6 +104,7 @@ def calendar_entries(
                 f"{taken.get(b.seat_group, 0)} of {b.seat_count} seats taken"
                 if b.seat_group
                 else None,
+                ", ".join(host.name for host in b.hosts),
             )
             for b in bookings
         ],

@@ -34,6 +34,12 @@ class Inbox:
         with self._lock:
             return [m for m in self.messages if address in str(m["To"])]
 
+    def clear(self) -> None:
+        """Forget what came so far (the next step's messages are read alone)."""
+        with self._lock:
+            self.messages.clear()
+            self.envelopes.clear()
+
     def wait_for(self, count: int, timeout: float = 30.0) -> list[EmailMessage]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

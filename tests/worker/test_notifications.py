@@ -378,3 +378,48 @@ def test_the_host_a_booking_is_made_with_hears_of_it_as_the_business_does(app, t
     ]
     (kim,) = inbox.to("kim@clinic.test")
     assert kim["Subject"] == inbox.to(OWNER)[0]["Subject"]
+
+
+def test_a_booking_moved_to_another_host_tells_both_hosts_and_the_attendees(app, tenants, inbox):
+    tenant = tenants.create(
+        settings={"defaultDuration": 30, "bookingHorizonDays": 60, "notificationEmail": OWNER},
+        hosts=[
+            {"name": "Dr. Kim", "email": "kim@clinic.test"},
+            {"name": "Dr. Lee", "email": "lee@clinic.test"},
+        ],
+        eventTypes=[
+            {
+                "name": "Cleaning",
+                "duration": 30,
+                "availabilityProfile": "Office",
+                "assignment": "round_robin",
+                "hosts": [{"name": "Dr. Kim"}, {"name": "Dr. Lee"}],
+            }
+        ],
+    )
+    client = app.test_client()
+    booking = create(client, tenant, ny(MONDAY, 10), hostId=tenant.hosts["Dr. Kim"])
+    deliver_all()
+    inbox.clear()
+    moved = client.put(
+        f"/v1/api/calendar/event-types/{tenant.event_types['Cleaning']}/bookings/{booking['id']}",
+        json={"hostId": tenant.hosts["Dr. Lee"]},
+        headers=tenant.headers(),
+    )
+    assert moved.status_code == 200, moved.json
+    deliver_all()
+    assert sorted(rcpt for _, (rcpt,) in inbox.envelopes) == [
+        OWNER,
+        "kim@clinic.test",
+        "lee@clinic.test",
+        "pat@example.test",
+        "sam@example.test",
+    ]
+    (kim,) = inbox.to("kim@clinic.test")
+    assert "it is no longer yours" in kim.get_body(("plain",)).get_content()
+    assert invitation(kim)[0] == "CANCEL"
+    (lee,) = inbox.to("lee@clinic.test")
+    assert "This booking is now with Dr. Lee." in lee.get_body(("plain",)).get_content()
+    assert invitation(lee)[0] == "REQUEST"
+    (pat,) = inbox.to("pat@example.test")
+    assert "Your booking is now with Dr. Lee." in pat.get_body(("plain",)).get_content()

@@ -36,6 +36,7 @@ from app.models import (
     CalendarSettings,
     MailMessage,
     MailStatus,
+    OutboxEvent,
     ReminderChannel,
     SubAccount,
 )
@@ -78,8 +79,8 @@ class _Letter:
 
 
 # A ``booking.updated`` that changed one of these is mailed too (the place to meet, or the link
-# to join by).
-NOTIFIED_CHANGES = frozenset({"location"})
+# to join by; who the booking is with).
+NOTIFIED_CHANGES = frozenset({"location", "hosts"})
 
 
 def notified(kind: str, changed: tuple[str, ...]) -> bool:
@@ -115,6 +116,8 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
         recipients = _attendees(booking, current) if to_attendees else []
         if to_owner:
             recipients += _business(settings, current, booking.timezone)
+            if "hosts" in delivery.changed:  # a booking moved to another host: tell both
+                recipients += _former_hosts(session, delivery, current, booking.timezone)
         letters = _unsent_letters(
             session,
             booking,
@@ -125,6 +128,7 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
             key=lambda email: f"event:{delivery.event_id}:{email}",
             event_id=delivery.event_id,
             by_attendee=delivery.actor == Actor.ATTENDEE,
+            changed=delivery.changed,
         )
     failures = _send_all(letters, now)
     if failures:
@@ -146,6 +150,25 @@ def _business(settings: CalendarSettings, current: Booking, timezone: str) -> li
                 host.email, host.name, host.timezone or timezone, is_owner=True
             )
     return list(found.values())
+
+
+def _former_hosts(
+    session: Session, delivery: Delivery, current: Booking, timezone: str
+) -> list[Recipient]:
+    """The hosts the booking was with before this event (its previous event's snapshot, when
+    kept) and is no longer, with an email: told it is no longer theirs."""
+    before = session.scalar(
+        select(OutboxEvent.snapshot)
+        .where(OutboxEvent.booking_id == delivery.booking_id, OutboxEvent.id < delivery.event_id)
+        .order_by(OutboxEvent.id.desc())
+        .limit(1)
+    )
+    now_with = {host.id for host in current.hosts}
+    return [
+        Recipient(host["email"], host["name"], timezone, is_owner=True, former_host=True)
+        for host in (before or {}).get("booking", {}).get("hosts") or []
+        if host["id"] not in now_with and host.get("email")
+    ]
 
 
 def _attendees(shown: Booking, current: Booking) -> list[Recipient]:
@@ -181,6 +204,7 @@ def _unsent_letters(
     key: Callable[[str], str],
     event_id: int | None,
     by_attendee: bool = False,
+    changed: tuple[str, ...] = (),
 ) -> list[_Letter]:
     """The messages about ``booking`` for those of ``recipients`` whose message (its key made by
     ``key`` from their address) is not recorded as sent."""
@@ -209,6 +233,7 @@ def _unsent_letters(
                 now=now,
                 dedupe_key=keys[r.email],
                 by_attendee=by_attendee,
+                changed=changed,
             ),
             booking.sub_account_id,
             booking.id,

@@ -64,7 +64,9 @@ class Recipient:
     email: str
     name: str | None
     timezone: str  # the attendee's, else the booking's
-    is_owner: bool = False  # the sub account's notification address
+    is_owner: bool = False  # the sub account's notification address, or a host's
+    # A host the booking was with until this change: the booking is no longer theirs.
+    former_host: bool = False
     # The attendee's own link to see, cancel or move the booking (none for the owner, or once
     # the booking is cancelled).
     manage_url: str | None = None
@@ -96,17 +98,21 @@ def compose(
     now: datetime,
     dedupe_key: str,
     by_attendee: bool = False,
+    changed: tuple[str, ...] = (),
 ) -> EmailMessage:
     """The email telling ``recipient`` about ``kind`` (an event name, or ``REMINDER``);
     ``by_attendee``: the attendee made the change from their manage link."""
-    cancelled = booking.status == BookingStatus.CANCELLED
+    # For a host it left, the booking is as good as cancelled: its invitation removes it.
+    cancelled = booking.status == BookingStatus.CANCELLED or recipient.former_host
     when = describe_time(booking.start_at, booking.end_at, recipient.timezone)
     subject = f"{_LABELS[kind]}: {booking.title} — {when}"
     headlines = _ATTENDEE_HEADLINES if by_attendee and kind in _ATTENDEE_HEADLINES else _HEADLINES
     link = None if cancelled else recipient.manage_url
     # A meeting's link is shown as the way to join (not once cancelled: the meeting is gone).
     to_join = join_link(booking)
-    if kind == "booking.updated":
+    if kind == "booking.updated" and "hosts" in changed:
+        headline = _hosts_headline(booking, recipient)
+    elif kind == "booking.updated":
         headline = _LOCATION_HEADLINES[to_join is not None][1 if recipient.is_owner else 0]
     else:
         headline = headlines[kind][1 if recipient.is_owner else 0]
@@ -153,6 +159,16 @@ def compose(
         params={"method": method},
     )
     return message
+
+
+def _hosts_headline(booking: Booking, recipient: Recipient) -> str:
+    """What a booking moved to another host says, to whom."""
+    names = ", ".join(host.name for host in (booking.host, *booking.co_hosts) if host)
+    if recipient.former_host:
+        return f"This booking is now with {names}: it is no longer yours."
+    if recipient.is_owner:
+        return f"This booking is now with {names}."
+    return f"Your booking is now with {names}."
 
 
 def describe_time(start: datetime, end: datetime, timezone: str) -> str:

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.extensions import db
-from app.models import BlockedTime, Booking, CalendarConnection, Host, SlotHold
+from app.models import BlockedTime, Booking, BookingHost, CalendarConnection, Host, SlotHold
 from app.scheduling.intervals import Interval
 from app.services.accounts.provisioning import ProvisioningInvalid, provision
 from app.services.scheduling_inputs import load_busy
@@ -199,3 +199,36 @@ def test_a_hosts_busy_time_is_its_own_and_everyones_blocked_time(tenant):
     assert busy([lee.id]) == [[], [ny(MONDAY, 11)], [ny(MONDAY, 12)], []]
     assert busy([kim.id]) == [[TEN], [], [ny(MONDAY, 12)], [ny(MONDAY, 13)]]
     assert busy(None) == [[TEN], [ny(MONDAY, 11)], [ny(MONDAY, 12)], [ny(MONDAY, 13)]]
+
+
+def collective_booking(tenant, start, first: int, others: list[int]) -> Booking:
+    booking = make_booking(tenant, start, host_id=first)
+    db.session.add_all(BookingHost(booking_id=booking.id, host_id=h) for h in others)
+    db.session.commit()
+    return booking
+
+
+def test_a_collective_bookings_other_host_is_not_booked_over_it(tenant):
+    other = second_host(tenant)
+    collective_booking(tenant, TEN, first_host(tenant).id, [other.id])
+    with pytest.raises(IntegrityError) as refused:
+        make_booking(tenant, ny(MONDAY, 10, 15), host_id=other.id)
+    assert refused_constraint(refused.value) == ("23P01", "ex_bookings_no_overlap")
+    db.session.rollback()
+
+
+def test_a_host_booked_already_is_not_made_another_host_of_a_collective_booking(tenant):
+    other = second_host(tenant)
+    make_booking(tenant, TEN, host_id=other.id)
+    with pytest.raises(IntegrityError) as refused:
+        collective_booking(tenant, ny(MONDAY, 10, 15), first_host(tenant).id, [other.id])
+    assert refused_constraint(refused.value) == ("23P01", "ex_bookings_no_overlap")
+    db.session.rollback()
+
+
+def test_a_cancelled_booking_leaves_its_other_hosts_time_free(tenant):
+    other = second_host(tenant)
+    booking = collective_booking(tenant, TEN, first_host(tenant).id, [other.id])
+    booking.status = "cancelled"
+    db.session.commit()
+    assert make_booking(tenant, TEN, host_id=other.id).host_id == other.id

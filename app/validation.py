@@ -16,6 +16,7 @@ from app.models.limits import (
     TIMEZONE_MAX,
 )
 from app.models.reminder import ReminderChannel
+from app.models.types import MAX_ID
 from app.scheduling.timezones import (
     INSTANT_MAX_LENGTH,
     MAX_YEAR,
@@ -255,3 +256,11 @@ class BookingLimitsSchema(Schema):
 def booking_limits(**kwargs: Any) -> fields.Nested:
     """The field of a ``bookingLimits`` document (null: no cap)."""
     return fields.Nested(BookingLimitsSchema, allow_none=True, **kwargs)
+
+
+def host_id_field(description: str) -> fields.Integer:
+    """An optional ``hostId`` of a request: one of the event type's hosts, by id (what it does
+    there is ``description``'s)."""
+    return fields.Integer(
+        validate=validate.Range(min=1, max=MAX_ID), metadata={"description": description}
+    )

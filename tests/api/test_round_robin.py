@@ -30,9 +30,10 @@ def make_host_booking(tenant, host: str, start):
     return make_booking(tenant, start, event_type="Panel", host_id=tenant.hosts[host])
 
 
-def team(hosts, **event_type):
-    """A sub account whose "Team call" (30 min) is round robin over ``hosts`` (names), each
-    09:00–17:00 unless a host dict says otherwise."""
+def team(hosts, assignment="round_robin", type_name="Team call", **event_type):
+    """A sub account whose ``type_name`` (30 min) is ``assignment`` over ``hosts`` (names, or
+    dicts with a profile, priority and weight), each 09:00–17:00 unless a host says
+    otherwise."""
     listed = [h if isinstance(h, dict) else {"name": h} for h in hosts]
     return TenantFactory().create(
         hosts=[{"name": h["name"], "availabilityProfile": h.get("profile")} for h in listed],
@@ -46,12 +47,13 @@ def team(hosts, **event_type):
             },
             {"name": "Mornings", "weeklyHours": MORNINGS},
             {"name": "Afternoons", "weeklyHours": AFTERNOONS},
+            {"name": "Late", "weeklyHours": {d: [["11:00", "17:00"]] for d in ("mon", "tue")}},
         ],
         eventTypes=[
             {
-                "name": "Team call",
+                "name": type_name,
                 "duration": 30,
-                "assignment": "round_robin",
+                "assignment": assignment,
                 "hosts": [
                     {k: v for k, v in h.items() if k in ("name", "priority", "weight")}
                     for h in listed
@@ -62,9 +64,9 @@ def team(hosts, **event_type):
     )
 
 
-def book(client, tenant, start, **extra):
+def book(client, tenant, start, type_name="Team call", **extra):
     return client.post(
-        f"/v1/api/calendar/event-types/{tenant.event_types['Team call']}/bookings",
+        f"/v1/api/calendar/event-types/{tenant.event_types[type_name]}/bookings",
         json={
             "startTime": z(start),
             "endTime": z(start + timedelta(minutes=30)),
@@ -75,14 +77,14 @@ def book(client, tenant, start, **extra):
     )
 
 
-def day_starts(client, tenant, **query):
-    """Monday's open slot starts of the round-robin type."""
+def day_starts(client, tenant, type_name="Team call", **query):
+    """Monday's open slot starts of the event type."""
     answer = client.get(
         "/v1/api/calendar/availability",
         query_string={
             "startDate": MONDAY.isoformat(),
             "endDate": MONDAY.isoformat(),
-            "eventTypeId": tenant.event_types["Team call"],
+            "eventTypeId": tenant.event_types[type_name],
             "timezone": "America/New_York",
             **query,
         },
@@ -283,72 +285,19 @@ def test_the_event_types_hosts_are_stored_with_priority_and_weight(app):
     }
 
 
-def collective(hosts):
-    """A sub account whose "Panel" (30 min) is collective over ``hosts``."""
-    listed = [h if isinstance(h, dict) else {"name": h} for h in hosts]
-    return TenantFactory().create(
-        hosts=[{"name": h["name"], "availabilityProfile": h.get("profile")} for h in listed],
-        availabilityProfiles=[
-            {
-                "name": "Office",
-                "default": True,
-                "weeklyHours": {
-                    d: [["09:00", "17:00"]] for d in ("mon", "tue", "wed", "thu", "fri")
-                },
-            },
-            {"name": "Late", "weeklyHours": {d: [["11:00", "17:00"]] for d in ("mon", "tue")}},
-        ],
-        eventTypes=[
-            {
-                "name": "Panel",
-                "duration": 30,
-                "assignment": "collective",
-                "hosts": [{"name": h["name"]} for h in listed],
-            }
-        ],
-    )
-
-
-def panel_starts(client, tenant):
-    answer = client.get(
-        "/v1/api/calendar/availability",
-        query_string={
-            "startDate": MONDAY.isoformat(),
-            "endDate": MONDAY.isoformat(),
-            "eventTypeId": tenant.event_types["Panel"],
-            "timezone": "America/New_York",
-        },
-        headers=tenant.headers(),
-    )
-    assert answer.status_code == 200, answer.json
-    return [slot["start"] for slot in answer.json[0]["slots"]]
-
-
-def book_panel(client, tenant, start):
-    return client.post(
-        f"/v1/api/calendar/event-types/{tenant.event_types['Panel']}/bookings",
-        json={
-            "startTime": z(start),
-            "endTime": z(start + timedelta(minutes=30)),
-            "attendees": [{"email": "panel@example.test"}],
-        },
-        headers=tenant.headers(),
-    )
-
-
 def test_a_collective_type_offers_only_times_every_host_is_free(client, app):
-    tenant = collective(["Ana", {"name": "Ben", "profile": "Late"}])
-    starts = panel_starts(client, tenant)
+    tenant = team(["Ana", {"name": "Ben", "profile": "Late"}], "collective", "Panel")
+    starts = day_starts(client, tenant, "Panel")
     assert z(ny(MONDAY, 10)) not in starts  # Ben starts at 11:00
     assert z(ny(MONDAY, 11)) in starts
     # Ana booked alone (another type's booking, made with her) takes the time from the panel.
     make_host_booking(tenant, "Ana", ny(MONDAY, 11))
-    assert z(ny(MONDAY, 11)) not in panel_starts(client, tenant)
+    assert z(ny(MONDAY, 11)) not in day_starts(client, tenant, "Panel")
 
 
 def test_a_collective_booking_takes_every_hosts_time(client, app):
-    tenant = collective(["Ana", "Ben"])
-    created = book_panel(client, tenant, TEN)
+    tenant = team(["Ana", "Ben"], "collective", "Panel")
+    created = book(client, tenant, TEN, "Panel")
     assert created.status_code == 201, created.json
     assert [h["name"] for h in created.json["hosts"]] == ["Ana", "Ben"]
     assert created.json["assignmentReason"] == "collective"
@@ -365,8 +314,8 @@ def test_a_collective_booking_takes_every_hosts_time(client, app):
 
 
 def test_a_collective_create_one_host_cannot_take_is_refused_with_common_slots(client, app):
-    tenant = collective(["Ana", {"name": "Ben", "profile": "Late"}])
-    refused = book_panel(client, tenant, TEN)
+    tenant = team(["Ana", {"name": "Ben", "profile": "Late"}], "collective", "Panel")
+    refused = book(client, tenant, TEN, "Panel")
     assert refused.status_code == 400
     assert refused.json["code"] == "outside_hours"
     assert all(s["start"] >= z(ny(MONDAY, 11)) for s in refused.json["suggestedSlots"])

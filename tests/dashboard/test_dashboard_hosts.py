@@ -147,6 +147,22 @@ def test_the_one_host_of_an_offered_event_type_is_not_deactivated(signed_in, ten
     assert host_named(tenant, first.name).active is True
 
 
+def ana_and_ben():
+    """A sub account with hosts Ana and Ben and "Intro", round robin over both."""
+    return TenantFactory().create(
+        hosts=[{"name": "Ana"}, {"name": "Ben"}],
+        eventTypes=[
+            {
+                "name": "Intro",
+                "duration": 30,
+                "availabilityProfile": "Office",
+                "assignment": "round_robin",
+                "hosts": [{"name": "Ana"}, {"name": "Ben"}],
+            }
+        ],
+    )
+
+
 def event_types_base(tenant) -> str:
     return f"/dashboard/s/{tenant.sub_account_id}/event-types"
 
@@ -227,18 +243,7 @@ def test_editing_a_team_keeps_when_each_host_became_eligible(signed_in, tenant):
 
 @pytest.mark.date_sensitive  # a booking next Monday
 def test_a_round_robin_booking_is_moved_to_another_free_host_from_its_page(client, app):
-    tenant = TenantFactory().create(
-        hosts=[{"name": "Ana"}, {"name": "Ben"}],
-        eventTypes=[
-            {
-                "name": "Intro",
-                "duration": 30,
-                "availabilityProfile": "Office",
-                "assignment": "round_robin",
-                "hosts": [{"name": "Ana"}, {"name": "Ben"}],
-            }
-        ],
-    )
+    tenant = ana_and_ben()
     sign_in(client, owner_email(tenant))
     booking = make_booking(tenant, ny(MONDAY, 10), event_type="Intro", host_id=tenant.hosts["Ana"])
     page_url = f"/dashboard/s/{tenant.sub_account_id}/bookings/{booking.id}"
@@ -282,18 +287,7 @@ def test_a_connection_is_made_another_hosts_calendar_with_its_busy_time(client, 
 
 @pytest.mark.date_sensitive  # bookings next Monday
 def test_the_calendar_shows_one_hosts_bookings_and_time_when_asked(client, app):
-    tenant = TenantFactory().create(
-        hosts=[{"name": "Ana"}, {"name": "Ben"}],
-        eventTypes=[
-            {
-                "name": "Intro",
-                "duration": 30,
-                "availabilityProfile": "Office",
-                "assignment": "round_robin",
-                "hosts": [{"name": "Ana"}, {"name": "Ben"}],
-            }
-        ],
-    )
+    tenant = ana_and_ben()
     sign_in(client, owner_email(tenant))
     ana = make_booking(tenant, ny(MONDAY, 10), event_type="Intro", host_id=tenant.hosts["Ana"])
     ben = make_booking(tenant, ny(MONDAY, 10), event_type="Intro", host_id=tenant.hosts["Ben"])

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import Booking, CalendarSettings, EventType, OutboxEvent
 from tests.factories import next_monday, ny, z
-from tests.servers import PATIENT, gunicorn, post_all
+from tests.servers import post_all
 
 pytestmark = [
     pytest.mark.date_sensitive,  # bookings on next Monday
@@ -40,16 +40,6 @@ def bookings_in_database(tenant):
     return db.session.scalars(
         select(Booking).where(Booking.sub_account_id == tenant.sub_account_id)
     ).all()
-
-
-@pytest.fixture
-def servers(database_url):
-    """Two gunicorn masters, each with two (gevent) worker processes."""
-    with (
-        gunicorn(database_url, env=PATIENT) as first,
-        gunicorn(database_url, env=PATIENT) as second,
-    ):
-        yield [first, second]
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.models import ACTIVE_STATUSES, Booking
 from tests.factories import TenantFactory, next_monday, ny, z
-from tests.servers import PATIENT, gunicorn, post_all
+from tests.servers import post_all
 
 pytestmark = [
     pytest.mark.date_sensitive,  # bookings on next Monday
@@ -21,16 +21,6 @@ pytestmark = [
 
 MONDAY = next_monday()
 HOSTS = ["Ana", "Ben", "Cy", "Dee", "Eli"]
-
-
-@pytest.fixture
-def servers(database_url):
-    """Two gunicorn masters, each with two (gevent) worker processes."""
-    with (
-        gunicorn(database_url, env=PATIENT) as first,
-        gunicorn(database_url, env=PATIENT) as second,
-    ):
-        yield [first, second]
 
 
 @pytest.mark.slow

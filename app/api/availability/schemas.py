@@ -12,7 +12,7 @@ from app.models.limits import DURATION_MAX_MINUTES, DURATION_MIN_MINUTES
 from app.models.types import MAX_ID
 from app.representations import SlotSchema
 from app.services.availability.open_time import AvailabilityQuery
-from app.validation import DURATION_MINUTES, InstantField, TimezoneField
+from app.validation import DURATION_MINUTES, InstantField, TimezoneField, host_id_field
 
 
 class AvailabilityArgsSchema(CamelCaseSchema):
@@ -44,15 +44,10 @@ class AvailabilityArgsSchema(CamelCaseSchema):
         metadata={"description": ("IANA timezone for dates and day grouping")},
     )
 
-    host_id = fields.Integer(
-        validate=validate.Range(min=1, max=MAX_ID),
-        metadata={
-            "description": (
-                "One of the event type's hosts: that host's open slots alone. Without it, a "
-                "round-robin type's slots are those any of its hosts can take, a collective "
-                "type's those all of them can."
-            )
-        },
+    host_id = host_id_field(
+        "One of the event type's hosts: that host's open slots alone. Without it, a "
+        "round-robin type's slots are those any of its hosts can take, a collective "
+        "type's those all of them can."
     )
 
     @post_load

@@ -13,7 +13,6 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from app.api.field_names import CamelCaseSchema
 from app.models.limits import DESCRIPTION_MAX, EMAIL_MAX, NAME_MAX, PHONE_MAX, REASON_MAX
-from app.models.types import MAX_ID
 from app.services.bookings.writes import AttendeeInput, BookingChanges, NewBooking
 from app.validation import (
     MAX_ATTENDEES,
@@ -24,6 +23,7 @@ from app.validation import (
     InstantField,
     Text,
     TimezoneField,
+    host_id_field,
     unstorable,
 )
 
@@ -117,16 +117,11 @@ class _BookingFields(CamelCaseSchema):
             "hold of this event type holds nothing (the time rule applies as usual)."
         },
     )
-    host_id = fields.Integer(
-        validate=validate.Range(min=1, max=MAX_ID),
-        metadata={
-            "description": (
-                "One of the event type's hosts (a booking's `hosts[].id`): the booking is made "
-                "with (moved to) that host when it is free, else refused with `host_unavailable` "
-                "and that host's suggested slots. Without it a round-robin type chooses the host "
-                '(docs/api.md, "Hosts").'
-            )
-        },
+    host_id = host_id_field(
+        "One of the event type's hosts (a booking's `hosts[].id`): the booking is made "
+        "with (moved to) that host when it is free, else refused with `host_unavailable` "
+        "and that host's suggested slots. Without it a round-robin type chooses the host "
+        '(docs/api.md, "Hosts").'
     )
 
 

@@ -8,10 +8,9 @@ from marshmallow import Schema, fields, post_load, validate
 
 from app.api.field_names import CamelCaseSchema
 from app.models.limits import NAME_MAX
-from app.models.types import MAX_ID
 from app.representations import ID_RANGE, UTCTimestamp
 from app.services.bookings.holds import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, NewHold
-from app.validation import InstantField, TimezoneField
+from app.validation import InstantField, TimezoneField, host_id_field
 
 
 class CreateHoldSchema(CamelCaseSchema):
@@ -32,15 +31,10 @@ class CreateHoldSchema(CamelCaseSchema):
         },
     )
 
-    host_id = fields.Integer(
-        validate=validate.Range(min=1, max=MAX_ID),
-        metadata={
-            "description": (
-                "One of the event type's hosts: hold that host's time (refused with "
-                "`host_unavailable` when that host is not free). Without it a round-robin type "
-                "chooses the host, and the booking made with the hold's token goes to that host."
-            )
-        },
+    host_id = host_id_field(
+        "One of the event type's hosts: hold that host's time (refused with "
+        "`host_unavailable` when that host is not free). Without it a round-robin type "
+        "chooses the host, and the booking made with the hold's token goes to that host."
     )
 
     @post_load

@@ -31,15 +31,7 @@ from app.models.limits import (
     SEATS_MAX,
     TEAM_HOSTS_MAX,
 )
-from app.scheduling.round_robin import (
-    PRIORITY_DEFAULT,
-    PRIORITY_MAX,
-    PRIORITY_MIN,
-    WEIGHT_DEFAULT,
-    WEIGHT_MAX,
-    WEIGHT_MIN,
-)
-from app.services.availability.hosts import assignment_problems, hosts_of
+from app.services.availability.hosts import HostShareDoc, assignment_problems, hosts_of
 from app.services.availability.profiles import ProfileNotFound, get_profile
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
@@ -83,20 +75,10 @@ class EventTypeDoc(Schema):
     bookingLimits = booking_limits()
 
 
-class TeamHostFields(Schema):
-    """A host of a round-robin or collective event type, by id, with its priority and weight."""
+class TeamHostFields(HostShareDoc):
+    """A host of a round-robin or collective event type, by id (the dashboard's)."""
 
     hostId = fields.Integer(required=True, strict=True)
-    priority = fields.Integer(
-        load_default=PRIORITY_DEFAULT,
-        strict=True,
-        validate=validate.Range(min=PRIORITY_MIN, max=PRIORITY_MAX),
-    )
-    weight = fields.Integer(
-        load_default=WEIGHT_DEFAULT,
-        strict=True,
-        validate=validate.Range(min=WEIGHT_MIN, max=WEIGHT_MAX),
-    )
 
 
 class EventTypeFields(EventTypeDoc):

@@ -90,11 +90,9 @@ def hosts_of(sub_account_id: int) -> list[Host]:
     )
 
 
-class EventTypeHostDoc(Schema):
-    """A host of a round-robin or collective event type, by name, with its priority (higher
-    first) and weight for that type."""
+class HostShareDoc(Schema):
+    """A team host's priority (higher first) and weight (its share) in an event type."""
 
-    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
     priority = fields.Integer(
         load_default=PRIORITY_DEFAULT,
         strict=True,
@@ -105,6 +103,13 @@ class EventTypeHostDoc(Schema):
         strict=True,
         validate=validate.Range(min=WEIGHT_MIN, max=WEIGHT_MAX),
     )
+
+
+class EventTypeHostDoc(HostShareDoc):
+    """A host of a round-robin or collective event type, by name (the provisioning
+    document's)."""
+
+    name = Text(required=True, validate=validate.Length(min=1, max=NAME_MAX))
 
 
 def assignment_problems(doc: dict[str, Any], host_names: set[str]) -> dict[str, list[str]]:

@@ -320,3 +320,14 @@ def test_a_collective_create_one_host_cannot_take_is_refused_with_common_slots(c
     assert refused.json["code"] == "outside_hours"
     assert all(s["start"] >= z(ny(MONDAY, 11)) for s in refused.json["suggestedSlots"])
     assert refused.json["suggestedSlots"]
+
+
+def test_a_team_whose_hosts_are_all_deactivated_offers_and_books_nothing(client, app):
+    tenant = team(["Ana"])
+    db.session.get(Host, tenant.hosts["Ana"]).active = False
+    db.session.commit()
+    assert day_starts(client, tenant) == []
+    refused = book(client, tenant, TEN)
+    assert refused.status_code == 400
+    assert refused.json["code"] == "outside_hours"
+    assert refused.json["message"] == "No host of this event type is active"

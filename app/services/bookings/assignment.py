@@ -57,6 +57,7 @@ NEARNESS = {
 COMMON_SEARCH = timedelta(days=7)
 
 COLLECTIVE_HAS_EVERYONE = "A collective event type's bookings are made with every host"
+NO_ACTIVE_HOST = "No host of this event type is active"
 NO_HOST_AHEAD = "Every host free at this time is too far ahead of the others (maxAhead)"
 
 
@@ -237,6 +238,8 @@ def plan_host_claim(
     if host_id is not None and event_type.assignment is HostAssignment.COLLECTIVE:
         raise InvalidRequest(COLLECTIVE_HAS_EVERYONE, errors={"hostId": [COLLECTIVE_HAS_EVERYONE]})
     members = asked_hosts(sub_account, event_type, host_id)
+    if not members:  # every host of the team deactivated: nobody works then
+        raise TimeUnavailable(NO_ACTIVE_HOST, ErrorCode.OUTSIDE_HOURS, [])
     if not event_type.is_team:
         return plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
     plans = {

@@ -322,8 +322,7 @@ def _busy_rows(
     account so it serves this; the status predicate repeats the constraint's, as literals,
     which the planner can match even in the generic plan of a prepared statement), for blocked
     times ``ix_blocked_times_sub_account_range`` (0003), for holds the index of
-    ``ex_slot_holds_no_overlap`` (0010, likewise). Every host's time, the sub account's one
-    calendar until round robin asks per host.
+    ``ex_slot_holds_no_overlap`` (0010, likewise).
 
     ``seated``: (event type id, seats) of a seated event type whose time is asked about: the
     bookings and holds of its own groups are counted as taken seats (``BusyTime.seated``), and
@@ -364,42 +363,29 @@ def _busy_rows(
         holds = holds.where(SlotHold.id != exclude_hold_id)
     if hosts is not None:
         holds = holds.where(SlotHold.host_id.in_(sorted(hosts)))
-    bookings = select(
+    booked = [
+        Booking.sub_account_id == sub_account_id,
+        active,
+        _range_overlaps(Booking.occupied_start, Booking.occupied_end, span),
+    ]
+    if exclude_booking_id is not None:
+        booked.append(Booking.id != exclude_booking_id)
+    booking_columns = (
         _kind(_BOOKING),
         Booking.occupied_start,
         Booking.occupied_end,
         null(),
         Booking.seat_group,
-        Booking.host_id,
-    ).where(
-        Booking.sub_account_id == sub_account_id,
-        active,
-        _range_overlaps(Booking.occupied_start, Booking.occupied_end, span),
     )
-    if exclude_booking_id is not None:
-        bookings = bookings.where(Booking.id != exclude_booking_id)
+    bookings = select(*booking_columns, Booking.host_id).where(*booked)
     parts = [holds, bookings]
     if hosts is not None:
         # A collective booking takes its other hosts' time too (``booking_hosts``).
         co_hosted = (
-            select(
-                _kind(_BOOKING),
-                Booking.occupied_start,
-                Booking.occupied_end,
-                null(),
-                Booking.seat_group,
-                BookingHost.host_id,
-            )
+            select(*booking_columns, BookingHost.host_id)
             .join(BookingHost, BookingHost.booking_id == Booking.id)
-            .where(
-                Booking.sub_account_id == sub_account_id,
-                active,
-                _range_overlaps(Booking.occupied_start, Booking.occupied_end, span),
-                BookingHost.host_id.in_(sorted(hosts)),
-            )
+            .where(*booked, BookingHost.host_id.in_(sorted(hosts)))
         )
-        if exclude_booking_id is not None:
-            co_hosted = co_hosted.where(Booking.id != exclude_booking_id)
         bookings = bookings.where(Booking.host_id.in_(sorted(hosts)))
         parts = [holds, bookings, co_hosted]
     blocked = select(

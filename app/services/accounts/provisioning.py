@@ -15,7 +15,6 @@ from app.models import (
     BlockedTimeSource,
     CalendarSettings,
     EventType,
-    HostAssignment,
     Permission,
     Role,
     SubAccount,
@@ -27,6 +26,7 @@ from app.services.accounts.passwords import hash_password
 from app.services.availability.blocked_times import BlockedTimeDoc
 from app.services.availability.event_types import EventTypeDoc
 from app.services.availability.hosts import (
+    AssignmentDoc,
     EventTypeHostDoc,
     HostDoc,
     assign_hosts,
@@ -88,21 +88,17 @@ class ProvisionedConnectionDoc(CalendarConnectionDoc):
     host = Text(load_default=None, allow_none=True)
 
 
-class ProvisionedEventTypeDoc(EventTypeDoc):
+class ProvisionedEventTypeDoc(EventTypeDoc, AssignmentDoc):
     """An event type of a provisioned sub account: ``host`` names the host its bookings are
     made with (default: the first)."""
 
     host = Text(load_default=None, allow_none=True)
-    # Who its bookings are made with (``HostAssignment``): a round-robin or collective type
-    # lists its hosts (``EventTypeHostDoc``) and ``host`` is left out.
-    assignment = fields.Enum(HostAssignment, by_value=True, load_default=HostAssignment.SINGLE)
+    # A round-robin or collective type lists its hosts (``EventTypeHostDoc``) and leaves
+    # ``host`` out.
     hosts = fields.List(
         fields.Nested(EventTypeHostDoc),
         load_default=list,
         validate=validate.Length(max=TEAM_HOSTS_MAX),
-    )
-    maxAhead = fields.Integer(
-        load_default=None, allow_none=True, strict=True, validate=validate.Range(min=0)
     )
 
 
@@ -289,7 +285,8 @@ def _create_sub_account(agency: Agency, doc: dict, users: dict[str, User]) -> di
         )
         if et["host"] is not None:
             event_types[et["name"]].host_id = hosts[et["host"]].id
-        assign_hosts(event_types[et["name"]], et, hosts)
+        team = [(hosts[h["name"]].id, h["priority"], h["weight"]) for h in et["hosts"]]
+        assign_hosts(event_types[et["name"]], et, team)
         db.session.add(event_types[et["name"]])
     connections = {}
     for c in doc["calendarConnections"]:

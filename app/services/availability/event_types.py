@@ -15,10 +15,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import (
-    AvailabilityProfile,
     EventType,
-    EventTypeHost,
-    HostAssignment,
     LocationKind,
     SubAccount,
 )
@@ -31,8 +28,14 @@ from app.models.limits import (
     SEATS_MAX,
     TEAM_HOSTS_MAX,
 )
-from app.services.availability.hosts import HostShareDoc, assignment_problems, hosts_of
-from app.services.availability.profiles import ProfileNotFound, get_profile
+from app.services.availability.hosts import (
+    AssignmentDoc,
+    HostShareDoc,
+    assign_hosts,
+    assignment_problems,
+    hosts_of,
+)
+from app.services.availability.profiles import chosen_profile
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
 from app.services.integrations.calendars.meetings import require_meeting_connection
@@ -81,7 +84,7 @@ class TeamHostFields(HostShareDoc):
     hostId = fields.Integer(required=True, strict=True)
 
 
-class EventTypeFields(EventTypeDoc):
+class EventTypeFields(EventTypeDoc, AssignmentDoc):
     """The provisioning document's event type with its profile and hosts named by id, not by
     name: a person picks among the sub account's profiles and hosts, and an id still names one
     after a rename. Empty profile: the sub account's default profile. ``hostId``: a one-host
@@ -89,15 +92,11 @@ class EventTypeFields(EventTypeDoc):
     collective type's."""
 
     availabilityProfileId = fields.Integer(load_default=None, allow_none=True, strict=True)
-    assignment = fields.Enum(HostAssignment, by_value=True, load_default=HostAssignment.SINGLE)
     hostId = fields.Integer(load_default=None, allow_none=True, strict=True)
     hosts = fields.List(
         fields.Nested(TeamHostFields),
         load_default=list,
         validate=validate.Length(max=TEAM_HOSTS_MAX),
-    )
-    maxAhead = fields.Integer(
-        load_default=None, allow_none=True, strict=True, validate=validate.Range(min=0)
     )
 
     class Meta:
@@ -147,7 +146,7 @@ def set_event_type_offered(sub_account: SubAccount, event_type_id: int, offered:
 
 
 def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) -> None:
-    profile = _profile(sub_account, doc["availabilityProfileId"])
+    profile = chosen_profile(sub_account, doc["availabilityProfileId"])
     _assign(sub_account, event_type, doc)
     require_meeting_connection(sub_account.id, doc["locationKind"])
     event_type.name = doc["name"]
@@ -168,9 +167,8 @@ def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) 
 
 
 def _assign(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) -> None:
-    """Who the event type's bookings are made with. A host that stays listed keeps since when
-    it has been eligible (fairness counts it as it was); a host added now is eligible from now
-    on (calibrated, not handed the month's backlog)."""
+    """Who the event type's bookings are made with (``assign_hosts``), checked against the
+    sub account's hosts by id."""
     hosts = {host.id: host for host in hosts_of(sub_account.id)}
     by_name = {host.name: host for host in hosts.values()}
     listed = [hosts.get(item["hostId"]) for item in doc["hosts"]]
@@ -186,32 +184,10 @@ def _assign(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any])
         problems["hostId"] = ["Unknown host."]
     if problems:
         raise InvalidRequest(describe_errors(problems), errors=problems)
-    event_type.assignment = doc["assignment"]
-    event_type.max_ahead = doc["maxAhead"]
-    if doc["assignment"] is HostAssignment.SINGLE:
-        if doc["hostId"] is not None:
-            event_type.host_id = doc["hostId"]
-        event_type.hosts = []
-        return
-    event_type.host_id = doc["hosts"][0]["hostId"]
-    kept = {row.host_id: row for row in event_type.hosts}
-    rows = []
-    for item in doc["hosts"]:
-        row = kept.get(item["hostId"]) or EventTypeHost(host_id=item["hostId"])
-        row.priority, row.weight = item["priority"], item["weight"]
-        rows.append(row)
-    event_type.hosts = rows
-
-
-def _profile(sub_account: SubAccount, profile_id: int | None) -> AvailabilityProfile | None:
-    """The chosen profile; one that is not the sub account's is refused by field (it was
-    typed into a form, not named by the URL)."""
-    if profile_id is None:
-        return None
-    try:
-        return get_profile(sub_account, profile_id)
-    except ProfileNotFound:
-        message = "Unknown availability profile."
-        raise InvalidRequest(
-            f"availabilityProfileId: {message}", errors={"availabilityProfileId": [message]}
-        ) from None
+    if doc["hostId"] is not None:
+        event_type.host_id = doc["hostId"]
+    assign_hosts(
+        event_type,
+        doc,
+        [(item["hostId"], item["priority"], item["weight"]) for item in doc["hosts"]],
+    )

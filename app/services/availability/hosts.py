@@ -33,7 +33,7 @@ from app.scheduling.round_robin import (
     WEIGHT_MAX,
     WEIGHT_MIN,
 )
-from app.services.availability.profiles import ProfileNotFound, get_profile
+from app.services.availability.profiles import chosen_profile
 from app.services.common.errors import HostNotFound, InvalidRequest
 from app.services.common.ids import is_storable_id
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
@@ -137,17 +137,35 @@ def assignment_problems(doc: dict[str, Any], host_names: set[str]) -> dict[str, 
     return problems
 
 
-def assign_hosts(event_type: EventType, doc: dict[str, Any], hosts: dict[str, Host]) -> None:
-    """Give ``event_type`` the assignment and hosts of its document (checked by
-    ``assignment_problems``): a team type's first listed host is its ``host_id``."""
+class AssignmentDoc(Schema):
+    """Who an event type's bookings are made with (``HostAssignment``), and round robin's
+    optional bound; its ``hosts`` are each document's own (by name or by id)."""
+
+    assignment = fields.Enum(HostAssignment, by_value=True, load_default=HostAssignment.SINGLE)
+    maxAhead = fields.Integer(
+        load_default=None, allow_none=True, strict=True, validate=validate.Range(min=0)
+    )
+
+
+def assign_hosts(
+    event_type: EventType, doc: dict[str, Any], team: list[tuple[int, int, int]]
+) -> None:
+    """Give ``event_type`` its document's assignment and ``maxAhead`` (checked by
+    ``assignment_problems``) and its team, ``(host id, priority, weight)`` each: a team
+    type's first listed host is its ``host_id``. A host that stays listed keeps since when it
+    has been eligible (fairness counts it as it was); a host added now is eligible from now on
+    (calibrated, not handed the month's backlog)."""
     event_type.assignment = doc["assignment"]
     event_type.max_ahead = doc["maxAhead"]
-    if doc["hosts"]:
-        event_type.host_id = hosts[doc["hosts"][0]["name"]].id
-    event_type.hosts = [
-        EventTypeHost(host_id=hosts[h["name"]].id, priority=h["priority"], weight=h["weight"])
-        for h in doc["hosts"]
-    ]
+    if team:
+        event_type.host_id = team[0][0]
+    kept = {row.host_id: row for row in event_type.hosts}
+    rows = []
+    for host_id, priority, weight in team:
+        row = kept.get(host_id) or EventTypeHost(host_id=host_id)
+        row.priority, row.weight = priority, weight
+        rows.append(row)
+    event_type.hosts = rows
 
 
 class HostFields(Schema):
@@ -191,19 +209,11 @@ def update_host(sub_account: SubAccount, host_id: int, document: dict[str, Any])
 
 
 def _apply_host(sub_account: SubAccount, host: Host, doc: dict[str, Any]) -> None:
-    profile_id = doc["availabilityProfileId"]
-    if profile_id is not None:
-        try:
-            get_profile(sub_account, profile_id)
-        except ProfileNotFound:
-            message = "Unknown availability profile."
-            raise InvalidRequest(
-                f"availabilityProfileId: {message}", errors={"availabilityProfileId": [message]}
-            ) from None
+    profile = chosen_profile(sub_account, doc["availabilityProfileId"])
     host.name = doc["name"]
     host.email = doc["email"]
     host.timezone = doc["timezone"]
-    host.availability_profile_id = profile_id
+    host.availability_profile_id = profile.id if profile is not None else None
 
 
 def single_event_types_of(host: Host) -> list[str]:

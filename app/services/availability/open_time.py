@@ -143,11 +143,16 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
     assert rules.earliest_start is not None and rules.latest_start is not None
     notice, horizon = rules.earliest_start - epoch, rules.latest_start - epoch
     unbounded = replace(rules, earliest_start=None, latest_start=None)
-    schedule = load_schedule(profile, sub_account.settings.timezone, window)
     occupied_span = Interval(window.start - rules.buffer_before, window.end + rules.buffer_after)
     seats = seated(event_type)
-    members = asked_hosts(sub_account, event_type, query.host_id)
     team = event_type is not None and event_type.is_team
+    # A one-host question reads its host off the event type; its hosts are looked up only to
+    # check a named one.
+    members = (
+        only_host(team_of(sub_account, event_type), query.host_id)
+        if team or query.host_id is not None
+        else []
+    )
     slot_hosts: list[list[int]] = []
     hold_rows: list[HoldRow]
     if team:
@@ -165,6 +170,7 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
             # An event type's host's time; without one, every host's.
             hosts=[event_type.host_id] if event_type is not None else None,
         )
+        schedule = load_schedule(profile, sub_account.settings.timezone, window)
         not_held = merge(chain(busy.bookings, busy.blocked, busy.external))
         slots = open_slots(working_ranges(schedule, *window), not_held, unbounded, window)
         groups = busy.seated.booked_only() if busy.seated is not None else None
@@ -214,12 +220,9 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
     )
 
 
-def asked_hosts(
-    sub_account: SubAccount, event_type: EventType | None, host_id: int | None
-) -> list[TeamMember]:
-    """The event type's hosts a question is about: all of them, or the one ``hostId`` names
-    (a host of another event type, or none, is refused)."""
-    members = team_of(sub_account, event_type)
+def only_host(members: list[TeamMember], host_id: int | None) -> list[TeamMember]:
+    """The event type's hosts (``team_of``) a question is about: all of them, or the one
+    ``hostId`` names (a host of another event type, or none, is refused)."""
     if host_id is None:
         return members
     asked = [member for member in members if member.host_id == host_id]

@@ -170,6 +170,20 @@ def get_profile(sub_account: SubAccount, profile_id: int) -> AvailabilityProfile
     return find_owned(AvailabilityProfile, sub_account, profile_id, ProfileNotFound)
 
 
+def chosen_profile(sub_account: SubAccount, profile_id: int | None) -> AvailabilityProfile | None:
+    """The profile a form chose by id (None: the default); one that is not the sub account's
+    is refused by field (it was typed into a form, not named by the URL)."""
+    if profile_id is None:
+        return None
+    try:
+        return get_profile(sub_account, profile_id)
+    except ProfileNotFound:
+        message = "Unknown availability profile."
+        raise InvalidRequest(
+            f"availabilityProfileId: {message}", errors={"availabilityProfileId": [message]}
+        ) from None
+
+
 def profile_users(profile: AvailabilityProfile) -> list[EventType]:
     """The event types, offered or deactivated, that take their hours from ``profile``: those
     that name it, and, for the default profile, those that name none (they use the default)."""

@@ -27,11 +27,11 @@ from app.models import EventType, HostAssignment, SubAccount
 from app.scheduling.intervals import Interval
 from app.scheduling.round_robin import AssignmentReason, choose
 from app.scheduling.suggestions import nearest_slots
-from app.services.availability.open_time import asked_hosts
+from app.services.availability.open_time import only_host
 from app.services.bookings.time_claims import ClaimedTime, TimeClaim, plan_claim
 from app.services.common.errors import ErrorCode, InvalidRequest, TimeUnavailable
 from app.services.integrations.calendars.live_check import LiveQuestion, plan_live_check
-from app.services.scheduling_inputs import TeamMember, load_standings
+from app.services.scheduling_inputs import TeamMember, load_standings, team_of
 
 # How near a refused host came to taking the time, by the refusal's code (higher: nearer):
 # the time rule refuses before anything is read, then the claim meets bookings, holds,
@@ -59,6 +59,11 @@ COMMON_SEARCH = timedelta(days=7)
 COLLECTIVE_HAS_EVERYONE = "A collective event type's bookings are made with every host"
 NO_ACTIVE_HOST = "No host of this event type is active"
 NO_HOST_AHEAD = "Every host free at this time is too far ahead of the others (maxAhead)"
+
+
+def nearest(refused: dict[int, TimeUnavailable]) -> TimeUnavailable:
+    """The refusal of the host that came nearest to taking the time (``NEARNESS``)."""
+    return max(refused.values(), key=lambda err: NEARNESS.get(err.code, -1))
 
 
 class HostClaim(Protocol):
@@ -116,17 +121,7 @@ class TeamClaim:
         when the preferred host keeps it (its earlier reason stands)."""
         if self.event_type.assignment is HostAssignment.COLLECTIVE:
             return self._claim_everyone(exclude_booking_id, consumed_hold_id, suggest)
-        free: dict[int, ClaimedTime] = {}
-        refused: dict[int, TimeUnavailable] = {}
-        for host_id, plan in self.plans.items():
-            try:
-                free[host_id] = plan.claim(
-                    exclude_booking_id=exclude_booking_id,
-                    consumed_hold_id=consumed_hold_id,
-                    suggest=False,
-                )
-            except TimeUnavailable as err:
-                refused[host_id] = err
+        free, refused = self._try_each(exclude_booking_id, consumed_hold_id)
         if self.requested:
             [(host_id, plan)] = self.plans.items()
             if host_id in refused:
@@ -159,30 +154,36 @@ class TeamClaim:
     ) -> ClaimedTime:
         """A collective write: every host's time, or the nearest refusal with the slots all
         of them can take."""
-        claimed: list[ClaimedTime] = []
-        refused: dict[int, TimeUnavailable] = {}
-        for host_id, plan in self.plans.items():
-            try:
-                claimed.append(
-                    plan.claim(
-                        exclude_booking_id=exclude_booking_id,
-                        consumed_hold_id=consumed_hold_id,
-                        suggest=False,
-                    )
-                )
-            except TimeUnavailable as err:
-                refused[host_id] = err
+        free, refused = self._try_each(exclude_booking_id, consumed_hold_id)
         if refused:
-            nearest = max(refused.values(), key=lambda err: NEARNESS.get(err.code, -1))
+            refusal = nearest(refused)
             if suggest:
-                nearest.suggested_slots = self._common_suggestions(exclude_booking_id)
-            raise nearest
-        first, *others = claimed
+                refusal.suggested_slots = self._common_suggestions(exclude_booking_id)
+            raise refusal
+        first, *others = free.values()
         return replace(
             first,
             reason=AssignmentReason.COLLECTIVE,
             co_hosts=tuple(other.host_id for other in others),
         )
+
+    def _try_each(
+        self, exclude_booking_id: int | None, consumed_hold_id: int | None
+    ) -> tuple[dict[int, ClaimedTime], dict[int, TimeUnavailable]]:
+        """Each candidate's claim of the time, by host: those free and those refused (without
+        suggestions: they are reckoned for the team, once, if needed)."""
+        free: dict[int, ClaimedTime] = {}
+        refused: dict[int, TimeUnavailable] = {}
+        for host_id, plan in self.plans.items():
+            try:
+                free[host_id] = plan.claim(
+                    exclude_booking_id=exclude_booking_id,
+                    consumed_hold_id=consumed_hold_id,
+                    suggest=False,
+                )
+            except TimeUnavailable as err:
+                refused[host_id] = err
+        return free, refused
 
     def _common_suggestions(self, exclude_booking_id: int | None) -> list[Interval]:
         """The nearest slots every host can take: each host's open slots of the day and the
@@ -203,10 +204,10 @@ class TeamClaim:
         suggest: bool,
     ) -> TimeUnavailable:
         """The nearest host's refusal, with the candidates' nearest open slots together."""
-        nearest = max(refused.values(), key=lambda err: NEARNESS.get(err.code, -1))
+        refusal = nearest(refused)
         if suggest:
-            nearest.suggested_slots = self._suggestions(exclude_booking_id, consumed_hold_id)
-        return nearest
+            refusal.suggested_slots = self._suggestions(exclude_booking_id, consumed_hold_id)
+        return refusal
 
     def _suggestions(
         self, exclude_booking_id: int | None, consumed_hold_id: int | None
@@ -237,18 +238,30 @@ def plan_host_claim(
     A ``host_id`` that is not one of the event type's hosts is refused."""
     if host_id is not None and event_type.assignment is HostAssignment.COLLECTIVE:
         raise InvalidRequest(COLLECTIVE_HAS_EVERYONE, errors={"hostId": [COLLECTIVE_HAS_EVERYONE]})
-    members = asked_hosts(sub_account, event_type, host_id)
+    if not event_type.is_team:
+        if host_id is not None:  # the one host may be named; another is refused
+            only_host(team_of(sub_account, event_type), host_id)
+        return plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
+    everyone = team_of(sub_account, event_type)
+    members = only_host(everyone, host_id)
     if not members:  # every host of the team deactivated: nobody works then
         raise TimeUnavailable(NO_ACTIVE_HOST, ErrorCode.OUTSIDE_HOURS, [])
-    if not event_type.is_team:
-        return plan_claim(sub_account, event_type, slot, timezone=timezone, now=now)
-    plans = {
-        member.host_id: plan_claim(
-            sub_account, event_type, slot, timezone=timezone, now=now, member=member
+    # Hosts that share a profile share its plan (the day's working hours, read once).
+    by_profile: dict[int | None, TimeClaim] = {}
+    plans = {}
+    for member in members:
+        key = member.profile.id if member.profile is not None else None
+        shared = by_profile.get(key)
+        plans[member.host_id] = (
+            replace(shared, host_id=member.host_id)
+            if shared is not None
+            else by_profile.setdefault(
+                key,
+                plan_claim(
+                    sub_account, event_type, slot, timezone=timezone, now=now, member=member
+                ),
+            )
         )
-        for member in members
-    }
-    everyone = members if host_id is None else asked_hosts(sub_account, event_type, None)
     return TeamClaim(
         sub_account, event_type, everyone, plans, host_id is not None, prefer_host, now
     )

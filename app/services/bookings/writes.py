@@ -329,27 +329,17 @@ def _insert_booking(
     booking.attendees.extend(_attendee_row(a, timezone) for a in new.attendees)
     db.session.add(booking)
     flush_claimed()
-    _keep_co_hosts(booking, claimed.co_hosts)
+    if claimed.co_hosts:  # a collective booking
+        _keep_co_hosts(booking, claimed.co_hosts)
     _upsert_contacts(sub_account.id, new.attendees, now)
     db.session.flush()
     emit(db.session, BookingEvent(BookingEventKind.CREATED, booking.id, sub_account.id, now))
     return booking
 
 
-def _co_host_ids(booking: Booking) -> tuple[int, ...]:
-    return tuple(
-        db.session.scalars(
-            select(BookingHost.host_id)
-            .where(BookingHost.booking_id == booking.id)
-            .order_by(BookingHost.host_id)
-        )
-    )
-
-
 def _keep_co_hosts(booking: Booking, co_hosts: tuple[int, ...]) -> None:
     """Make ``co_hosts`` the booking's other hosts (a collective booking's; none otherwise)."""
-    if booking.id is not None:
-        db.session.execute(delete(BookingHost).where(BookingHost.booking_id == booking.id))
+    db.session.execute(delete(BookingHost).where(BookingHost.booking_id == booking.id))
     db.session.add_all(BookingHost(booking_id=booking.id, host_id=h) for h in co_hosts)
     db.session.flush()
     db.session.expire(booking, ["co_hosts"])
@@ -418,10 +408,13 @@ def _apply_update(
             # The host keeps the booking when free at the new time; a hold's host takes it.
             prefer_host=hold.host_id if hold is not None else booking.host_id,
         ).claim(exclude_booking_id=booking.id, consumed_hold_id=hold.id if hold else None)
+        # Read before the new time is set: loading them flushes, and the time may be another
+        # host's to take.
+        co_hosts = tuple(host.id for host in booking.co_hosts)
         booking.start_at, booking.end_at = start, end
         booking.occupied_start, booking.occupied_end = claimed.occupied
         take_seat(booking, claimed.seat)  # one seat moves, not the group
-        if claimed.host_id != booking.host_id or claimed.co_hosts != _co_host_ids(booking):
+        if claimed.host_id != booking.host_id or claimed.co_hosts != co_hosts:
             booking.host_id = claimed.host_id
             _keep_co_hosts(booking, claimed.co_hosts)
             changed.append("hosts")

@@ -31,6 +31,7 @@ from app.models.limits import (
 from app.models.types import MAX_ID
 from app.scheduling.round_robin import AssignmentReason
 from app.scheduling.timezones import format_utc
+from app.services.availability.questions import RESPONSES_OPENAPI
 from app.services.common.manage_links import LINK_LIFETIME_AFTER_END, manage_url
 from app.validation import MAX_ATTENDEES, METADATA_OPENAPI, TimezoneField
 
@@ -111,6 +112,14 @@ class BookingSchema(Schema):
     metadata = fields.Dict(attribute="meta", keys=fields.String(), metadata=METADATA_OPENAPI)
     attendees = fields.List(
         fields.Nested(AttendeeSchema), validate=validate.Length(max=MAX_ATTENDEES)
+    )
+    responses = fields.Dict(
+        keys=fields.String(),
+        metadata={
+            "description": "The answers to its event type's questions, by question key, as "
+            "they were given when it was made (`{}`: none asked or none answered)",
+            **RESPONSES_OPENAPI,
+        },
     )
     confirmedAt = UTCTimestamp(attribute="confirmed_at", allow_none=True)
     cancelledAt = UTCTimestamp(attribute="cancelled_at", allow_none=True)

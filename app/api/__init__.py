@@ -9,12 +9,19 @@ from app.api.availability.routes import blp as availability_blp
 from app.api.bookings.routes import blp as bookings_blp
 from app.api.error_codes import overview
 from app.api.event_type_bookings.routes import blp as event_type_bookings_blp
+from app.api.event_types.routes import blp as event_types_blp
 from app.api.holds.routes import blp as holds_blp
 from app.api.key_cache import KeyCache
 from app.api.smorest import Api
 from app.config import API_PREFIX, settings_of
 
-BLUEPRINTS = [availability_blp, bookings_blp, event_type_bookings_blp, holds_blp]
+BLUEPRINTS = [
+    availability_blp,
+    bookings_blp,
+    event_types_blp,
+    event_type_bookings_blp,
+    holds_blp,
+]
 
 
 def register_api(app: Flask) -> None:

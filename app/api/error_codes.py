@@ -12,6 +12,11 @@ ERROR_CODES: dict[ErrorCode, tuple[int, str]] = {
         400,
         "Missing or malformed fields, bad JSON, unknown fields, bad query values",
     ),
+    ErrorCode.INVALID_RESPONSES: (
+        400,
+        "`responses` leaves out a required answer, answers malformed, or names no question of"
+        " the event type; `errors` names each (`responses.<key>`)",
+    ),
     ErrorCode.INVALID_TIME_RANGE: (
         400,
         "`endTime` not after `startTime`, or more than 24 hours after it",

@@ -24,6 +24,8 @@ from app.services.accounts.api_keys import (
     NO_SUB_ACCOUNT,
     permission_missing,
 )
+from app.services.accounts.demo import DEMO_QUESTIONS
+from app.services.availability.questions import responses_schema
 from app.services.bookings.time_claims import CONFLICT_BOOKING, CONFLICT_EXTERNAL
 from app.services.bookings.writes import ALREADY_CANCELLED
 from app.services.common.errors import ErrorCode
@@ -63,6 +65,7 @@ CREATE_BOOKING: dict[str, Any] = {
     "attendees": [{"email": "pat.lee@example.com", "name": "Pat Lee", "phone": "+1 212 555 0100"}],
     "metadata": {"source": "phone-agent", "callId": "c-2291"},
     "idempotencyKey": "call-c-2291",
+    "responses": {"reason": "Check-up", "newPatient": True},
 }
 UPDATE_BOOKING = {"startTime": MOVED_START, "endTime": MOVED_END}
 CANCEL_BOOKING = {"reason": "Patient called to cancel"}
@@ -95,6 +98,7 @@ BOOKING = {
     "timezone": "America/New_York",
     "metadata": {"source": "phone-agent", "callId": "c-2291"},
     "attendees": [ATTENDEE],
+    "responses": {"reason": "Check-up", "newPatient": True},
     "confirmedAt": None,
     "cancelledAt": None,
     "completedAt": None,
@@ -135,6 +139,39 @@ HOLD = {
     "holdToken": "hold_3q2Vw8mJcKpX0aZr9tYbLsEe4uNf",
 }
 RELEASED_HOLD = {"id": 1, "status": "released", "releasedAt": CREATED_AT}
+EVENT_TYPE_HOST = {"id": 1, "name": "Demo Dental"}
+
+
+def _event_type(**own: Any) -> dict[str, Any]:
+    """A demo event type as the listing shows it."""
+    return {
+        "id": DEMO_EVENT_TYPE_ID,
+        "name": "Consultation",
+        "duration": DEMO_MINUTES,
+        "slotInterval": DEMO_MINUTES,
+        "timezone": "America/New_York",
+        "locationKind": "in_person",
+        "location": None,
+        "seats": 1,
+        "minimumNoticeMinutes": 0,
+        "bookingHorizonDays": 60,
+        "assignment": "single",
+        "hosts": [EVENT_TYPE_HOST],
+        "questions": responses_schema(DEMO_QUESTIONS["Consultation"]),
+        **own,
+    }
+
+
+EVENT_TYPE = _event_type()
+EVENT_TYPES = [
+    _event_type(
+        id=DEMO_EVENT_TYPE_ID + 1,
+        name="Cleaning",
+        duration=60,
+        questions=responses_schema(DEMO_QUESTIONS["Cleaning"]),
+    ),
+    EVENT_TYPE,
+]
 
 
 # Errors.
@@ -271,4 +308,6 @@ def by_schema() -> dict[str, Any]:
         "CreateHold": CREATE_HOLD,
         "Hold": HOLD,
         "ReleasedHold": RELEASED_HOLD,
+        "EventType": EVENT_TYPE,
+        "EventTypeHost": EVENT_TYPE_HOST,
     }

@@ -37,6 +37,7 @@ from app.client.models import (
     Booking,
     BookingPage,
     Cancellation,
+    EventType,
     Hold,
     NewAttendee,
     ReleasedHold,
@@ -173,6 +174,12 @@ class CalendarClient:
             self.kept_answers.keep(self._api_key, question, etag, days)
         return list(days)
 
+    def list_event_types(self) -> list[EventType]:
+        """The event types that take bookings now, by name, each with what a booking of it
+        must answer (``EventType.questions``)."""
+        offered = self._call("GET", "/calendar/event-types", retry_lost=True)
+        return [EventType.from_json(item) for item in offered]
+
     def list_bookings(
         self,
         *,
@@ -217,6 +224,7 @@ class CalendarClient:
         idempotency_key: str | None = None,
         hold_token: str | None = None,
         host_id: int | None = None,
+        responses: Mapping[str, Any] | None = None,
     ) -> Booking:
         """Book; safe to call again with the same ``idempotency_key`` (one is made when none is
         given, and every retry of this call reuses it).
@@ -227,7 +235,11 @@ class CalendarClient:
 
         ``host_id``: one of the event type's hosts, to book that host (``SlotUnavailable``
         with code ``host_unavailable`` and that host's suggested slots when not free); without
-        it a round-robin type chooses, and the booking's ``assignment_reason`` says why."""
+        it a round-robin type chooses, and the booking's ``assignment_reason`` says why.
+
+        ``responses``: the answers to the event type's questions, by key (``EventType.questions``
+        is their JSON Schema); a missing or malformed one is a ``CalendarApiError`` with code
+        ``invalid_responses`` and ``errors`` naming each."""
         body = without_none(
             {
                 "startTime": _instant(start_time),
@@ -240,6 +252,7 @@ class CalendarClient:
                 "idempotencyKey": idempotency_key or str(uuid.uuid4()),
                 "holdToken": hold_token,
                 "hostId": host_id,
+                "responses": None if responses is None else dict(responses),
             }
         )
         path = f"/calendar/event-types/{int(event_type_id)}/bookings"

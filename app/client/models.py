@@ -153,6 +153,8 @@ class Booking(FromJson):
     # ``least_recently_booked``, ``collective``).
     hosts: list[BookingHost] = field(default_factory=list)
     assignment_reason: str | None = None
+    # The answers to its event type's questions, by question key.
+    responses: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -189,3 +191,32 @@ class ReleasedHold(FromJson):
     id: int
     status: str
     released_at: datetime
+
+
+@dataclass(frozen=True)
+class EventTypeHost(FromJson):
+    """A host an event type is booked with: its ``id`` is what ``host_id`` takes."""
+
+    id: int
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class EventType(FromJson):
+    """An event type that takes bookings: book it with its ``id``. ``questions`` is the JSON
+    Schema of the ``responses`` a booking sends (its ``properties`` by question key, each
+    ``title`` the question; ``required`` the ones that must be answered)."""
+
+    id: int
+    name: str
+    duration: int
+    slot_interval: int
+    timezone: str
+    location_kind: str
+    seats: int
+    minimum_notice_minutes: int
+    booking_horizon_days: int
+    assignment: str
+    location: str | None = None
+    hosts: list[EventTypeHost] = field(default_factory=list)
+    questions: dict[str, Any] = field(default_factory=dict)

@@ -33,6 +33,7 @@ from app.services.bookings.queries import (
 )
 from app.services.bookings.reminders import reminder_plan
 from app.services.bookings.writes import BookingChanges, cancel_booking, update_booking
+from app.services.common.answers import answer_lines
 from app.services.common.errors import InvalidRequest
 from app.services.common.ids import is_storable_id
 from app.services.common.manage_links import manage_url, reissue_manage_link
@@ -95,6 +96,7 @@ def booking(sub_account_id: int, booking_id: int) -> str:
             e.kind == BookingEventKind.CANCELLED and e.actor == Actor.ATTENDEE for e in history
         ),
         manage_links={a.id: manage_url(a) for a in found.attendees},
+        answers=answer_lines(found.event_type.questions, found.responses or {}),
         other_hosts=_other_team_hosts(sub_account, found),
         reminders=reminder_plan(found, sub_account.settings),
         action_form=ActionForm(),

@@ -9,13 +9,23 @@ from typing import Any
 
 from flask import request
 from flask_wtf import FlaskForm
-from wtforms import BooleanField, FormField, IntegerField, SelectField, StringField
+from wtforms import (
+    BooleanField,
+    FieldList,
+    Form,
+    FormField,
+    IntegerField,
+    SelectField,
+    StringField,
+    TextAreaField,
+)
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import InputRequired, Optional
 
 from app.dashboard.forms import BookingLimitsForm, limits_of, reminder_rows, reminders_of_rows
 from app.models import AvailabilityProfile, EventTypeHost, Host, HostAssignment, LocationKind
 from app.scheduling.round_robin import PRIORITY_DEFAULT, WEIGHT_DEFAULT
+from app.services.availability.questions import QUESTIONS_MAX, QuestionType
 
 # Service document field → form field.
 FIELDS = {
@@ -34,6 +44,18 @@ FIELDS = {
     "hostId": "host_id",
     "hosts": "assignment",
     "maxAhead": "max_ahead",
+}
+
+# Empty question rows under the filled ones: room to add questions (save for more).
+BLANK_QUESTION_ROWS = 3
+
+QUESTION_TYPE_LABELS = {
+    QuestionType.TEXT: "Text",
+    QuestionType.EMAIL: "Email address",
+    QuestionType.PHONE: "Phone number",
+    QuestionType.NUMBER: "Number",
+    QuestionType.BOOLEAN: "Yes or no",
+    QuestionType.SELECT: "One of the options",
 }
 
 WHOLE_NUMBER = "Enter a whole number."
@@ -76,6 +98,66 @@ def _kind_value(value: Any) -> str:
 
 def _minutes(label: str, **kwargs: Any) -> IntegerField:
     return IntegerField(label, invalid_value_message=WHOLE_NUMBER, **kwargs)
+
+
+class QuestionRowForm(Form):
+    """One question a booking is asked (``app.services.availability.questions``). The
+    document's ``label`` and ``type`` are ``question`` and ``answer`` here (a row's own
+    ``label`` and ``type`` are WTForms'); ``process`` reads a stored question so."""
+
+    question = StringField("Question (empty: none)")
+    key = StringField("Key agents answer it under (empty: made from the question)")
+    answer = SelectField(
+        "Answer",
+        choices=[SelectChoice(kind.value, label) for kind, label in QUESTION_TYPE_LABELS.items()],
+        default=QuestionType.TEXT.value,
+        validate_choice=False,
+    )
+    required = BooleanField("Required")
+    options = TextAreaField("Options, one per line (for “One of the options”)")
+
+    def process(
+        self, formdata: Any = None, obj: Any = None, data: Any = None, **kwargs: Any
+    ) -> None:
+        """A stored question's words, type and options (as lines) in the row's fields."""
+        if "label" in kwargs:
+            kwargs["question"] = kwargs.pop("label")
+        if "type" in kwargs:
+            kwargs["answer"] = kwargs.pop("type")
+        options = kwargs.get("options")
+        if isinstance(options, list):
+            kwargs["options"] = "\n".join(options)
+        super().process(formdata, obj, data, **kwargs)
+
+
+def question_key(label: str) -> str:
+    """A key made from a question's words when none is typed: lower-case letters, digits and
+    underscores, starting with a letter ("Date of birth" → ``date_of_birth``)."""
+    words = "".join(c if c.isascii() and c.isalnum() else " " for c in label.lower()).split()
+    key = "_".join(words)[:40].rstrip("_")
+    return key if key[:1].isalpha() else f"q_{key}"[:40].rstrip("_")
+
+
+def questions_of_rows(rows: FieldList) -> list[dict[str, Any]]:
+    """The rows a person filled in, as the service's question list."""
+    questions = []
+    for row in rows:
+        label = (row.question.data or "").strip()
+        key = (row.key.data or "").strip()
+        if not label and not key:
+            continue
+        questions.append(
+            {
+                "key": key or question_key(label),
+                "label": label,
+                "type": row.answer.data,
+                "required": bool(row.required.data),
+                "options": [
+                    line.strip() for line in (row.options.data or "").splitlines() if line.strip()
+                ],
+            }
+        )
+    return questions
 
 
 class EventTypeForm(FlaskForm):
@@ -135,6 +217,13 @@ class EventTypeForm(FlaskForm):
     booking_limits = FormField(BookingLimitsForm, "Caps of this event type")
     own_reminders = BooleanField("Reminders of its own (else the calendar settings' apply)")
     reminders = reminder_rows("Its reminders")
+    questions = FieldList(FormField(QuestionRowForm), "Questions asked at booking")
+
+    def show_questions(self, questions: list[dict[str, Any]]) -> None:
+        """The event type's questions in the rows, and blank rows to add more."""
+        self.questions.process(None, questions)
+        for _ in range(min(BLANK_QUESTION_ROWS, QUESTIONS_MAX - len(questions))):
+            self.questions.append_entry()
 
     def show_reminders(self, reminders: list[dict] | None) -> None:
         """The event type's own list in the rows (none: the calendar settings' apply)."""
@@ -210,6 +299,7 @@ class EventTypeForm(FlaskForm):
                 if row.listed
             ]
         )
+        document["questions"] = questions_of_rows(self.questions)
         filled = reminders_of_rows(self.reminders)
         own = self.own_reminders.data or (bool(filled) and not had_own_reminders)
         document["reminders"] = filled if own else None

@@ -45,6 +45,7 @@ def new_event_type(sub_account_id: int) -> Page:
     form.offer_hosts(hosts_of(sub_account.id), [])
     if request.method == "GET":
         form.duration.data = sub_account.settings.default_duration
+        form.show_questions([])
         return _form_page(sub_account, form)
     created, answer = save_form(
         form,
@@ -66,6 +67,7 @@ def edit_event_type(sub_account_id: int, event_type_id: int) -> Page:
     form.offer_hosts(hosts_of(sub_account.id), event_type.hosts)
     if request.method == "GET":
         form.show_reminders(event_type.reminders)
+        form.show_questions(event_type.questions)
         return _form_page(sub_account, form, event_type)
     _, answer = save_form(
         form,

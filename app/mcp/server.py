@@ -1,7 +1,9 @@
-"""The MCP server: eight tools, one per API operation (the six booking operations, and holding
-a slot and releasing the hold), each a call of ``app.client`` with the caller's own API key.
-Descriptions are written for a language model; API errors come back as tool errors saying what
-to do next: a time that cannot be had lists the open slots the API suggests instead.
+"""The MCP server: nine tools, one per API operation (listing event types, the six booking
+operations, and holding a slot and releasing the hold), each a call of ``app.client`` with the
+caller's own API key. Descriptions are written for a language model; API errors come back as
+tool errors saying what to do next: a time that cannot be had lists the open slots the API
+suggests instead. Every time an answer gives is also given as the local time of the zone it
+names (``with_local_times``): an agent on the phone says "10:00", not "15:00Z".
 
 A client of the API like any other, it imports nothing of the app but ``app.client`` and the
 API's published terms (``app.api_terms``): no Flask, no SQLAlchemy, no services (an import
@@ -15,6 +17,7 @@ import re
 from collections.abc import Callable
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
 from mcp.server.mcpserver import Context, MCPServer
@@ -45,18 +48,21 @@ from app.client.models import OMITTED, api_name
 
 INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).
-A good flow: check_availability for the event type and a window, pick one of the returned
-slots, create_booking with exactly that slot's start and end, keep the returned booking id.
-If you still need to ask the person for their name or email, hold_slot the chosen slot first
-(nobody else can take it for a couple of minutes), then create_booking with its holdToken
+A good flow: list_event_types to find the kind of appointment (its eventTypeId) and the
+questions it asks; ask the person those questions (the required ones at least);
+check_availability for the event type and a window, pick one of the returned slots,
+create_booking with exactly that slot's start and end and the answers as responses, keep the
+returned booking id.
+If you still need to ask the person for their name, email or answers, hold_slot the chosen slot
+first (nobody else can take it for a couple of minutes), then create_booking with its holdToken
 before expiresAt; release_hold if they decide against it.
 A time that cannot be booked or held is an error naming the cause (a code such as slot_taken)
 and listing the nearest open slots: offer those instead of checking availability again.
 Later: get_booking or list_bookings to look bookings up, update_booking to move or edit one,
-cancel_booking to cancel it. Times are ISO 8601 with an offset, e.g. 2026-03-02T15:00:00Z or
-2026-03-02T10:00:00-05:00; answers give times in UTC (Z).
-eventTypeId (the kind of appointment, e.g. a 30-minute cleaning) is an integer this API cannot
-list: the calendar's owner provides it (dashboard, Event types)."""
+cancel_booking to cancel it. Send times in ISO 8601 with an offset, e.g. 2026-03-02T15:00:00Z
+or 2026-03-02T10:00:00-05:00. Answers give each time in UTC (startTime, start: with Z) and in
+local time (startTimeLocal, startLocal: with the offset) of the zone named beside it
+(timezone): say the local time to the person."""
 
 Instant = Annotated[
     str,
@@ -68,8 +74,8 @@ Instant = Annotated[
 EventTypeId = Annotated[
     int,
     Field(
-        description="The event type (kind of appointment) as an integer id. This API cannot "
-        "list event types: the calendar's owner provides the ids (dashboard, Event types).",
+        description="The event type (kind of appointment) as an integer id, as "
+        "list_event_types returns it.",
         ge=1,
     ),
 ]
@@ -84,6 +90,14 @@ Title = Annotated[str | None, Field(description="Shown in calendars and emails."
 Description = Annotated[str | None, Field(description="Notes for the people attending.")]
 Metadata = Annotated[
     dict[str, Any] | None, Field(description="Any key-value data to keep with the booking.")
+]
+Responses = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description="The answers to the event type's questions, by question key: "
+        "list_event_types gives each event type's questions as the JSON Schema these answers "
+        "must meet (ask the person each question's title; required ones must be answered)."
+    ),
 ]
 HoldToken = Annotated[
     str | None,
@@ -143,6 +157,90 @@ def as_api_json(value: Any) -> Any:
     if isinstance(value, date):
         return value.isoformat()
     return value
+
+
+def _zone(name: str | None) -> ZoneInfo:
+    try:
+        return ZoneInfo(name or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def local_time(instant: str, zone_name: str | None) -> str:
+    """A UTC instant of an answer (``…Z``) as the local time of ``zone_name``, with its
+    offset: what a person is told."""
+    moment = datetime.fromisoformat(instant.replace("Z", "+00:00"))
+    return moment.astimezone(_zone(zone_name)).isoformat()
+
+
+def with_local_times(item: Any, keys: tuple[str, ...], zone_name: str | None = None) -> Any:
+    """``item`` (an answer's object) with each of its times ``keys`` also as ``<key>Local``,
+    in the zone ``item`` names (``timezone``, a booking's), else ``zone_name``, which it then
+    names; lists are done item by item."""
+    if isinstance(item, list):
+        return [with_local_times(each, keys, zone_name) for each in item]
+    if not isinstance(item, dict):
+        return item
+    shown = dict(item)
+    zone_name = shown.get("timezone") or zone_name or "UTC"
+    shown["timezone"] = zone_name
+    for key in keys:
+        if isinstance(shown.get(key), str):
+            shown[f"{key}Local"] = local_time(shown[key], zone_name)
+    return shown
+
+
+BOOKING_TIMES = ("startTime", "endTime")
+HOLD_TIMES = ("startTime", "endTime", "expiresAt")
+SLOT_TIMES = ("start", "end")
+
+
+def zone_of(client: CalendarClient, event_type_id: int | None) -> str:
+    """The zone an event type's days are counted in (the listed event type's ``timezone``; for
+    no event type, the first listed one's), for answers asked without a timezone; UTC when the
+    key cannot list event types."""
+    try:
+        offered = client.list_event_types()
+    except PermissionDenied:
+        return "UTC"
+    chosen = [t for t in offered if t.id == event_type_id] or offered
+    return chosen[0].timezone if chosen else "UTC"
+
+
+def days_with_local_times(
+    client: CalendarClient, ask: Callable[[str], Any], asked: str | None, event_type_id: int | None
+) -> list[dict[str, Any]]:
+    """Availability in the zone asked, else the event type's, each day naming it and each
+    slot with its local start and end."""
+    zone_name = asked or zone_of(client, event_type_id)
+    days = as_api_json(ask(zone_name))
+    return [
+        {
+            "date": day["date"],
+            "timezone": zone_name,
+            "slots": [
+                {
+                    key: value
+                    for key, value in with_local_times(slot, SLOT_TIMES, zone_name).items()
+                    if key != "timezone"
+                }
+                for slot in day["slots"]
+            ],
+        }
+        for day in days
+    ]
+
+
+def booking_with_local_times(booking: Any) -> Any:
+    """A booking's answer with its start and end also in its own timezone."""
+    return with_local_times(as_api_json(booking), BOOKING_TIMES)
+
+
+def page_with_local_times(page: Any) -> Any:
+    """A page of bookings, each with its start and end also in its own timezone."""
+    shown = as_api_json(page)
+    shown["bookings"] = with_local_times(shown["bookings"], BOOKING_TIMES)
+    return shown
 
 
 def booking_fields(
@@ -325,6 +423,21 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
 
     @server.tool(
         annotations=READ_ONLY,
+        description="The kinds of appointment this calendar takes now: call this first. Each "
+        "has its id (the eventTypeId of the other tools), name, duration and slotInterval "
+        "(minutes), timezone (of its working hours), locationKind and location, seats, "
+        "minimumNoticeMinutes, bookingHorizonDays, assignment and hosts (who it is booked "
+        "with; a host's id is what hostId takes), and questions: the JSON Schema of the "
+        "responses create_booking must send. Ask the person each question (its title), the "
+        "required ones at least, and pass the answers by key as responses; a missing or "
+        "malformed answer is refused with code invalid_responses naming each. Needs "
+        "canCheckAvailability.",
+    )
+    def list_event_types(ctx: Context) -> list[dict[str, Any]]:
+        return call(ctx, "list_event_types", lambda client: client.list_event_types())
+
+    @server.tool(
+        annotations=READ_ONLY,
         description="Open slots, day by day, between startDate and endDate. Call this before "
         "create_booking or a move with update_booking, and book exactly one of the returned "
         "slots (start and end). Pass eventTypeId so the slots have that appointment's length "
@@ -361,13 +474,18 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
         return call(
             ctx,
             "check_availability",
-            lambda client: client.availability(
-                startDate,
-                endDate,
-                event_type_id=eventTypeId,
-                duration=duration,
-                timezone=timezone,
-                host_id=hostId,
+            lambda client: days_with_local_times(
+                client,
+                lambda zone_name: client.availability(
+                    startDate,
+                    endDate,
+                    event_type_id=eventTypeId,
+                    duration=duration,
+                    timezone=zone_name,
+                    host_id=hostId,
+                ),
+                timezone,
+                eventTypeId,
             ),
         )
 
@@ -396,14 +514,16 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
         return call(
             ctx,
             "list_bookings",
-            lambda client: client.list_bookings(
-                start_date=startDate,
-                end_date=endDate,
-                status=status,
-                event_type_id=eventTypeId,
-                email=email,
-                limit=limit,
-                offset=offset,
+            lambda client: page_with_local_times(
+                client.list_bookings(
+                    start_date=startDate,
+                    end_date=endDate,
+                    status=status,
+                    event_type_id=eventTypeId,
+                    email=email,
+                    limit=limit,
+                    offset=offset,
+                )
             ),
         )
 
@@ -413,7 +533,9 @@ def add_reading_tools(server: MCPServer, call: Call) -> None:
         "manageUrl, their own link to cancel or move it) and metadata. Needs canGetBookings.",
     )
     def get_booking(ctx: Context, id: BookingId) -> dict[str, Any]:
-        return call(ctx, "get_booking", lambda client: client.get_booking(id))
+        return call(
+            ctx, "get_booking", lambda client: booking_with_local_times(client.get_booking(id))
+        )
 
 
 def add_booking_tools(server: MCPServer, call: Call) -> None:
@@ -462,18 +584,22 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
         ] = None,
         holdToken: HoldToken = None,
         hostId: HostId = None,
+        responses: Responses = None,
     ) -> dict[str, Any]:
         return call(
             ctx,
             "create_booking",
-            lambda client: client.create_booking(
-                eventTypeId,
-                **booking_fields(
-                    startTime, endTime, attendees, timezone, title, description, metadata
-                ),
-                idempotency_key=idempotencyKey,
-                hold_token=holdToken,
-                host_id=hostId,
+            lambda client: booking_with_local_times(
+                client.create_booking(
+                    eventTypeId,
+                    **booking_fields(
+                        startTime, endTime, attendees, timezone, title, description, metadata
+                    ),
+                    idempotency_key=idempotencyKey,
+                    hold_token=holdToken,
+                    host_id=hostId,
+                    responses=responses,
+                )
             ),
         )
 
@@ -506,14 +632,16 @@ def add_booking_tools(server: MCPServer, call: Call) -> None:
         return call(
             ctx,
             "update_booking",
-            lambda client: client.update_booking(
-                eventTypeId,
-                id,
-                **booking_fields(
-                    startTime, endTime, attendees, timezone, title, description, metadata
-                ),
-                hold_token=holdToken,
-                host_id=hostId,
+            lambda client: booking_with_local_times(
+                client.update_booking(
+                    eventTypeId,
+                    id,
+                    **booking_fields(
+                        startTime, endTime, attendees, timezone, title, description, metadata
+                    ),
+                    hold_token=holdToken,
+                    host_id=hostId,
+                )
             ),
         )
 
@@ -578,8 +706,14 @@ def add_hold_tools(server: MCPServer, call: Call) -> None:
         return call(
             ctx,
             "hold_slot",
-            lambda client: client.hold_slot(
-                eventTypeId, startTime, endTime, timezone=timezone, ttl_seconds=ttlSeconds
+            lambda client: with_local_times(
+                as_api_json(
+                    client.hold_slot(
+                        eventTypeId, startTime, endTime, timezone=timezone, ttl_seconds=ttlSeconds
+                    )
+                ),
+                HOLD_TIMES,
+                timezone or zone_of(client, eventTypeId),
             ),
         )
 

@@ -128,6 +128,11 @@ class Booking(Model):
     seat_count: Mapped[int | None] = mapped_column(Integer)
     timezone: Mapped[str] = mapped_column(String(TIMEZONE_MAX))
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    # The answers to its event type's questions, by question key, as the create sent them
+    # (``app.services.availability.questions``).
+    responses: Mapped[dict[str, Any]] = mapped_column(
+        JSON, default=dict, server_default=text("'{}'")
+    )
     start_at: Mapped[datetime] = mapped_column(UTCDateTime)
     end_at: Mapped[datetime] = mapped_column(UTCDateTime)
     occupied_start: Mapped[datetime] = mapped_column(UTCDateTime)

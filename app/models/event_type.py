@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Integer, String, func
+from sqlalchemy import JSON, Boolean, CheckConstraint, ForeignKey, Integer, String, func, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
@@ -116,6 +116,11 @@ class EventType(Model):
     # At most so many bookings / minutes a day, week, month (``app.scheduling.caps``):
     # ``{"perDay": {"count": K, "minutes": M}, "perWeek": …, "perMonth": …}``; None: no cap.
     booking_limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # What its bookings are asked (``app.services.availability.questions``): a list of
+    # ``{"key", "label", "type", "required", "options"}``, in the order they are asked.
+    questions: Mapped[list[dict[str, Any]]] = mapped_column(
+        JSON, default=list, server_default=text("'[]'")
+    )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -24,8 +24,9 @@ BOOKING_FIELDS = {
     "cancelledAt",
     "completedAt",
 }
-# What the spec's booking is given beyond its fields (docs/decisions.md): who it is with, why.
-BOOKING_ADDITIONS = {"hosts", "assignmentReason"}
+# What the spec's booking is given beyond its fields (docs/decisions.md): who it is with, why,
+# and the answers to its event type's questions.
+BOOKING_ADDITIONS = {"hosts", "assignmentReason", "responses"}
 ATTENDEE_FIELDS = {
     "id",
     "email",

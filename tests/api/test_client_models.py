@@ -31,6 +31,8 @@ ANSWERS: dict[str, tuple[type, bool]] = {
     "Cancellation": (models.Cancellation, True),
     "Hold": (models.Hold, True),
     "ReleasedHold": (models.ReleasedHold, True),
+    "EventType": (models.EventType, True),
+    "EventTypeHost": (models.EventTypeHost, True),
     "AttendeeBrief": (models.Attendee, False),
     "BookingUpdateResult": (models.Booking, False),
 }

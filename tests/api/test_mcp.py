@@ -10,8 +10,9 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx2
 import pytest
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.slow
 MONDAY = next_monday()
 TEN = {"startTime": z(ny(MONDAY, 10)), "endTime": z(ny(MONDAY, 10, 30))}  # a Cleaning slot
 TOOLS = {
+    "list_event_types",
     "check_availability",
     "list_bookings",
     "get_booking",
@@ -154,7 +156,7 @@ def test_the_tools_are_described_for_a_model(connect, tenant):
     for words in ("check_availability", "idempotencyKey", "retry", "canBook"):
         assert words in create.description
     assert "ISO 8601" in create.input_schema["properties"]["startTime"]["description"]
-    assert "owner" in create.input_schema["properties"]["eventTypeId"]["description"]
+    assert "list_event_types" in create.input_schema["properties"]["eventTypeId"]["description"]
     for name in ("check_availability", "list_bookings", "get_booking"):
         assert tools[name].annotations.read_only_hint is True
     for name in ("update_booking", "cancel_booking"):
@@ -414,7 +416,20 @@ def test_an_agent_holds_a_slot_collects_details_and_books_it_with_the_token(conn
             return held, days, taken_meanwhile, booked, token_again, listed
 
     held, days, taken_meanwhile, booked, token_again, listed = asyncio.run(scenario())
-    assert set(held) == {"id", "eventTypeId", "startTime", "endTime", "expiresAt", "holdToken"}
+    assert set(held) == {
+        "id",
+        "eventTypeId",
+        "startTime",
+        "endTime",
+        "expiresAt",
+        "holdToken",
+        # each time also in the local time of the zone it names
+        "timezone",
+        "startTimeLocal",
+        "endTimeLocal",
+        "expiresAtLocal",
+    }
+    assert held["timezone"] == "America/New_York"
     assert (held["eventTypeId"], held["startTime"], held["endTime"]) == (
         event_type,
         ten["startTime"],
@@ -534,3 +549,88 @@ def test_listening_beyond_loopback_still_refuses_a_host_or_origin_not_allowed(li
         assert initialize(url, Host="evil.test").status_code == 421
         assert initialize(url, Origin="https://evil.test").status_code == 403
         assert initialize(url, Origin="https://agent.example.test").status_code == 200
+
+
+INTAKE = [
+    {
+        "key": "reason",
+        "label": "Reason for the visit",
+        "type": "select",
+        "required": True,
+        "options": ["Tooth pain", "Check-up"],
+    },
+    {"key": "dateOfBirth", "label": "Date of birth", "type": "text", "required": True},
+]
+
+
+@pytest.mark.date_sensitive
+def test_an_agent_reads_the_questions_and_books_with_the_answers(connect, live):
+    tenant = live.tenant(eventTypes=[{"name": "Intake", "duration": 30, "questions": INTAKE}])
+    start, end = z(ny(MONDAY, 9)), z(ny(MONDAY, 9, 30))
+    pat = [{"email": "pat@example.test", "name": "Pat"}]
+
+    async def scenario():
+        async with connect(tenant.keys["all"]) as client:
+            (intake,) = await call(client, "list_event_types")
+            ask = {"eventTypeId": intake["id"], "startTime": start, "endTime": end}
+            missing = await refused(
+                client, "create_booking", **ask, attendees=pat, responses={"reason": "Check-up"}
+            )
+            answers = {"reason": "Check-up", "dateOfBirth": "1980-02-01"}
+            booking = await call(client, "create_booking", **ask, attendees=pat, responses=answers)
+            return intake, missing, booking
+
+    intake, missing, booking = asyncio.run(scenario())
+    assert intake["questions"]["required"] == ["reason", "dateOfBirth"]
+    assert intake["questions"]["properties"]["reason"]["enum"] == ["Tooth pain", "Check-up"]
+    assert "invalid_responses" in missing and "responses.dateOfBirth" in missing
+    assert booking["responses"] == {"reason": "Check-up", "dateOfBirth": "1980-02-01"}
+
+
+@pytest.mark.date_sensitive
+def test_every_time_an_agent_reads_is_also_in_local_time_with_its_zone(connect, tenant):
+    cleaning = tenant.event_types["Cleaning"]
+    nine = ny(MONDAY, 9).astimezone(ZoneInfo("America/New_York"))
+
+    async def scenario():
+        async with connect(tenant.keys["all"]) as client:
+            days = await call(
+                client,
+                "check_availability",
+                startDate=MONDAY.isoformat(),
+                endDate=MONDAY.isoformat(),
+                eventTypeId=cleaning,
+            )
+            slot = days[0]["slots"][0]
+            booking = await call(
+                client,
+                "create_booking",
+                eventTypeId=cleaning,
+                startTime=slot["start"],
+                endTime=slot["end"],
+                attendees=[{"email": "pat@example.test"}],
+            )
+            paris = await call(
+                client,
+                "check_availability",
+                startDate=MONDAY.isoformat(),
+                endDate=MONDAY.isoformat(),
+                eventTypeId=cleaning,
+                timezone="Europe/Paris",
+            )
+            listed = await call(client, "list_bookings")
+            return days, booking, paris, listed
+
+    days, booking, paris, listed = asyncio.run(scenario())
+    assert days[0]["timezone"] == "America/New_York"
+    assert days[0]["slots"][0]["startLocal"] == nine.isoformat()
+    assert days[0]["slots"][0]["start"] == z(nine)
+    assert (booking["timezone"], booking["startTimeLocal"]) == (
+        "America/New_York",
+        nine.isoformat(),
+    )
+    assert paris[0]["timezone"] == "Europe/Paris"
+    first_in_paris = paris[0]["slots"][0]
+    in_paris = datetime.fromisoformat(first_in_paris["start"]).astimezone(ZoneInfo("Europe/Paris"))
+    assert first_in_paris["startLocal"] == in_paris.isoformat()
+    assert listed["bookings"][0]["endTimeLocal"] == (nine + timedelta(minutes=30)).isoformat()

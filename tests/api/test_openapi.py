@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OPERATIONS = [
     ("/v1/api/calendar/availability", "get", ["400", "404"]),
     ("/v1/api/calendar/bookings", "get", ["400"]),
+    ("/v1/api/calendar/event-types", "get", []),
     ("/v1/api/calendar/bookings/{booking_id}", "get", ["404"]),
     ("/v1/api/calendar/bookings/{booking_id}", "delete", ["400", "404"]),
     ("/v1/api/calendar/event-types/{event_type_id}/bookings", "post", ["400", "404"]),
@@ -178,6 +179,7 @@ def test_every_operation_has_an_operation_id(spec):
     assert sorted(ids) == sorted(
         [
             "checkAvailability",
+            "listEventTypes",
             "listBookings",
             "getBooking",
             "cancelBooking",

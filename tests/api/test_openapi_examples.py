@@ -85,6 +85,11 @@ def test_the_documented_flow_succeeds_against_the_demo_workspace_as_documented(d
     assert answer.status_code == 200, answer.text
     assert answer.json() == answer_example(availability, "200")
 
+    listing = operation(document, "/calendar/event-types", "get")
+    offered = call(server, key, "GET", "/calendar/event-types")
+    assert offered.status_code == 200, offered.text
+    assert steady(offered.json()) == steady(answer_example(listing, "200"))
+
     event_type_id = query["eventTypeId"]
     create = operation(document, "/calendar/event-types/{event_type_id}/bookings", "post")
     created = call(

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-PINNED_SHA256 = "6dee709ca8a014880033bf430f6ce71f7350400de6324ec7d0088971018f255f"
+PINNED_SHA256 = "82d53b39628527e62a59ea189b1fba3e7951758d92082d98061e555dccb15bcb"
 
 
 def without_examples(node: Any) -> Any:

@@ -269,3 +269,77 @@ def test_an_edit_or_deactivation_without_its_csrf_token_changes_nothing(signed_i
     signed_in.post(f"{base(tenant)}/{event_type_id}/deactivate")
     unchanged = stored(event_type_id)
     assert (unchanged.name, unchanged.active) == ("Checkup", True)
+
+
+def test_an_owner_writes_questions_and_agents_read_them(signed_in, tenant):
+    response = create(
+        signed_in,
+        tenant,
+        **{
+            "questions-0-question": "Date of birth",
+            "questions-0-key": "",
+            "questions-0-answer": "text",
+            "questions-0-required": "y",
+            "questions-0-options": "",
+            "questions-1-question": "Service",
+            "questions-1-key": "service",
+            "questions-1-answer": "select",
+            "questions-1-options": "Cut\r\nColour\r\n",
+            "questions-2-question": "",
+            "questions-2-key": "",
+            "questions-2-answer": "text",
+            "questions-2-options": "",
+        },
+    )
+    assert response.status_code == 302
+    created = named(tenant, "Consultation")
+    assert created.questions == [
+        {
+            "key": "date_of_birth",
+            "label": "Date of birth",
+            "type": "text",
+            "required": True,
+            "options": [],
+        },
+        {
+            "key": "service",
+            "label": "Service",
+            "type": "select",
+            "required": False,
+            "options": ["Cut", "Colour"],
+        },
+    ]
+    page = signed_in.get(f"{base(tenant)}/{created.id}").get_data(as_text=True)
+    assert 'value="date_of_birth"' in page and "Colour" in page
+    assert 'name="questions-4-question"' in page  # blank rows to add more
+
+
+def test_a_select_question_without_options_is_refused_with_the_form_kept(signed_in, tenant):
+    response = create(
+        signed_in,
+        tenant,
+        **{"questions-0-question": "Service", "questions-0-answer": "select"},
+    )
+    assert response.status_code == 200
+    page = html.unescape(response.get_data(as_text=True))
+    assert "A select question needs at least one option." in page
+    assert named(tenant, "Consultation") is None
+
+
+def test_the_booking_page_shows_the_answers_under_their_questions(signed_in, tenant):
+    from tests.factories import make_booking, next_monday, ny
+
+    cleaning = db.session.get(EventType, tenant.event_types["Cleaning"])
+    cleaning.questions = [
+        {"key": "dob", "label": "Date of birth", "type": "text", "required": True, "options": []},
+        {"key": "first", "label": "First visit?", "type": "boolean", "required": False},
+    ]
+    db.session.commit()
+    booking = make_booking(
+        tenant, ny(next_monday(), 10), responses={"dob": "1980-02-01", "first": True}
+    )
+    page = signed_in.get(f"/dashboard/s/{tenant.sub_account_id}/bookings/{booking.id}").get_data(
+        as_text=True
+    )
+    assert "<dt>Date of birth</dt><dd>1980-02-01</dd>" in page
+    assert "<dt>First visit?</dt><dd>Yes</dd>" in page

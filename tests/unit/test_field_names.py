@@ -81,6 +81,7 @@ def test_a_camel_case_schema_names_its_errors_as_the_contract_does():
                 "holdToken",
                 "idempotencyKey",
                 "hostId",
+                "responses",
             },
         ),
     ],

@@ -13,6 +13,7 @@ from marshmallow import Schema, ValidationError, fields, post_load, validate, va
 
 from app.api.field_names import CamelCaseSchema
 from app.models.limits import DESCRIPTION_MAX, EMAIL_MAX, NAME_MAX, PHONE_MAX, REASON_MAX
+from app.services.availability.questions import QUESTIONS_MAX, RESPONSES_OPENAPI
 from app.services.bookings.writes import AttendeeInput, BookingChanges, NewBooking
 from app.validation import (
     MAX_ATTENDEES,
@@ -137,6 +138,17 @@ class CreateBookingSchema(_BookingFields):
     idempotency_key = Text(
         validate=validate.Length(min=1, max=NAME_MAX),
         metadata={"description": ("Retry key: the same key and body return the same booking")},
+    )
+    responses = fields.Dict(
+        keys=fields.String(),
+        validate=validate.Length(max=QUESTIONS_MAX),
+        metadata={
+            **RESPONSES_OPENAPI,
+            "description": "Answers to the event type's questions, by question key: the "
+            "event type's `questions` (GET /calendar/event-types) is the JSON Schema they "
+            "must meet. A missing required answer, a malformed one or an unknown key is a 400 "
+            "with `code: invalid_responses` naming each (`responses.<key>`); null is no answer",
+        },
     )
 
     @post_load(pass_original=True)

@@ -18,6 +18,35 @@ from app.services.accounts.provisioning import provision
 DEMO_EMAIL = "demo-owner@example.com"
 
 _WORKDAY = [["09:00", "17:00"]]
+# What each demo event type asks before it is booked, by its name: a consultation's answers
+# are optional (the documented create gives them), a cleaning's insurer is required.
+DEMO_QUESTIONS = {
+    "Consultation": [
+        {
+            "key": "reason",
+            "label": "Reason for the visit",
+            "type": "select",
+            "required": False,
+            "options": ["Check-up", "Tooth pain", "Cleaning"],
+        },
+        {
+            "key": "newPatient",
+            "label": "First visit?",
+            "type": "boolean",
+            "required": False,
+            "options": [],
+        },
+    ],
+    "Cleaning": [
+        {
+            "key": "insurer",
+            "label": "Dental insurer (or none)",
+            "type": "text",
+            "required": True,
+            "options": [],
+        }
+    ],
+}
 DEMO_DOCUMENT = {
     "agencies": [
         {
@@ -38,8 +67,18 @@ DEMO_DOCUMENT = {
                         }
                     ],
                     "eventTypes": [
-                        {"name": "Consultation", "duration": 30, "bufferAfter": 10},
-                        {"name": "Cleaning", "duration": 60, "slotInterval": 30},
+                        {
+                            "name": "Consultation",
+                            "duration": 30,
+                            "bufferAfter": 10,
+                            "questions": DEMO_QUESTIONS["Consultation"],
+                        },
+                        {
+                            "name": "Cleaning",
+                            "duration": 60,
+                            "slotInterval": 30,
+                            "questions": DEMO_QUESTIONS["Cleaning"],
+                        },
                     ],
                 }
             ],
@@ -93,9 +132,18 @@ def ensure_demo() -> DemoAccess:
         name=f"{DEMO_KEY_PREFIX}{local:%Y-%m-%d %H:%M:%S}",
         permissions=[p.value for p in Permission],
     )
-    event_types = db.session.scalars(
-        select(EventType).where(EventType.sub_account_id == sub_account.id).order_by(EventType.id)
+    event_types = list(
+        db.session.scalars(
+            select(EventType)
+            .where(EventType.sub_account_id == sub_account.id)
+            .order_by(EventType.id)
+        )
     )
+    for event_type in event_types:
+        # A demo provisioned before event types asked questions asks them now, so the
+        # documented examples (which answer them) work on it too.
+        if not event_type.questions and event_type.name in DEMO_QUESTIONS:
+            event_type.questions = DEMO_QUESTIONS[event_type.name]
     return DemoAccess(
         email=DEMO_EMAIL,
         password=password,

@@ -38,6 +38,7 @@ from app.services.availability.profiles import (
     ProfileDoc,
     build_profile,
 )
+from app.services.availability.questions import stored_questions
 from app.services.availability.settings import SettingsDoc, SubAccountNameDoc
 from app.services.common.errors import InvalidRequest
 from app.services.integrations.calendars.connections import CalendarConnectionDoc, create_connection
@@ -280,6 +281,7 @@ def _create_sub_account(agency: Agency, doc: dict, users: dict[str, User]) -> di
             booking_horizon_days=et["bookingHorizonDays"],
             reminders=et.get("reminders"),
             booking_limits=et.get("bookingLimits"),
+            questions=stored_questions(et.get("questions") or []),
             location_kind=et["locationKind"],
             seats=et["seats"],
         )

@@ -8,14 +8,17 @@ Deactivating keeps the row: bookings made with it live on, but it is no longer o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from marshmallow import Schema, fields, validate
 from sqlalchemy import select
+from sqlalchemy.orm import selectinload
 
 from app.extensions import db
 from app.models import (
     EventType,
+    Host,
     LocationKind,
     SubAccount,
 )
@@ -36,10 +39,15 @@ from app.services.availability.hosts import (
     hosts_of,
 )
 from app.services.availability.profiles import chosen_profile
+from app.services.availability.questions import (
+    question_list,
+    responses_schema,
+    stored_questions,
+)
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
 from app.services.integrations.calendars.meetings import require_meeting_connection
-from app.services.scheduling_inputs import get_event_type
+from app.services.scheduling_inputs import get_event_type, profile_for
 from app.validation import DURATION_MINUTES, Text, booking_limits, describe_errors, reminder_list
 
 
@@ -76,6 +84,9 @@ class EventTypeDoc(Schema):
     # Its caps (``app.scheduling.caps``); absent from a document that replaces the event type:
     # they stay as they were.
     bookingLimits = booking_limits()
+    # What its bookings are asked (``app.services.availability.questions``); absent from a
+    # document that replaces the event type: they stay as they were.
+    questions = question_list()
 
 
 class TeamHostFields(HostShareDoc):
@@ -112,6 +123,73 @@ def list_event_types(sub_account: SubAccount) -> list[EventType]:
             .order_by(EventType.active.desc(), EventType.name, EventType.id)
         )
     )
+
+
+@dataclass(frozen=True)
+class OfferedEventType:
+    """An offered event type as an agent reads it (``GET /calendar/event-types``): what it
+    needs to book it right, settled values and not the settings they fall back to."""
+
+    event_type: EventType
+    # Who its bookings may be made with: a one-host type's host, a team type's active hosts.
+    hosts: list[Host]
+    # Its working hours' timezone: availability counts its days in it unless asked otherwise.
+    timezone: str
+    # Slot starts are this many minutes apart (the duration when no interval is set).
+    slot_interval: int
+    minimum_notice_minutes: int
+    booking_horizon_days: int
+    # The JSON Schema of the create's ``responses`` (``questions.responses_schema``).
+    questions: dict[str, Any]
+
+
+def offered_event_types(sub_account: SubAccount) -> list[OfferedEventType]:
+    """The event types agents can book now, by name: active, and for a team type with at
+    least one active host (one with none takes no booking). A few statements whatever the
+    number of types: the types with their team lists and profiles, the hosts, the default
+    profile."""
+    settings = sub_account.settings
+    hosts = {host.id: host for host in hosts_of(sub_account.id)}
+    default = profile_for(sub_account, None)
+    default_zone = default.timezone if default is not None else settings.timezone
+    offered = []
+    for event_type in db.session.scalars(
+        select(EventType)
+        .where(EventType.sub_account_id == sub_account.id, EventType.active)
+        .options(selectinload(EventType.hosts), selectinload(EventType.availability_profile))
+        .order_by(EventType.name, EventType.id)
+    ):
+        if event_type.is_team:
+            team = [hosts[listed.host_id] for listed in event_type.hosts]
+            with_hosts = [host for host in team if host.active]
+            if not with_hosts:
+                continue
+        else:
+            with_hosts = [hosts[event_type.host_id]]
+        offered.append(
+            OfferedEventType(
+                event_type=event_type,
+                hosts=with_hosts,
+                timezone=(
+                    event_type.availability_profile.timezone
+                    if event_type.availability_profile is not None
+                    else default_zone
+                ),
+                slot_interval=event_type.slot_interval or event_type.duration,
+                minimum_notice_minutes=_fallback(
+                    event_type.minimum_notice_minutes, settings.minimum_notice_minutes
+                ),
+                booking_horizon_days=_fallback(
+                    event_type.booking_horizon_days, settings.booking_horizon_days
+                ),
+                questions=responses_schema(event_type.questions),
+            )
+        )
+    return offered
+
+
+def _fallback(own: int | None, calendar: int) -> int:
+    return calendar if own is None else own
 
 
 def create_event_type(sub_account: SubAccount, document: dict[str, Any]) -> EventType:
@@ -164,6 +242,8 @@ def _apply(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) 
         event_type.reminders = doc["reminders"]
     if "bookingLimits" in doc:
         event_type.booking_limits = doc["bookingLimits"]
+    if "questions" in doc:
+        event_type.questions = stored_questions(doc["questions"])
 
 
 def _assign(sub_account: SubAccount, event_type: EventType, doc: dict[str, Any]) -> None:

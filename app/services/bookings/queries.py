@@ -125,6 +125,7 @@ class ShownBooking:
     location: str | None
     timezone: str
     meta: dict[str, Any]
+    responses: dict[str, Any]
     confirmed_at: datetime | None
     cancelled_at: datetime | None
     completed_at: datetime | None
@@ -157,6 +158,7 @@ _SHOWN_BOOKING = (
     Booking.location,
     Booking.timezone,
     Booking.meta,
+    Booking.responses,
     Booking.confirmed_at,
     Booking.cancelled_at,
     Booking.completed_at,

@@ -35,6 +35,7 @@ from app.models.limits import NAME_MAX
 from app.scheduling.intervals import Interval
 from app.scheduling.round_robin import AssignmentReason
 from app.scheduling.timezones import InstantInput, zone
+from app.services.availability.questions import check_responses
 from app.services.bookings.assignment import HostClaim, plan_host_claim
 from app.services.bookings.holds import HoldToConsume, find_hold_to_consume
 from app.services.bookings.planned import PlannedWrite, begin_apply
@@ -99,6 +100,8 @@ class NewBooking:
     body: Mapping[str, Any] = field(default_factory=dict)  # as received, for the fingerprint
     # Round robin: book this host (``hostId``), when free.
     host_id: int | None = None
+    # The answers to the event type's questions (``app.services.availability.questions``).
+    responses: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,8 @@ def create_booking(
     or the caller's own) and the question for the connected calendars (none for a remembered
     idempotency key: its own event is there). The apply takes the calendar's lock, which guards
     the idempotency check, busy time and the inserts. Refusals keep their order: a remembered
-    idempotency key first, then the event type, then the time."""
+    idempotency key first, then the event type, then the answers to its questions, then the
+    time."""
     try:
         event_type: EventType | None = get_event_type(sub_account, event_type_id, offered_only=True)
     except EventTypeNotFound:
@@ -245,9 +249,11 @@ def create_booking(
     plan: HostClaim | None = None
     refusal: InvalidRequest | None = None
     hold: HoldToConsume | None = None
+    answers: dict[str, Any] = {}
     if event_type is not None:
         hold = find_hold_to_consume(sub_account, event_type, new.hold_token, now)
         try:
+            answers = check_responses(event_type.questions, new.responses)
             slot = requested_slot(new.start_time, new.end_time, timezone)
             plan = plan_host_claim(
                 sub_account,
@@ -279,10 +285,27 @@ def create_booking(
         if plan is None:
             raise refusal or InvalidRequest()
         return _insert_booking(
-            sub_account, event_type, plan, new, timezone, fingerprint, hold, now, api_key_id
+            sub_account,
+            event_type,
+            plan,
+            new,
+            _Kept(timezone, answers, fingerprint, api_key_id),
+            hold,
+            now,
         ), False
 
     return PlannedWrite(question, apply)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What the plan settled of a new booking besides its time: its timezone, the checked
+    answers, the request's fingerprint and the key that made it."""
+
+    timezone: str
+    responses: dict[str, Any]
+    fingerprint: str
+    api_key_id: int | None
 
 
 def _insert_booking(
@@ -290,13 +313,12 @@ def _insert_booking(
     event_type: EventType,
     plan: HostClaim,
     new: NewBooking,
-    timezone: str,
-    fingerprint: str,
+    kept: _Kept,
     hold: HoldToConsume | None,
     now: datetime,
-    api_key_id: int | None,
 ) -> Booking:
     """Claim the planned time and insert the booking (the calendar's lock held)."""
+    timezone = kept.timezone
     slot = plan.slot
     claimed = plan.claim(consumed_hold_id=hold.id if hold is not None else None)
     occupied = claimed.occupied
@@ -315,13 +337,14 @@ def _insert_booking(
         location_kind=event_type.location_kind,
         timezone=timezone,
         meta=dict(new.metadata),
+        responses=kept.responses,
         start_at=slot.start,
         end_at=slot.end,
         occupied_start=occupied.start,
         occupied_end=occupied.end,
         idempotency_key=new.idempotency_key,
-        request_fingerprint=fingerprint,
-        api_key_id=api_key_id,
+        request_fingerprint=kept.fingerprint,
+        api_key_id=kept.api_key_id,
         created_at=now,
         updated_at=now,
     )

@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
 
     INVALID_REQUEST = "invalid_request"
     INVALID_TIME_RANGE = "invalid_time_range"
+    INVALID_RESPONSES = "invalid_responses"
     SLOT_TAKEN = "slot_taken"
     LIMIT_REACHED = "limit_reached"
     SEATS_FULL = "seats_full"

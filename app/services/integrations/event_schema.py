@@ -7,14 +7,15 @@ API does. Version 1 has exactly the fields the API's Booking had when events got
 schema, so nothing a receiver sees changed then. Version 2 adds each attendee's ``manageUrl``
 (their own link to see, cancel or move the booking, ``app.services.common.manage_links``).
 Version 3 adds who the booking is with: ``hosts`` (each ``id``, ``name``, ``email``) and
-``assignmentReason``, as the API's Booking shows them.
+``assignmentReason``, as the API's Booking shows them. Version 4 adds ``responses``: the
+answers to the event type's questions, by question key (``{}`` when none).
 The rule: a published version never changes; a change (a field added, removed, renamed or
 re-typed) is a new version, written by new events and read beside the old ones. Documented in
 docs/operations.md ("The event schema").
 
 **The stored snapshot** (``outbox_events.snapshot``, JSON)::
 
-    {"schemaVersion": 3, "booking": {...version 3...}, "sequence": 3,
+    {"schemaVersion": 4, "booking": {...version 4...}, "sequence": 3,
      "cancellationReason": null, "createdAt": "…Z", "updatedAt": "…Z"}
 
 ``sequence``, ``cancellationReason``, ``createdAt`` and ``updatedAt`` are for the messages
@@ -36,9 +37,9 @@ from app.models import Attendee, Booking, Host
 from app.scheduling.timezones import format_utc
 from app.services.common.manage_links import manage_url
 
-EVENT_SCHEMA_VERSION = 3
+EVENT_SCHEMA_VERSION = 4
 VERSION_KEY = "schemaVersion"
-READABLE_VERSIONS = frozenset({1, 2, 3})
+READABLE_VERSIONS = frozenset({1, 2, 3, 4})
 
 
 class UnknownEventSchema(ValueError):
@@ -46,7 +47,7 @@ class UnknownEventSchema(ValueError):
 
 
 def booking_data(booking: Booking) -> dict[str, Any]:
-    """``booking`` in the event schema's current version (3): every field always present,
+    """``booking`` in the event schema's current version (4): every field always present,
     absent values as ``null``, instants as UTC ``YYYY-MM-DDTHH:MM:SSZ``."""
     return {
         "id": _optional(int, booking.id),
@@ -69,6 +70,7 @@ def booking_data(booking: Booking) -> dict[str, Any]:
             {"id": host.id, "name": host.name, "email": host.email} for host in booking.hosts
         ],
         "assignmentReason": _optional(str, booking.assignment_reason),
+        "responses": dict(booking.responses or {}),
     }
 
 
@@ -144,6 +146,7 @@ def booking_from_snapshot(snapshot: dict[str, Any], sub_account_id: int) -> Book
         location=shown["location"],
         timezone=shown["timezone"],
         meta=shown["metadata"],
+        responses=shown.get("responses") or {},  # version 4
         start_at=_parse_instant(shown["startTime"]),
         end_at=_parse_instant(shown["endTime"]),
         cancellation_reason=snapshot["cancellationReason"],

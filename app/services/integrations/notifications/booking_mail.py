@@ -21,10 +21,11 @@ of sent, for ``flask outbox`` and the dashboard to show.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -129,6 +130,7 @@ def notify_delivery(delivery: Delivery, now: datetime) -> None:
             event_id=delivery.event_id,
             by_attendee=delivery.actor == Actor.ATTENDEE,
             changed=delivery.changed,
+            questions=current.event_type.questions,
         )
     failures = _send_all(letters, now)
     if failures:
@@ -205,6 +207,7 @@ def _unsent_letters(
     event_id: int | None,
     by_attendee: bool = False,
     changed: tuple[str, ...] = (),
+    questions: Sequence[Mapping[str, Any]] = (),
 ) -> list[_Letter]:
     """The messages about ``booking`` for those of ``recipients`` whose message (its key made by
     ``key`` from their address) is not recorded as sent."""
@@ -234,6 +237,7 @@ def _unsent_letters(
                 dedupe_key=keys[r.email],
                 by_attendee=by_attendee,
                 changed=changed,
+                questions=questions,
             ),
             booking.sub_account_id,
             booking.id,

@@ -8,17 +8,20 @@ clients add, move or remove it. No I/O: sending is ``mailer``'s.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address, AddressHeader, HeaderRegistry
 from email.message import EmailMessage
 from email.utils import format_datetime
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from app.models import Booking, BookingStatus
 from app.scheduling.timezones import zone
+from app.services.common.answers import answer_lines
 from app.services.integrations.events import BookingEventKind
 from app.services.integrations.ical import Organizer, booking_calendar, join_link
 
@@ -99,9 +102,12 @@ def compose(
     dedupe_key: str,
     by_attendee: bool = False,
     changed: tuple[str, ...] = (),
+    questions: Sequence[Mapping[str, Any]] = (),
 ) -> EmailMessage:
     """The email telling ``recipient`` about ``kind`` (an event name, or ``REMINDER``);
-    ``by_attendee``: the attendee made the change from their manage link."""
+    ``by_attendee``: the attendee made the change from their manage link. The business's mail
+    lists the booking's answers to ``questions`` (its event type's); an attendee's does not
+    repeat them (they may be private, and the attendee gave them)."""
     # For a host it left, the booking is as good as cancelled: its invitation removes it.
     cancelled = booking.status == BookingStatus.CANCELLED or recipient.former_host
     when = describe_time(booking.start_at, booking.end_at, recipient.timezone)
@@ -132,6 +138,7 @@ def compose(
         "ics_hint": "removes it from your calendar" if cancelled else "adds it to your calendar",
         "sender_name": letterhead.sub_account_name,
         "manage_url": link,
+        "answers": answer_lines(questions, booking.responses or {}) if recipient.is_owner else [],
     }
     message = EmailMessage()
     message["Subject"] = subject

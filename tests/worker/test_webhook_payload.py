@@ -72,6 +72,8 @@ ATTENDEE_FIELDS_V1 = (
 # Version 2: the booking's fields as in version 1; each attendee adds their manage link.
 ATTENDEE_FIELDS_V2 = (*ATTENDEE_FIELDS_V1, "manageUrl")
 BOOKING_FIELDS_V3 = (*BOOKING_FIELDS_V1, "hosts", "assignmentReason")
+# Version 4: the answers to the event type's questions.
+BOOKING_FIELDS_V4 = (*BOOKING_FIELDS_V3, "responses")
 
 
 class _PositiveInt:
@@ -166,8 +168,8 @@ CREATE = {
 }
 
 
-def booking_v3(**changes: Any) -> dict[str, Any]:
-    """Version 3 of the booking ``CREATE`` makes, as a receiver gets it."""
+def booking_v4(**changes: Any) -> dict[str, Any]:
+    """Version 4 of the booking ``CREATE`` makes, as a receiver gets it."""
     return {
         "id": ID,
         "uid": UID,
@@ -212,6 +214,7 @@ def booking_v3(**changes: Any) -> dict[str, Any]:
         "completedAt": None,
         "hosts": [{"id": ID, "name": HOST_NAME, "email": None}],
         "assignmentReason": "single",
+        "responses": {},
         **changes,
     }
 
@@ -233,12 +236,12 @@ def test_a_created_booking_reaches_the_receiver_exactly_so(app, tenants):
             "eventId": EVENT_ID,
             "sequence": 0,
             "actor": "business",
-            "data": {"booking": booking_v3()},
+            "data": {"booking": booking_v4()},
         },
     )
     booking = payload["data"]["booking"]
     assert (booking["id"], booking["uid"]) == (created.json["id"], created.json["uid"])
-    assert list(booking) == list(BOOKING_FIELDS_V3)
+    assert list(booking) == list(BOOKING_FIELDS_V4)
     assert all(list(a) == list(ATTENDEE_FIELDS_V2) for a in booking["attendees"])
 
 
@@ -265,7 +268,7 @@ def test_a_cancellation_reaches_the_receiver_exactly_so(app, tenants):
             "eventId": EVENT_ID,
             "sequence": 1,
             "actor": "business",
-            "data": {"booking": booking_v3(status="cancelled", cancelledAt=INSTANT)},
+            "data": {"booking": booking_v4(status="cancelled", cancelledAt=INSTANT)},
         },
     )
 
@@ -298,7 +301,7 @@ def test_a_reminder_reaches_the_receiver_exactly_so_when_its_channels_name_the_w
             "eventId": EVENT_ID,
             "sequence": 0,
             "actor": "business",
-            "data": {"booking": booking_v3()},
+            "data": {"booking": booking_v4()},
             "reminder": {"minutesBefore": 60},
         },
     )
@@ -310,7 +313,7 @@ def test_a_new_event_stores_its_schema_version(app, tenants):
     client = app.test_client()
     client.delete(f"/v1/api/calendar/bookings/{booking.id}", headers=tenant.headers())
     (row,) = db.session.scalars(select(OutboxEvent)).all()
-    assert EVENT_SCHEMA_VERSION == 3
+    assert EVENT_SCHEMA_VERSION == 4
     assert list(row.snapshot) == [
         "schemaVersion",
         "booking",
@@ -319,8 +322,19 @@ def test_a_new_event_stores_its_schema_version(app, tenants):
         "createdAt",
         "updatedAt",
     ]
-    assert row.snapshot["schemaVersion"] == 3
-    assert list(row.snapshot["booking"]) == list(BOOKING_FIELDS_V3)
+    assert row.snapshot["schemaVersion"] == 4
+    assert list(row.snapshot["booking"]) == list(BOOKING_FIELDS_V4)
+
+
+def test_the_answers_to_the_questions_travel_with_the_event(app, tenants):
+    tenant = tenants.create()
+    booking = make_booking(tenant, ny(MONDAY, 10), responses={"dob": "1980-02-01"})
+    app.test_client().delete(f"/v1/api/calendar/bookings/{booking.id}", headers=tenant.headers())
+    (row,) = db.session.scalars(select(OutboxEvent)).all()
+    assert row.snapshot["booking"]["responses"] == {"dob": "1980-02-01"}
+    assert booking_from_snapshot(row.snapshot, tenant.sub_account_id).responses == {
+        "dob": "1980-02-01"
+    }
 
 
 # An event as the code before the event schema stored it (the API's BookingSchema, no version).
@@ -396,7 +410,7 @@ def test_an_event_stored_by_the_old_code_is_read_as_version_1():
 
 
 def test_a_snapshot_of_an_unknown_version_is_refused_not_guessed_at():
-    newer = {**OLD_SNAPSHOT, "schemaVersion": 4}
+    newer = {**OLD_SNAPSHOT, "schemaVersion": 5}
     with pytest.raises(UnknownEventSchema):
         snapshot_booking(newer)
     with pytest.raises(UnknownEventSchema):

@@ -43,6 +43,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from app.llms import register_llms
     from app.logs import configure_logging, register_request_ids
     from app.metrics import count_booking_event, register_metrics
+    from app.oauth import register_oauth
     from app.push import register_push
     from app.request_body import WholeBodyFirst
     from app.security_headers import register_security_headers
@@ -91,6 +92,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["availability_store"] = availability_store(settings)
     limiter = register_rate_limits(app)
     register_push(app, limiter)
+    register_oauth(app, limiter)
     register_attendee_pages(app, limiter)
     register_commands(app)
     register_dashboard(app)

@@ -110,6 +110,12 @@ class Settings(BaseSettings):
         1.0, description="how long a key is answered from memory"
     )
     availability_keep_seconds: int = Field(3600, ge=0, description="how long a set is kept")
+    oauth_access_token_seconds: int = Field(
+        1800, ge=1, le=86400, description="how long an agent's OAuth access token works"
+    )
+    oauth_refresh_token_days: int = Field(
+        30, ge=1, le=365, description="how long an unused OAuth refresh token works"
+    )
 
     # Waits on PostgreSQL and Redis
     db_connect_timeout_s: Seconds = Field(3.0, description="connecting to PostgreSQL")

@@ -55,7 +55,7 @@ from collections.abc import Iterable
 from hashlib import sha256
 from typing import Any
 
-from flask import Flask, Request, Response, request, session
+from flask import Flask, Request, Response, g, request, session
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -144,6 +144,7 @@ def trust_proxies(app: Flask) -> None:
 def register_security_headers(app: Flask, form_targets: Iterable[str] = ()) -> None:
     trust_proxies(app)
     app.session_interface = ApiWithoutSession()
+    form_targets = tuple(form_targets)
     policy = dashboard_policy(app, form_targets)
 
     @app.after_request
@@ -155,9 +156,14 @@ def register_security_headers(app: Flask, form_targets: Iterable[str] = ()) -> N
         if request.is_secure:
             headers["Strict-Transport-Security"] = HSTS
         if response.mimetype == "text/html":
+            # A page whose form's answer redirects to an origin of the request's own (an
+            # agent's redirect URI, on its consent page) names it in ``g.form_targets``.
+            own_targets = g.get("form_targets")
             headers["Content-Security-Policy"] = (
                 swagger_ui_policy(inline_scripts(response.get_data(as_text=True)))
                 if request.endpoint == SWAGGER_UI_ENDPOINT
+                else dashboard_policy(app, [*form_targets, *own_targets])
+                if own_targets
                 else policy
             )
         if is_api(request.path):

@@ -1,8 +1,11 @@
 """API-key authentication for the agent API.
 
-The key is authenticated once per request, when the rate limiter asks whose request it is
-(``authentication``); the view's ``authorize`` then turns a failure into the 401 and checks the
-permission. The request's key lives on ``flask.g``.
+A request carries its API key in ``x-calendar-api-key``, or an OAuth access token in
+``Authorization: Bearer`` (an agent connected with OAuth 2.1, ``app.oauth``): the token acts as
+its grant, an API key of the sub account with the permissions its owner consented to, so both
+meet the same checks, messages and rate limit. The key is authenticated once per request, when
+the rate limiter asks whose request it is (``authentication``); the view's ``authorize`` then
+turns a failure into the 401 and checks the permission. The request's key lives on ``flask.g``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from app.database import reads_only
 from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
 from app.models.types import utcnow
+from app.services.accounts.agent_access import authenticate_access_token
 from app.services.accounts.api_keys import authenticate_api_key, record_key_use, require_permission
 from app.services.common.errors import AuthenticationFailed
 
@@ -40,15 +44,19 @@ def authentication() -> Authentication:
         if request.method in READ_METHODS:
             reads_only(db.session)
         try:
-            api_key = authenticate_api_key(
-                request.headers.get(API_KEY_HEADER),
-                utcnow(),
-                current_app.extensions.get("api_key_cache"),
-            )
-            g.authentication = Authentication(api_key)
+            g.authentication = Authentication(_authenticate())
         except AuthenticationFailed as failure:
             g.authentication = Authentication(None, failure)
     return g.authentication
+
+
+def _authenticate() -> ApiKey:
+    """The key the request acts as: its API key, else the grant of its bearer token."""
+    plain_key = request.headers.get(API_KEY_HEADER)
+    authorization = request.headers.get("Authorization", "")
+    if plain_key is None and authorization[:7].lower() == "bearer ":
+        return authenticate_access_token(authorization[7:].strip(), utcnow())
+    return authenticate_api_key(plain_key, utcnow(), current_app.extensions.get("api_key_cache"))
 
 
 def authorize(permission: Permission) -> None:

@@ -100,13 +100,16 @@ def _digest(api_key: str) -> str:
 
 
 class CalendarClient:
-    """A client of one API key's calendar. ``base_url`` ends with ``/v1/api``."""
+    """A client of one API key's calendar. ``base_url`` ends with ``/v1/api``. Instead of an
+    API key, an OAuth access token (``access_token``) of an agent connected with OAuth 2.1:
+    it is sent as ``Authorization: Bearer`` and acts as the key its owner's consent made."""
 
     def __init__(
         self,
         base_url: str,
-        api_key: str,
+        api_key: str | None = None,
         *,
+        access_token: str | None = None,
         timeout: float = 10.0,
         max_attempts: int = 4,
         max_wait: float = 60.0,
@@ -117,7 +120,12 @@ class CalendarClient:
         self.base_url = base_url.rstrip("/")
         self.max_attempts = max_attempts
         self.max_wait = max_wait
-        self._api_key = api_key
+        if not (api_key or access_token):
+            raise ValueError("an API key or an access token is needed")
+        self._api_key = api_key or f"Bearer {access_token}"
+        self._auth_headers = (
+            {API_KEY_HEADER: api_key} if api_key else {"Authorization": f"Bearer {access_token}"}
+        )
         self._own_http = http is None
         self._http = http or httpx.Client(timeout=timeout)
         self._sleep = sleep
@@ -367,7 +375,7 @@ class CalendarClient:
                     self.base_url + path,
                     params=params,
                     json=body,
-                    headers={API_KEY_HEADER: self._api_key, **(headers or {})},
+                    headers={**self._auth_headers, **(headers or {})},
                 )
             except httpx.TransportError as err:
                 if not retry_lost or last:

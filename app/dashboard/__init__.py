@@ -21,6 +21,7 @@ from markupsafe import Markup, escape
 from werkzeug.wrappers import Response
 
 from app.dashboard import (
+    agent_consent,  # noqa: F401 - registers the page where an agent is allowed to connect
     api_keys,  # noqa: F401 - registers the API key pages
     availability,  # noqa: F401 - registers the availability page
     availability_profiles,  # noqa: F401 - registers the availability profile pages

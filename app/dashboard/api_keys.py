@@ -21,6 +21,7 @@ from app.dashboard.views import dashboard
 from app.models import SubAccount
 from app.models.limits import NAME_MAX
 from app.models.types import utcnow
+from app.services.accounts.agent_access import revoke_connection
 from app.services.accounts.api_keys import (
     PERMISSION_LABELS,
     create_api_key,
@@ -28,6 +29,7 @@ from app.services.accounts.api_keys import (
     delete_key,
     get_key,
     key_status,
+    list_grants,
     list_keys,
     reactivate_key,
 )
@@ -103,6 +105,7 @@ def _list_page(sub_account: SubAccount, form: NewApiKeyForm) -> str:
         sub_account=sub_account,
         form=form,
         keys=[(key, key_status(key, now)) for key in list_keys(sub_account)],
+        grants=[(grant, key_status(grant, now)) for grant in list_grants(sub_account)],
         labels=PERMISSION_LABELS,
         action_form=KeyActionForm(),
     )
@@ -112,6 +115,20 @@ def _list_page(sub_account: SubAccount, form: NewApiKeyForm) -> str:
 @owners_only
 def api_key_deactivate(sub_account_id: int, key_id: int) -> Response:
     return _change(sub_account_id, key_id, deactivate_key, "deactivated: the API refuses it now")
+
+
+@dashboard.route("/s/<int:sub_account_id>/api-keys/<int:key_id>/revoke", methods=["POST"])
+@owners_only
+def agent_connection_revoke(sub_account_id: int, key_id: int) -> Response:
+    """An agent's OAuth connection ends: its tokens are refused from the next request."""
+    sub_account = open_sub_account(current_user, sub_account_id)
+    grant = get_key(sub_account, key_id)  # another sub account's: 404
+    press_button(
+        KeyActionForm(),
+        lambda: revoke_connection(sub_account, grant.id, utcnow()),
+        f"“{grant.name}” is disconnected: its tokens are refused from now on.",
+    )
+    return redirect(_keys_url(sub_account))
 
 
 @dashboard.route("/s/<int:sub_account_id>/api-keys/<int:key_id>/reactivate", methods=["POST"])

@@ -1,7 +1,9 @@
 """``python -m app.mcp``: the MCP server over stdio, for one agent with one key
 (``CALENDAR_API_URL``, ``CALENDAR_API_KEY``); ``python -m app.mcp --http --port N``: over
 streamable HTTP at ``/mcp``, for many clients, each sending its own key in the
-``x-calendar-api-key`` header, which is passed on to the API for that call and never kept.
+``x-calendar-api-key`` header, or an OAuth access token the service issued
+(``Authorization: Bearer``), which is passed on to the API for that call and never kept. A
+client that sends neither is told where to connect with OAuth (``app.mcp.oauth_gate``).
 
 Over HTTP the server answers only requests whose ``Host`` header names it, and refuses a
 browser's request from another origin (DNS-rebinding protection, the SDK's transport security):
@@ -17,11 +19,16 @@ import logging
 import os
 import sys
 
+import uvicorn
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 
 from app.client.client import API_KEY_HEADER
-from app.mcp.server import build_server
+from app.mcp.oauth_gate import OAuthGate
+from app.mcp.server import BEARER, build_server
+
+# The API's path under the service's base URL (the authorization server's).
+API_PATH = "/v1/api"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,6 +43,12 @@ def main(argv: list[str] | None = None) -> None:
         metavar="NAME",
         help="a name clients reach the server by (its Host header), with or without a port;"
         " repeat for more (the loopback names are always allowed)",
+    )
+    parser.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the /mcp URL clients reach the server at (OAuth's resource); default"
+        " http://HOST:PORT/mcp",
     )
     parser.add_argument(
         "--allowed-origin",
@@ -53,25 +66,37 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit("CALENDAR_API_URL must be set: the API's base URL, ending in /v1/api")
 
     if args.http:
-
-        def from_header(ctx: Context) -> str | None:
-            return (ctx.headers or {}).get(API_KEY_HEADER)
-
-        server = build_server(base_url, from_header)
-        server.run(
-            "streamable-http",
-            host=args.host,
-            port=args.port,
-            stateless_http=True,
-            transport_security=transport_security(
-                args.host, args.allowed_host, args.allowed_origin
-            ),
-        )
+        serve_http(base_url, args)
     else:
         key = os.environ.get("CALENDAR_API_KEY")
         if not key:
             sys.exit("CALENDAR_API_KEY must be set for stdio")
         build_server(base_url, lambda ctx: key).run("stdio")
+
+
+def credential_of(ctx: Context) -> str | None:
+    """The caller's API key, else its OAuth access token (as ``Bearer <token>``)."""
+    headers = ctx.headers or {}
+    if key := headers.get(API_KEY_HEADER):
+        return key
+    authorization = headers.get("authorization", "")
+    if authorization[:7].lower() == "bearer ":
+        return BEARER + authorization[7:].strip()
+    return None
+
+
+def serve_http(base_url: str, args: argparse.Namespace) -> None:
+    """Streamable HTTP at /mcp behind the OAuth gate, on uvicorn."""
+    server = build_server(base_url, credential_of)
+    app = server.streamable_http_app(
+        stateless_http=True,
+        transport_security=transport_security(args.host, args.allowed_host, args.allowed_origin),
+        host=args.host,
+    )
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    resource = args.public_url or f"http://{host}:{args.port}/mcp"
+    gated = OAuthGate(app, resource=resource, authorization_server=base_url.removesuffix(API_PATH))
+    uvicorn.run(gated, host=args.host, port=args.port, log_level="warning")
 
 
 # What any server here may be called, on any port.

@@ -46,6 +46,9 @@ from app.client import (
 from app.client.client import API_KEY_HEADER
 from app.client.models import OMITTED, api_name
 
+# The credential ``api_key_of`` gives for an OAuth access token (HTTP ``Authorization``).
+BEARER = "Bearer "
+
 INSTRUCTIONS = """\
 Books appointments on one calendar (the one the API key belongs to).
 A good flow: list_event_types to find the kind of appointment (its eventTypeId) and the
@@ -407,7 +410,11 @@ def api_caller(base_url: str, api_key_of: Callable[[Context], str | None]) -> Ca
                 "CALENDAR_API_KEY (stdio)."
             )
         try:
-            client = CalendarClient(base_url, key, http=http, kept_answers=kept_answers)
+            client = (
+                CalendarClient(base_url, access_token=key[7:], http=http, kept_answers=kept_answers)
+                if key.startswith(BEARER)
+                else CalendarClient(base_url, key, http=http, kept_answers=kept_answers)
+            )
             return as_api_json(operation(client))
         except (CalendarApiError, CalendarUnreachable) as error:
             raise tool_error(error, tool) from None

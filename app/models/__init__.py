@@ -1,6 +1,6 @@
 """SQLAlchemy models, one module per aggregate; imported here so Alembic sees them all."""
 
-from app.models.api_key import ApiKey, Permission
+from app.models.api_key import ApiKey, OAuthClient, Permission
 from app.models.availability import (
     AvailabilityProfile,
     BlockedTime,
@@ -39,6 +39,7 @@ from app.models.event_type import (
 from app.models.hold import SlotHold
 from app.models.host import Host
 from app.models.notification import MailMessage, MailStatus
+from app.models.oauth import OAuthCode, OAuthToken
 from app.models.operations import WorkerHeartbeat
 from app.models.outbox import DeliveryStatus, OutboxDelivery, OutboxEvent
 from app.models.reminder import BookingReminder, Reminder, ReminderChannel, ReminderStatus
@@ -93,7 +94,10 @@ __all__ = [
     "LocationKind",
     "MailMessage",
     "MailStatus",
+    "OAuthClient",
+    "OAuthCode",
     "OAuthConsent",
+    "OAuthToken",
     "OutboxDelivery",
     "OutboxEvent",
     "PasswordReset",

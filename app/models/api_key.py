@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import JSON, Boolean, ForeignKey, String
+from sqlalchemy import JSON, Boolean, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import Model
@@ -13,12 +13,32 @@ from app.models.limits import DIGEST_LENGTH, NAME_MAX
 from app.models.tenancy import Agency, SubAccount
 from app.models.types import UTCDateTime, utcnow
 
+# What a client id looks like: ``cbc_`` and 43 URL-safe characters (public: no secret).
+CLIENT_ID_MAX = 64
+SCOPE_MAX = 255
+
 
 class Permission(StrEnum):
     CHECK_AVAILABILITY = "canCheckAvailability"
     GET_BOOKINGS = "canGetBookings"
     BOOK = "canBook"
     CANCEL = "canCancel"
+
+
+class OAuthClient(Model):
+    """A client that registered itself (RFC 7591): an MCP client, an assistant. Public: it
+    has no secret, and proves itself with PKCE on every authorization."""
+
+    __tablename__ = "oauth_clients"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    client_id: Mapped[str] = mapped_column(String(CLIENT_ID_MAX), unique=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX))
+    # Matched exactly, character for character.
+    redirect_uris: Mapped[list[str]] = mapped_column(JSON)
+    client_uri: Mapped[str | None] = mapped_column(Text)
+    scope: Mapped[str] = mapped_column(String(SCOPE_MAX))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class ApiKey(Model):
@@ -45,6 +65,12 @@ class ApiKey(Model):
         ForeignKey("users.id", ondelete="SET NULL")
     )
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Set for an agent's OAuth grant (``app.models.oauth``): the client the owner consented
+    # to. Its tokens act as this key; it has no plain key of its own.
+    oauth_client_id: Mapped[int | None] = mapped_column(
+        ForeignKey("oauth_clients.id", ondelete="CASCADE"), index=True
+    )
 
     agency: Mapped[Agency] = relationship()
     sub_account: Mapped[SubAccount | None] = relationship()
+    oauth_client: Mapped[OAuthClient | None] = relationship()

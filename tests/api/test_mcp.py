@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
+import re
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -25,7 +26,8 @@ from app.mcp.server import tool_error
 from tests.factories import next_monday, ny, z
 from tests.live_api import live_api
 from tests.lossy_proxy import first_create_lost, lossy_proxy
-from tests.servers import ROOT, free_port, wait_until_serving
+from tests.mcp_servers import mcp_http_server
+from tests.servers import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -61,25 +63,6 @@ NEAREST_TO_TEN = slots_at((9, 0), (11, 0), (11, 30), (12, 0), (12, 30))
 @pytest.fixture
 def tenant(live):
     return live.tenant()
-
-
-@contextmanager
-def mcp_http_server(api_url: str, *options: str, host: str = "127.0.0.1") -> Iterator[str]:
-    """``python -m app.mcp --http`` on a free port of ``host``; yields its ``/mcp`` URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.mcp", "--http", "--host", host, "--port", str(port), *options],
-        cwd=ROOT,
-        env={**os.environ, "CALENDAR_API_URL": api_url},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until_serving(f"http://{host}:{port}/mcp")  # any answer will do
-        yield f"http://{host}:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 @asynccontextmanager
@@ -302,12 +285,15 @@ def test_a_time_with_no_open_slot_near_it_says_to_check_availability(connect, li
     assert "No open slot is near it: call check_availability" in text
 
 
-def test_over_http_a_call_without_a_key_says_where_to_send_it(mcp_url):
-    async def scenario():
-        async with http_client(mcp_url, None) as client:
-            return await refused(client, "list_bookings")
-
-    assert "x-calendar-api-key" in asyncio.run(scenario())
+def test_over_http_a_call_without_a_key_or_token_is_told_where_to_connect(mcp_url, live):
+    answer = httpx.post(mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=10)
+    assert answer.status_code == 401
+    challenge = answer.headers["WWW-Authenticate"]
+    metadata_url = re.fullmatch(r'Bearer resource_metadata="([^"]+)"', challenge).group(1)
+    assert "x-calendar-api-key" in answer.json()["error_description"]
+    metadata = httpx.get(metadata_url, timeout=10).json()
+    assert metadata["resource"] == mcp_url
+    assert metadata["authorization_servers"] == [live.base_url.removesuffix("/v1/api")]
 
 
 @pytest.mark.date_sensitive
@@ -516,7 +502,8 @@ def test_a_conflict_without_code_or_suggestions_still_reads_well():
 
 
 def initialize(url: str, **headers: str) -> httpx2.Response:
-    """An MCP ``initialize`` request to ``url``, with ``headers`` (``Host``, ``Origin``)."""
+    """An MCP ``initialize`` request to ``url``, with ``headers`` (``Host``, ``Origin``) and an
+    API key (initializing asks the API nothing, so any key passes the OAuth gate)."""
     return httpx2.post(
         url,
         json={
@@ -529,7 +516,11 @@ def initialize(url: str, **headers: str) -> httpx2.Response:
                 "clientInfo": {"name": "probe", "version": "1"},
             },
         },
-        headers={"Accept": "application/json, text/event-stream", **headers},
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "x-calendar-api-key": "cbk_probe",
+            **headers,
+        },
         timeout=10,
     )
 

@@ -49,6 +49,7 @@ ALLOWED: dict[str, str] = {
         POLLS
     ),
     "test_pooled_connections.py::terminate": POLLS,
+    "test_mcp_oauth.py::wait_until_inactive": POLLS,
     "feed_servers.py::feed_server": SLOW_SERVER,
     "webhook_receivers.py::webhook_receiver": SLOW_SERVER,
     "test_caldav_hostile_servers.py::caldav_server": SLOW_SERVER,

@@ -36,6 +36,7 @@ KEY_PREFIX = "cbk_"
 DISPLAY_PREFIX_LENGTH = 12
 
 INVALID_KEY = "Invalid or inactive API key"
+GRANT_STAYS_REVOKED = "A revoked agent connection stays revoked: connect the agent again."
 EXPIRED_KEY = "API key has expired"
 NO_SUB_ACCOUNT = "API key not associated with a subaccount"
 
@@ -116,7 +117,16 @@ def authenticate_api_key(
             api_key = db.session.merge(api_key, load=False)
     # Looked up by digest: the database compares digests, never the key, so timing tells an
     # attacker nothing about the key.
-    if api_key is None or not api_key.active:
+    if api_key is None:
+        raise AuthenticationFailed(INVALID_KEY)
+    return usable_key(api_key, now)
+
+
+def usable_key(api_key: ApiKey, now: datetime) -> ApiKey:
+    """``api_key`` if the API may act on it now: active, unexpired, of an active sub account
+    of its agency; else ``AuthenticationFailed`` with the spec's message (an OAuth grant's
+    tokens are held to the same, ``agent_access.authenticate_access_token``)."""
+    if not api_key.active:
         raise AuthenticationFailed(INVALID_KEY)
     if api_key.expires_at is not None and api_key.expires_at <= now:
         raise AuthenticationFailed(EXPIRED_KEY, code=ErrorCode.API_KEY_EXPIRED)
@@ -251,11 +261,24 @@ def create_api_key(
 
 def list_keys(sub_account: SubAccount) -> list[ApiKey]:
     """The sub account's keys, newest first. Agency-level keys serve no sub account and are
-    not among them."""
+    not among them, nor are agents' OAuth grants (``list_grants``)."""
     return list(
         db.session.scalars(
             select(ApiKey)
-            .where(ApiKey.sub_account_id == sub_account.id)
+            .where(ApiKey.sub_account_id == sub_account.id, ApiKey.oauth_client_id.is_(None))
+            .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+        )
+    )
+
+
+def list_grants(sub_account: SubAccount) -> list[ApiKey]:
+    """The agents connected to the sub account with OAuth (each with its client), newest
+    first: live ones and revoked ones alike."""
+    return list(
+        db.session.scalars(
+            select(ApiKey)
+            .where(ApiKey.sub_account_id == sub_account.id, ApiKey.oauth_client_id.is_not(None))
+            .options(joinedload(ApiKey.oauth_client))
             .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
         )
     )
@@ -284,8 +307,11 @@ def deactivate_key(sub_account: SubAccount, key_id: int) -> ApiKey:
 
 
 def reactivate_key(sub_account: SubAccount, key_id: int) -> ApiKey:
-    """Let a deactivated key work again (an expired one stays expired)."""
+    """Let a deactivated key work again (an expired one stays expired). An agent's revoked
+    OAuth grant stays revoked: its tokens are gone, and the agent connects again."""
     api_key = get_key(sub_account, key_id)
+    if api_key.oauth_client_id is not None:
+        raise InvalidRequest(GRANT_STAYS_REVOKED)
     api_key.active = True
     db.session.flush()
     return api_key

@@ -340,3 +340,19 @@ def test_introspection_says_whether_a_token_is_live(agent, connected):
     live = agent.post("/oauth/introspect", data={"token": tokens["access_token"]}).json
     assert live["active"] is True and live["scope"] == "canBook"
     assert agent.post("/oauth/introspect", data={"token": "cba_nope"}).json == {"active": False}
+
+
+def test_each_connection_counts_against_the_api_keys_rate_limit_of_its_own(make_app, tenant):
+    from tests.dashboard_users import owner_email
+
+    app = make_app(RATE_LIMIT="2/minute")
+    agent, owner = app.test_client(), app.test_client()
+    sign_in(owner, owner_email(tenant))
+    client_id = register(agent).json["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    code = code_from(consent(owner, authorize_path(client_id, verifier), tenant.sub_account_id))
+    token = exchange(agent, client_id, code, verifier).json["access_token"]
+    answers = [agent.get(EVENT_TYPES, headers=bearer(token)).status_code for _ in range(3)]
+    assert answers == [200, 200, 429]
+    # A plain API key of the same sub account has its own count.
+    assert agent.get(EVENT_TYPES, headers=tenant.headers()).status_code == 200

@@ -492,3 +492,38 @@ def test_a_hold_whose_answer_was_lost_is_not_retried(live, tenant):
     ):
         hold(direct, tenant, 10)
     assert refused.value.code == "slot_held"  # what a retry would have met
+
+
+def test_the_event_types_are_typed_with_their_questions_and_answers_are_sent(live):
+    asking = live.tenant(
+        eventTypes=[
+            {
+                "name": "Intake",
+                "duration": 30,
+                "questions": [
+                    {"key": "dob", "label": "Date of birth", "type": "text", "required": True}
+                ],
+            }
+        ]
+    )
+    with CalendarClient(live.base_url, asking.keys["all"]) as calendar:
+        (intake,) = calendar.list_event_types()
+        assert (intake.name, intake.duration, intake.slot_interval) == ("Intake", 30, 30)
+        assert intake.timezone == "America/New_York" and intake.assignment == "single"
+        assert intake.questions["required"] == ["dob"]
+        with pytest.raises(InvalidRequest) as refused:
+            calendar.create_booking(
+                intake.id,
+                start_time=ny(MONDAY, 9),
+                end_time=ny(MONDAY, 9, 30),
+                attendees=[PAT],
+            )
+        assert refused.value.code == "invalid_responses"
+        booked = calendar.create_booking(
+            intake.id,
+            start_time=ny(MONDAY, 9),
+            end_time=ny(MONDAY, 9, 30),
+            attendees=[PAT],
+            responses={"dob": "1980-02-01"},
+        )
+    assert booked.responses == {"dob": "1980-02-01"}

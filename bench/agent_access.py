@@ -57,10 +57,7 @@ import argparse
 import http.client
 import io
 import json
-import os
-import platform
 import random
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -68,11 +65,9 @@ from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from datetime import time as clock
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import redis
 from flask_migrate import upgrade
 from sqlalchemy import event, insert
 
@@ -94,7 +89,7 @@ from app.services.accounts.provisioning import provision
 from app.services.common.tokens import new_token
 from bench import availability, capacity, teams
 from bench.availability import API_KEY_HEADER, TIMEZONE
-from bench.hot_path import BY_ID, FLOOR_A, FLOOR_B, Server, cpu_model, procfile_server, spread
+from bench.hot_path import BY_ID, FLOOR_A, FLOOR_B, Server, procfile_server, spread
 
 EVENT_TYPES_PATH = "/v1/api/calendar/event-types"
 HOST = "Dr. Lee"
@@ -596,28 +591,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"default {ROUNDS}")
     parser.add_argument("--runs", type=int, default=RUNS, help=f"per round, default {RUNS}")
     args = parser.parse_args()
-    started = time.monotonic()
-    pg_version = availability.postgres_version()
-    if pg_version is None:
-        raise SystemExit("PostgreSQL is not reachable at TEST_POSTGRES_URL")
-    redis_version = redis.Redis.from_url(capacity.REDIS_URL).info("server")["redis_version"]
-    print("Agents' reads: event types and a booking, API key against OAuth bearer, and floor B")
-    print(f"date: {utcnow():%Y-%m-%d %H:%M} UTC")
-    print(
-        f"machine: nproc {len(os.sched_getaffinity(0))}, {cpu_model()},"
-        f" {teams.memory_gib():.1f} GiB, {platform.platform()}"
-    )
-    print(
-        f"         {platform.python_implementation()} {platform.python_version()}, PostgreSQL"
-        f" {pg_version}, Redis {redis_version}, gunicorn {version('gunicorn')}, gevent"
-        f" {version('gevent')}"
-    )
-    print(f"         load average at start {os.getloadavg()[0]:.2f}")
-    with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
-        run(args, Path(tmp))
-    print(
-        f"load average at the end {os.getloadavg()[0]:.2f}; total"
-        f" {time.monotonic() - started:.1f} s"
+    teams.run_measured(
+        "Agents' reads: event types and a booking, API key against OAuth bearer, and floor B",
+        lambda tmp: run(args, tmp),
     )
 
 

@@ -74,7 +74,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -756,12 +756,22 @@ def main() -> None:
         "--profile", action="store_true", help="cProfile compute_slot_set on the RR question"
     )
     args = parser.parse_args()
+    run_measured(
+        "Teams benchmark: round-robin availability over 10 hosts against one host and floor B",
+        lambda tmp: run(args, tmp),
+    )
+
+
+def run_measured(title: str, run_in: Callable[[Path], None]) -> None:
+    """Print the benchmark's title, the date and the machine (its cores and model, memory,
+    platform, Python, PostgreSQL, Redis, gunicorn and gevent, the load average), run
+    ``run_in`` in a temporary folder, then print the load average and the time it all took."""
     started = time.monotonic()
     pg_version = availability.postgres_version()
     if pg_version is None:
         raise SystemExit("PostgreSQL is not reachable at TEST_POSTGRES_URL")
     redis_version = redis.Redis.from_url(capacity.REDIS_URL).info("server")["redis_version"]
-    print("Teams benchmark: round-robin availability over 10 hosts against one host and floor B")
+    print(title)
     print(f"date: {utcnow():%Y-%m-%d %H:%M} UTC")
     print(
         f"machine: nproc {len(os.sched_getaffinity(0))}, {cpu_model()}, {memory_gib():.1f} GiB,"
@@ -774,7 +784,7 @@ def main() -> None:
     )
     print(f"         load average at start {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="calbook_bench_") as tmp:
-        run(args, Path(tmp))
+        run_in(Path(tmp))
     print(
         f"load average at the end {os.getloadavg()[0]:.2f}; total"
         f" {time.monotonic() - started:.1f} s"

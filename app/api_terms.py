@@ -25,3 +25,7 @@ LIST_LIMIT_MAX = 100
 # How long a slot hold lasts, in seconds: by default, and at most (the API's ``ttlSeconds``).
 DEFAULT_TTL_SECONDS = 120
 MAX_TTL_SECONDS = 600
+
+# Where the OAuth 2.1 protected resource metadata is (RFC 9728), under a resource's origin: the
+# API's (``app.oauth``) and the MCP server's (``app.mcp.oauth_gate``, then its path).
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"

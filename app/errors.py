@@ -109,6 +109,8 @@ def handle_service_error(error: ServiceError) -> ResponseReturnValue:
     if retry_after is not None:  # a 503 worth retrying (a calendar that did not answer)
         g.retry_after = str(retry_after)
         headers = {"Retry-After": g.retry_after}
+    if error.status_code == 401 and (challenge := g.get("bearer_challenge")):
+        headers = {"WWW-Authenticate": challenge}  # RFC 6750: a refused bearer token
     return envelope(
         error.status_code, error.message, error.errors, headers, code=error.code, extra=extra
     )

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from flask import current_app, g, request
 
+from app.api_terms import RESOURCE_METADATA_PATH
+from app.config import settings_of
 from app.database import reads_only
 from app.extensions import db
 from app.models import ApiKey, Permission, SubAccount
@@ -55,6 +57,11 @@ def _authenticate() -> ApiKey:
     plain_key = request.headers.get(API_KEY_HEADER)
     authorization = request.headers.get("Authorization", "")
     if plain_key is None and authorization[:7].lower() == "bearer ":
+        base = settings_of(current_app).base_url
+        # Said with the 401 (RFC 6750 §3): why, and where the API's OAuth metadata is.
+        g.bearer_challenge = (
+            f'Bearer error="invalid_token", resource_metadata="{base}{RESOURCE_METADATA_PATH}"'
+        )
         return authenticate_access_token(authorization[7:].strip(), utcnow())
     return authenticate_api_key(plain_key, utcnow(), current_app.extensions.get("api_key_cache"))
 

@@ -70,6 +70,7 @@ def connect_agent() -> Page | Response:
             form=form,
             client=client,
             redirect_host=parts.netloc,
+            resource=grant.request.payload.data.get("resource"),
             labels=PERMISSION_LABELS,
         ), status
 
@@ -84,7 +85,7 @@ def connect_agent() -> Page | Response:
     permissions = [p for p in form.permissions.data or [] if p in SCOPES]
     if not permissions:
         form.permissions.errors = [CHOOSE_A_PERMISSION]
-        return page()
+        return page(400)
     sub_account = open_sub_account(current_user, form.sub_account_id.data)
     made: Any = grant_access(
         client=client,
@@ -94,5 +95,8 @@ def connect_agent() -> Page | Response:
         now=utcnow(),
     )
     response = server.create_authorization_response(grant_user=made, grant=grant)
-    db.session.commit()
+    if response.status_code == 302 and "code=" in response.headers.get("Location", ""):
+        db.session.commit()
+    else:  # refused after all: no grant without its code
+        db.session.rollback()
     return response

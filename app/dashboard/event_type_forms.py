@@ -105,7 +105,7 @@ class QuestionRowForm(Form):
     document's ``label`` and ``type`` are ``question`` and ``answer`` here (a row's own
     ``label`` and ``type`` are WTForms'); ``process`` reads a stored question so."""
 
-    question = StringField("Question (empty: none)")
+    question = StringField("Question (empty it to remove the question)")
     key = StringField("Key agents answer it under (empty: made from the question)")
     answer = SelectField(
         "Answer",
@@ -139,16 +139,25 @@ def question_key(label: str) -> str:
 
 
 def questions_of_rows(rows: FieldList) -> list[dict[str, Any]]:
-    """The rows a person filled in, as the service's question list."""
+    """The rows a person filled in, as the service's question list. A row without its question
+    is no question (emptying the words removes it, whatever its key says); a key made from the
+    words is made unique among the rows' (``date_of_birth``, ``date_of_birth_2``)."""
+    filled = [row for row in rows if (row.question.data or "").strip()]
+    typed = {(row.key.data or "").strip() for row in filled} - {""}
     questions = []
-    for row in rows:
-        label = (row.question.data or "").strip()
+    for row in filled:
+        label = row.question.data.strip()
         key = (row.key.data or "").strip()
-        if not label and not key:
-            continue
+        if not key:
+            key = made = question_key(label)
+            suffix = 2
+            while key in typed:
+                key = f"{made[:37]}_{suffix}"
+                suffix += 1
+            typed.add(key)
         questions.append(
             {
-                "key": key or question_key(label),
+                "key": key,
                 "label": label,
                 "type": row.answer.data,
                 "required": bool(row.required.data),

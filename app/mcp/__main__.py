@@ -24,11 +24,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 
 from app.client.client import API_KEY_HEADER
-from app.mcp.oauth_gate import OAuthGate
+from app.mcp.oauth_gate import API_PATH, OAuthGate
 from app.mcp.server import BEARER, build_server
-
-# The API's path under the service's base URL (the authorization server's).
-API_PATH = "/v1/api"
 
 
 def main(argv: list[str] | None = None) -> None:

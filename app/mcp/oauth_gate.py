@@ -4,9 +4,11 @@ checked before any MCP message is read.
 
 - A request with an API key (``x-calendar-api-key``) passes as before: the API checks the key.
 - A request with ``Authorization: Bearer`` passes when the service's introspection answers that
-  the token is live (``POST /oauth/introspect``); otherwise it is answered 401
-  ``invalid_token``, so the client refreshes or connects again. Revoked in the dashboard, a
-  token is refused from the next request.
+  the token is live (``POST /oauth/introspect``) and was issued for this server (its ``aud``,
+  the RFC 8707 resource the client asked for, is this server's URL or the API's, or none);
+  otherwise it is answered 401 ``invalid_token``, so the client refreshes or connects again.
+  Revoked in the dashboard, a token is refused from the next request. When the service cannot
+  say (unreachable, 429, 5xx), the answer is 503 with ``Retry-After``: the token may be fine.
 - A request with neither is answered 401 with ``WWW-Authenticate: Bearer resource_metadata=…``,
   where the protected resource metadata (RFC 9728) names this server as the resource and the
   service as its authorization server.
@@ -24,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from app.api_terms import PERMISSION_LABELS
+from app.api_terms import PERMISSION_LABELS, RESOURCE_METADATA_PATH
 from app.client.client import API_KEY_HEADER
 
 Scope = MutableMapping[str, Any]
@@ -33,7 +35,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+# The API's path under the service's base URL (the authorization server's).
+API_PATH = "/v1/api"
+UNSURE = "The service could not be asked about the token just now; try again in a second."
 
 
 class OAuthGate:
@@ -54,7 +58,7 @@ class OAuthGate:
         parts = urlsplit(resource)
         # RFC 9728 §3.1: the metadata of https://host/mcp is at
         # https://host/.well-known/oauth-protected-resource/mcp.
-        self.metadata_path = RESOURCE_METADATA + parts.path.rstrip("/")
+        self.metadata_path = RESOURCE_METADATA_PATH + parts.path.rstrip("/")
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.metadata_path}"
         self.http = http or httpx.AsyncClient(timeout=10.0)
 
@@ -62,7 +66,7 @@ class OAuthGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if scope["path"] in (self.metadata_path, RESOURCE_METADATA):
+        if scope["path"] in (self.metadata_path, RESOURCE_METADATA_PATH):
             await _json(send, 200, self.metadata())
             return
         headers = {
@@ -76,7 +80,16 @@ class OAuthGate:
         if authorization[:7].lower() != "bearer ":
             await self.refuse(send, None)
             return
-        if not await self.is_live(authorization[7:].strip()):
+        live = await self.is_live(authorization[7:].strip())
+        if live is None:
+            await _json(
+                send,
+                503,
+                {"error": "temporarily_unavailable", "error_description": UNSURE},
+                [(b"retry-after", b"1")],
+            )
+            return
+        if not live:
             await self.refuse(send, "invalid_token")
             return
         await self.app(scope, receive, send)
@@ -91,14 +104,23 @@ class OAuthGate:
             "resource_documentation": self.authorization_server + "/llms.txt",
         }
 
-    async def is_live(self, token: str) -> bool:
+    async def is_live(self, token: str) -> bool | None:
+        """Whether the token is live and this server's to take; None when the service could
+        not say."""
         try:
             answer = await self.http.post(
                 self.authorization_server + "/oauth/introspect", data={"token": token}
             )
-        except httpx.HTTPError:
-            return False
-        return answer.status_code == 200 and answer.json().get("active") is True
+            found = answer.json() if answer.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if not isinstance(found, dict):
+            return None
+        return found.get("active") is True and found.get("aud") in (
+            None,
+            self.resource,
+            self.authorization_server + API_PATH,
+        )
 
     async def refuse(self, send: Send, error: str | None) -> None:
         challenge = f'Bearer resource_metadata="{self.metadata_url}"'

@@ -32,7 +32,9 @@ class OAuthCode(Model):
     digest: Mapped[str] = mapped_column(String(DIGEST_LENGTH), unique=True)
     client_id: Mapped[int] = mapped_column(ForeignKey("oauth_clients.id", ondelete="CASCADE"))
     grant_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"), index=True)
-    redirect_uri: Mapped[str] = mapped_column(Text)
+    # As the authorization request sent it; None when it left it out (a client with one
+    # registered URI), and then the exchange must leave it out too (RFC 6749 §4.1.3).
+    redirect_uri: Mapped[str | None] = mapped_column(Text)
     scope: Mapped[str] = mapped_column(String(SCOPE_MAX))
     code_challenge: Mapped[str] = mapped_column(String(CHALLENGE_MAX))
     code_challenge_method: Mapped[str] = mapped_column(String(8))

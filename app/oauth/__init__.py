@@ -6,7 +6,10 @@ the dashboard's (``app.dashboard.agent_consent``): an owner signs in there.
 
 Each endpoint is one transaction, committed whatever the answer: a refused replay of a code
 or a refresh token revokes its grant, and that must last. They are limited per client address
-(``RATE_LIMIT_UNAUTHENTICATED``): they answer anyone.
+(``RATE_LIMIT_UNAUTHENTICATED``): they answer anyone. Introspection is the exception: an MCP
+server asks it about every request of every agent behind it, from one address, so only its
+answers about a token that is not live count against the address (a guesser is slowed as on
+the API's 401s; a live token is the API's to count, per grant).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
+from app.api_terms import RESOURCE_METADATA_PATH
 from app.config import settings_of
 from app.extensions import db
 from app.models.types import utcnow
@@ -22,9 +26,10 @@ from app.oauth.server import PUBLIC, S256, authorization_server
 from app.services.accounts.agent_access import SCOPES, introspect
 
 oauth = Blueprint("agent_oauth", __name__)
+# Apart, for its own limit (see the module's note).
+introspection_endpoint = Blueprint("agent_oauth_introspection", __name__)
 
 AUTHORIZATION_METADATA = "/.well-known/oauth-authorization-server"
-RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 # The dashboard's consent page, where the authorization endpoint is.
 AUTHORIZE_PATH = "/dashboard/connect-agent"
 
@@ -65,7 +70,7 @@ def authorization_server_metadata() -> Response:
     return jsonify(server_metadata(settings_of(current_app).base_url))
 
 
-@oauth.get(RESOURCE_METADATA)
+@oauth.get(RESOURCE_METADATA_PATH)
 def protected_resource_metadata() -> Response:
     """RFC 9728: the API takes bearer tokens from this authorization server."""
     base = settings_of(current_app).base_url
@@ -96,13 +101,18 @@ def revoke() -> Response:
     return _committed(_server().create_endpoint_response("revocation"))
 
 
-@oauth.post("/oauth/introspect")
+@introspection_endpoint.post("/oauth/introspect")
 def introspection() -> Response:
     """RFC 7662's answer about the access token sent, to whoever holds it: the token is its
     own credential, so nothing is told about a token the caller does not have."""
     answer = jsonify(introspect(request.form.get("token"), utcnow()))
     answer.headers["Cache-Control"] = "no-store"
     return answer
+
+
+def _not_live(response: Response) -> bool:
+    """Whether an introspection answer counts against the address: only "not live"."""
+    return not (response.get_json(silent=True) or {}).get("active")
 
 
 def register_oauth(app: Flask, limiter: Any) -> None:
@@ -118,4 +128,10 @@ def register_oauth(app: Flask, limiter: Any) -> None:
     limiter.shared_limit(
         lambda: limit, scope="oauth-per-address", key_func=lambda: f"oauth:{request.remote_addr}"
     )(oauth)
+    limiter.limit(
+        lambda: limit,
+        key_func=lambda: f"oauth-introspect:{request.remote_addr}",
+        deduct_when=_not_live,
+    )(introspection_endpoint)
     app.register_blueprint(oauth)
+    app.register_blueprint(introspection_endpoint)

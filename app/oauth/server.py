@@ -101,7 +101,7 @@ class Code(AuthorizationCodeMixin):
         self.code_challenge_method = row.code_challenge_method
 
     def get_redirect_uri(self) -> str:
-        return self.row.redirect_uri
+        return self.row.redirect_uri or ""
 
     def get_scope(self) -> str:
         return self.row.scope
@@ -157,7 +157,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):
             code,
             client=client.row,
             grant=request.user,
-            redirect_uri=str(request.payload.redirect_uri or client.get_default_redirect_uri()),
+            redirect_uri=request.payload.redirect_uri,
             code_challenge=data["code_challenge"],
             code_challenge_method=data["code_challenge_method"],
             resource=data.get("resource"),
@@ -243,7 +243,9 @@ class Registration(ClientRegistrationEndpoint):
         for uri in uris:
             if (problem := redirect_uri_problem(uri)) is not None:
                 raise InvalidRedirectURIError(f"{uri!r} {problem}.")
-        method = client_metadata.get("token_endpoint_auth_method", PUBLIC)
+        # As sent: left out, it is registered as public (and the answer says so), not as
+        # RFC 7591's default client_secret_basic, which needs a secret no client here keeps.
+        method = request.payload.data.get("token_endpoint_auth_method") or PUBLIC
         if method != PUBLIC:
             raise InvalidClientMetadataError("token_endpoint_auth_method must be none.")
         if not set(client_metadata.get("grant_types", GRANT_TYPES)) <= set(GRANT_TYPES):

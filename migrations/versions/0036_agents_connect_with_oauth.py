@@ -51,7 +51,7 @@ def upgrade():
         sa.Column("digest", sa.String(length=64), nullable=False),
         sa.Column("client_id", sa.Integer(), nullable=False),
         sa.Column("grant_id", sa.Integer(), nullable=False),
-        sa.Column("redirect_uri", sa.Text(), nullable=False),
+        sa.Column("redirect_uri", sa.Text(), nullable=True),
         sa.Column("scope", sa.String(length=255), nullable=False),
         sa.Column("code_challenge", sa.String(length=128), nullable=False),
         sa.Column("code_challenge_method", sa.String(length=8), nullable=False),

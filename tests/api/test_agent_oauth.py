@@ -255,6 +255,11 @@ def test_registration_takes_only_public_clients(agent):
     assert registered.status_code == 201
     assert registered.json["token_endpoint_auth_method"] == "none"
     assert "client_secret" not in registered.json
+    unsaid = agent.post(
+        "/oauth/register", json={"client_name": "Terse", "redirect_uris": [CALLBACK]}
+    )
+    assert unsaid.status_code == 201
+    assert unsaid.json["token_endpoint_auth_method"] == "none"
 
 
 def test_the_consent_page_is_unframable_and_csrf_protected(agent, signed_in, tenant):
@@ -356,3 +361,63 @@ def test_each_connection_counts_against_the_api_keys_rate_limit_of_its_own(make_
     assert answers == [200, 200, 429]
     # A plain API key of the same sub account has its own count.
     assert agent.get(EVENT_TYPES, headers=tenant.headers()).status_code == 200
+
+
+def test_a_live_tokens_introspection_never_uses_up_the_addresss_limit(make_app, tenant):
+    from tests.dashboard_users import owner_email
+
+    app = make_app(RATE_LIMIT_UNAUTHENTICATED="2/minute")
+    agent, owner = app.test_client(), app.test_client()
+    sign_in(owner, owner_email(tenant))
+    client_id = register(agent).json["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    code = code_from(consent(owner, authorize_path(client_id, verifier), tenant.sub_account_id))
+    token = exchange(agent, client_id, code, verifier).json["access_token"]
+    asked = [agent.post("/oauth/introspect", data={"token": token}) for _ in range(5)]
+    assert [a.json["active"] for a in asked] == [True] * 5
+    guesses = [agent.post("/oauth/introspect", data={"token": "cba_x"}) for _ in range(3)]
+    assert [g.status_code for g in guesses] == [200, 200, 429]
+
+
+def test_revoking_an_access_token_leaves_its_refresh_token_working(agent, connected):
+    client_id, tokens = connected()
+    answer = agent.post(
+        "/oauth/revoke",
+        data={"token": tokens["access_token"], "client_id": client_id},
+    )
+    assert answer.status_code == 200
+    assert agent.get(EVENT_TYPES, headers=bearer(tokens["access_token"])).status_code == 401
+    renewed = refresh(agent, client_id, tokens["refresh_token"])
+    assert renewed.status_code == 200
+    assert agent.get(EVENT_TYPES, headers=bearer(renewed.json["access_token"])).status_code == 200
+
+
+def test_a_redirect_uri_left_out_of_the_request_is_left_out_of_the_exchange(
+    agent, signed_in, tenant
+):
+    client_id = register(agent).json["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    path = authorize_path(client_id, verifier, redirect_uri="")
+    code = code_from(consent(signed_in, path, tenant.sub_account_id))
+    answer = agent.post(
+        "/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": client_id,
+            "code_verifier": verifier,
+        },
+    )
+    assert answer.status_code == 200, answer.json
+
+
+def test_a_refused_bearer_token_is_told_where_the_oauth_metadata_is(agent):
+    answer = agent.get(EVENT_TYPES, headers=bearer("cba_gone"))
+    assert answer.status_code == 401
+    challenge = answer.headers["WWW-Authenticate"]
+    assert challenge.startswith('Bearer error="invalid_token", resource_metadata="')
+    assert challenge.endswith('/.well-known/oauth-protected-resource"')
+    assert (
+        "WWW-Authenticate"
+        not in agent.get(EVENT_TYPES, headers={"x-calendar-api-key": "x"}).headers
+    )

@@ -31,6 +31,7 @@ from mcp.shared.auth import (
 from sqlalchemy import select
 
 from app.extensions import db
+from app.models import OAuthClient
 from app.models import OAuthToken as StoredToken
 from tests.dashboard_users import PASSWORD, owner_email
 from tests.factories import next_monday, ny, z
@@ -213,3 +214,101 @@ def wait_until_inactive(live: LiveApi, access_token: str) -> None:
     while httpx.post(introspect, data={"token": access_token}, timeout=10).json()["active"]:
         assert time.monotonic() < deadline, "the access token never expired"
         time.sleep(0.2)
+
+
+def connect_by_hand(live, tenant, resource: str) -> tuple[str, str, str]:
+    """Register, consent as the owner and stop before the exchange: the client's id, the code
+    and its verifier (PKCE ``S256``)."""
+    import base64
+    import hashlib
+    import secrets
+    from urllib.parse import urlencode
+
+    base = live.base_url.removesuffix("/v1/api")
+    client_id = httpx.post(
+        f"{base}/oauth/register",
+        json={"client_name": "By hand", "redirect_uris": [CALLBACK]},
+        timeout=10,
+    ).json()["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": CALLBACK,
+            "code_challenge": challenge.rstrip(b"=").decode(),
+            "code_challenge_method": "S256",
+            "resource": resource,
+        }
+    )
+    with live.app.app_context():
+        owner = Owner(base, owner_email(tenant))
+    location = owner.consent(f"{base}/dashboard/connect-agent?{query}", tenant.sub_account_id)
+    return client_id, parse_qs(urlsplit(location).query)["code"][0], verifier
+
+
+def exchange(live, client_id: str, code: str, verifier: str) -> httpx.Response:
+    return httpx.post(
+        live.base_url.removesuffix("/v1/api") + "/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": CALLBACK,
+            "client_id": client_id,
+            "code_verifier": verifier,
+        },
+        timeout=30,
+    )
+
+
+def test_an_exchange_waits_for_one_in_progress_and_is_then_its_replay(live, mcp_url):
+    """Two exchanges of one code at once: the second waits on the first's row lock and is
+    the replay (no second pair, and the connection revoked)."""
+    import hashlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    import psycopg
+
+    client_id, code, verifier = connect_by_hand(live, live.tenant(), mcp_url)
+    url = live.app.config["SQLALCHEMY_DATABASE_URI"].replace("+psycopg", "")
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    with psycopg.connect(url) as first, psycopg.connect(url, autocommit=True) as watcher:
+        with ThreadPoolExecutor(1) as pool, first.transaction():
+            # The first exchange, in progress: it has the code's row.
+            first.execute("SELECT id FROM oauth_codes WHERE digest = %s FOR UPDATE", (digest,))
+            second = pool.submit(exchange, live, client_id, code, verifier)
+            deadline = time.monotonic() + 10
+            while not waiting_on_a_lock(watcher):
+                assert not second.done(), second.result().text
+                assert time.monotonic() < deadline, "the second exchange never waited"
+                time.sleep(0.05)
+            first.execute("UPDATE oauth_codes SET used_at = now() WHERE digest = %s", (digest,))
+            # Leaving the transaction commits the first exchange; the pool's end waits for the
+            # second (the pool's block closes after the transaction's).
+        answer = second.result(timeout=30)
+    assert answer.status_code == 400 and answer.json()["error"] == "invalid_grant"
+    with live.app.app_context():
+        given = select(StoredToken.id).join(OAuthClient, OAuthClient.id == StoredToken.client_id)
+        assert db.session.scalar(given.where(OAuthClient.client_id == client_id)) is None
+
+
+def waiting_on_a_lock(watcher) -> bool:
+    waiting = watcher.execute(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    ).fetchone()
+    return bool(waiting and waiting[0])
+
+
+def test_a_token_issued_for_another_resource_is_refused_by_the_mcp_server(live, mcp_url):
+    client_id, code, verifier = connect_by_hand(live, live.tenant(), "https://other.example/mcp")
+    token = exchange(live, client_id, code, verifier).json()["access_token"]
+    answer = httpx.post(
+        mcp_url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    assert answer.status_code == 401
+    assert 'error="invalid_token"' in answer.headers["WWW-Authenticate"]

@@ -50,6 +50,7 @@ ALLOWED: dict[str, str] = {
     ),
     "test_pooled_connections.py::terminate": POLLS,
     "test_mcp_oauth.py::wait_until_inactive": POLLS,
+    "test_mcp_oauth.py::test_an_exchange_waits_for_one_in_progress_and_is_then_its_replay": POLLS,
     "feed_servers.py::feed_server": SLOW_SERVER,
     "webhook_receivers.py::webhook_receiver": SLOW_SERVER,
     "test_caldav_hostile_servers.py::caldav_server": SLOW_SERVER,

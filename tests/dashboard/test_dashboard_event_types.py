@@ -343,3 +343,40 @@ def test_the_booking_page_shows_the_answers_under_their_questions(signed_in, ten
     )
     assert "<dt>Date of birth</dt><dd>1980-02-01</dd>" in page
     assert "<dt>First visit?</dt><dd>Yes</dd>" in page
+
+
+def test_emptying_a_questions_words_removes_it_whatever_its_key(signed_in, tenant):
+    cleaning = stored(tenant.event_types["Cleaning"])
+    cleaning.questions = [
+        {"key": "dob", "label": "Date of birth", "type": "text", "required": True, "options": []}
+    ]
+    db.session.commit()
+    path = f"{base(tenant)}/{cleaning.id}"
+    token = csrf_token(signed_in, path)
+    answer = signed_in.post(
+        path,
+        data={
+            **form_data(name="Cleaning", duration="30"),
+            "csrf_token": token,
+            "questions-0-question": "",
+            "questions-0-key": "dob",
+            "questions-0-answer": "text",
+        },
+    )
+    assert answer.status_code == 302
+    assert stored(cleaning.id).questions == []
+
+
+def test_questions_whose_words_give_the_same_key_get_keys_of_their_own(signed_in, tenant):
+    answer = create(
+        signed_in,
+        tenant,
+        **{
+            "questions-0-question": "生年月日",
+            "questions-0-answer": "text",
+            "questions-1-question": "名前",
+            "questions-1-answer": "text",
+        },
+    )
+    assert answer.status_code == 302
+    assert [q["key"] for q in named(tenant, "Consultation").questions] == ["q", "q_2"]

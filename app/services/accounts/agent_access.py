@@ -135,7 +135,7 @@ def keep_code(
     *,
     client: OAuthClient,
     grant: ApiKey,
-    redirect_uri: str,
+    redirect_uri: str | None,
     code_challenge: str,
     code_challenge_method: str,
     resource: str | None,
@@ -160,11 +160,14 @@ def keep_code(
 
 def take_code(plain_code: str, client: OAuthClient, now: datetime) -> OAuthCode | None:
     """The unexpired, unused code ``plain_code`` issued to ``client``. A code already
-    exchanged is a replay: its grant is revoked, with every token issued from it."""
+    exchanged is a replay: its grant is revoked, with every token issued from it. The row is
+    locked until the exchange commits, so of two exchanges at once one waits and is the
+    replay."""
     code = db.session.scalar(
         select(OAuthCode)
         .where(OAuthCode.digest == token_digest(plain_code))
         .options(joinedload(OAuthCode.grant))
+        .with_for_update(of=OAuthCode)
     )
     if code is None or code.client_id != client.id:
         return None
@@ -211,18 +214,20 @@ def keep_tokens(
 
 def take_refresh_token(plain: str, client: OAuthClient, now: datetime) -> OAuthToken | None:
     """The live refresh token ``plain`` of ``client``. A spent one is a replay: the grant is
-    revoked, every token of it with it."""
+    revoked, every token of it with it. Locked as ``take_code``'s row is. Revoking the access
+    token issued with it does not end it (only its grant's revocation does)."""
     row = db.session.scalar(
         select(OAuthToken)
         .where(OAuthToken.refresh_digest == token_digest(plain))
         .options(joinedload(OAuthToken.grant))
+        .with_for_update(of=OAuthToken)
     )
     if row is None or row.client_id != client.id:
         return None
     if row.refreshed_at is not None:
         revoke_grant(row.grant, now)
         return None
-    if row.revoked_at is not None or not row.grant.active:
+    if not row.grant.active:
         return None
     if row.refresh_expires_at is None or row.refresh_expires_at <= now:
         return None
@@ -247,7 +252,8 @@ def find_token(plain: str) -> OAuthToken | None:
 
 
 def revoke_token(row: OAuthToken, plain: str, now: datetime) -> None:
-    """RFC 7009: an access token ends alone; a refresh token ends its grant (every token)."""
+    """RFC 7009: an access token ends alone (its refresh token still refreshes); a refresh
+    token ends its grant (every token)."""
     if row.refresh_digest == token_digest(plain):
         revoke_grant(row.grant, now)
     else:

@@ -131,6 +131,12 @@ class CalendarClient:
         self._sleep = sleep
         self.kept_answers = kept_answers if kept_answers is not None else KeptAnswers()
 
+    @property
+    def credential_digest(self) -> str:
+        """A SHA-256 of the key or token this client sends: to keep things per caller without
+        keeping the credential."""
+        return _digest(self._api_key)
+
     def __enter__(self) -> CalendarClient:
         return self
 

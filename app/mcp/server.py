@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import threading
 from collections.abc import Callable
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import httpx
+from cachetools import TTLCache
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -198,16 +200,30 @@ HOLD_TIMES = ("startTime", "endTime", "expiresAt")
 SLOT_TIMES = ("start", "end")
 
 
+# Each caller's event types' zones, by the digest of its credential: asked again after a
+# minute, so a check_availability or hold_slot without a timezone costs the key one more
+# request a minute at most, not one each.
+_ZONES: TTLCache[str, dict[int, str]] = TTLCache(maxsize=4096, ttl=60)
+_ZONES_LOCK = threading.Lock()
+
+
 def zone_of(client: CalendarClient, event_type_id: int | None) -> str:
     """The zone an event type's days are counted in (the listed event type's ``timezone``; for
     no event type, the first listed one's), for answers asked without a timezone; UTC when the
     key cannot list event types."""
-    try:
-        offered = client.list_event_types()
-    except PermissionDenied:
-        return "UTC"
-    chosen = [t for t in offered if t.id == event_type_id] or offered
-    return chosen[0].timezone if chosen else "UTC"
+    with _ZONES_LOCK:
+        zones = _ZONES.get(client.credential_digest)
+    if zones is None:
+        try:
+            offered = client.list_event_types()
+        except PermissionDenied:
+            offered = []
+        zones = {event_type.id: event_type.timezone for event_type in offered}
+        with _ZONES_LOCK:
+            _ZONES[client.credential_digest] = zones
+    if event_type_id in zones:
+        return zones[event_type_id]
+    return next(iter(zones.values()), "UTC")
 
 
 def days_with_local_times(

@@ -15,7 +15,7 @@ from sqlalchemy import select, text
 
 from app.extensions import db
 from app.models import OAuthCode, OAuthToken
-from tests.dashboard_users import agency_user, csrf_token, sign_in
+from tests.dashboard_users import agency_user, csrf_token, owner_email, sign_in
 
 CALLBACK = "http://127.0.0.1:33418/callback"
 ALL = ["canCheckAvailability", "canGetBookings", "canBook", "canCancel"]
@@ -111,23 +111,34 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def connect_agent(agent, owner, sub_account_id: int, permissions=ALL) -> tuple[str, dict]:
+    """What an MCP client does, with ``owner`` (signed in) allowing ``permissions`` for the
+    sub account: the client's id and its first tokens."""
+    client_id = register(agent).json["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    code = code_from(
+        consent(owner, authorize_path(client_id, verifier), sub_account_id, permissions)
+    )
+    tokens = exchange(agent, client_id, code, verifier)
+    assert tokens.status_code == 200, tokens.json
+    return client_id, tokens.json
+
+
 @pytest.fixture
 def connected(agent, signed_in, tenant):
-    """Connect the agent to the tenant with ``permissions`` (default all): its client id and
-    its first tokens."""
+    """Connect the agent to the tenant with ``permissions`` (default all)."""
+    return lambda permissions=ALL: connect_agent(
+        agent, signed_in, tenant.sub_account_id, permissions
+    )
 
-    def connect(permissions=ALL, sub_account_id=None):
-        client_id = register(agent).json["client_id"]
-        verifier = secrets.token_urlsafe(48)
-        path = authorize_path(client_id, verifier)
-        code = code_from(
-            consent(signed_in, path, sub_account_id or tenant.sub_account_id, permissions)
-        )
-        tokens = exchange(agent, client_id, code, verifier)
-        assert tokens.status_code == 200, tokens.json
-        return client_id, tokens.json
 
-    return connect
+def on_own_app(make_app, tenant, **config):
+    """An app of its own (``config``: its limits), its agent and the agent's access token."""
+    app = make_app(**config)
+    agent, owner = app.test_client(), app.test_client()
+    sign_in(owner, owner_email(tenant))
+    _, tokens = connect_agent(agent, owner, tenant.sub_account_id)
+    return agent, tokens["access_token"]
 
 
 def test_the_metadata_says_where_everything_is_and_that_pkce_s256_is_required(agent):
@@ -348,15 +359,7 @@ def test_introspection_says_whether_a_token_is_live(agent, connected):
 
 
 def test_each_connection_counts_against_the_api_keys_rate_limit_of_its_own(make_app, tenant):
-    from tests.dashboard_users import owner_email
-
-    app = make_app(RATE_LIMIT="2/minute")
-    agent, owner = app.test_client(), app.test_client()
-    sign_in(owner, owner_email(tenant))
-    client_id = register(agent).json["client_id"]
-    verifier = secrets.token_urlsafe(48)
-    code = code_from(consent(owner, authorize_path(client_id, verifier), tenant.sub_account_id))
-    token = exchange(agent, client_id, code, verifier).json["access_token"]
+    agent, token = on_own_app(make_app, tenant, RATE_LIMIT="2/minute")
     answers = [agent.get(EVENT_TYPES, headers=bearer(token)).status_code for _ in range(3)]
     assert answers == [200, 200, 429]
     # A plain API key of the same sub account has its own count.
@@ -364,15 +367,7 @@ def test_each_connection_counts_against_the_api_keys_rate_limit_of_its_own(make_
 
 
 def test_a_live_tokens_introspection_never_uses_up_the_addresss_limit(make_app, tenant):
-    from tests.dashboard_users import owner_email
-
-    app = make_app(RATE_LIMIT_UNAUTHENTICATED="2/minute")
-    agent, owner = app.test_client(), app.test_client()
-    sign_in(owner, owner_email(tenant))
-    client_id = register(agent).json["client_id"]
-    verifier = secrets.token_urlsafe(48)
-    code = code_from(consent(owner, authorize_path(client_id, verifier), tenant.sub_account_id))
-    token = exchange(agent, client_id, code, verifier).json["access_token"]
+    agent, token = on_own_app(make_app, tenant, RATE_LIMIT_UNAUTHENTICATED="2/minute")
     asked = [agent.post("/oauth/introspect", data={"token": token}) for _ in range(5)]
     assert [a.json["active"] for a in asked] == [True] * 5
     guesses = [agent.post("/oauth/introspect", data={"token": "cba_x"}) for _ in range(3)]

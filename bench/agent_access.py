@@ -89,7 +89,7 @@ from app.services.accounts.provisioning import provision
 from app.services.common.tokens import new_token
 from bench import availability, capacity, teams
 from bench.availability import API_KEY_HEADER, TIMEZONE
-from bench.hot_path import BY_ID, FLOOR_A, FLOOR_B, Server, procfile_server, spread
+from bench.hot_path import BY_ID, FLOOR_A, FLOOR_B, Server, procfile_server
 
 EVENT_TYPES_PATH = "/v1/api/calendar/event-types"
 HOST = "Dr. Lee"
@@ -456,36 +456,11 @@ def measure(args: argparse.Namespace, the_client: Client) -> list[dict[str, list
     rng = random.Random(SEED)
     for _ in range(WARMUP):
         the_client.iteration(rng)
-    rounds = []
-    for _ in range(args.rounds):
-        samples: dict[str, list[float]] = {kind: [] for kind in KINDS}
-        for _ in range(args.runs):
-            for kind, elapsed in the_client.iteration(rng).items():
-                samples[kind].append(elapsed)
-        rounds.append(samples)
-    return rounds
+    return teams.timed_rounds(the_client, rng, KINDS, args.rounds, args.runs)
 
 
 def report(rounds: list[dict[str, list[float]]]) -> None:
-    pooled = {kind: [s for r in rounds for s in r[kind]] for kind in KINDS}
-    median = {kind: teams.timing(pooled[kind]).median_ms for kind in KINDS}
-    print(f"{'sequential, keep-alive':<32}  median ms   p95 ms   ÷ floor B   rounds' medians")
-    for kind, label in KINDS.items():
-        t = teams.timing(pooled[kind])
-        medians = [teams.timing(r[kind]).median_ms for r in rounds]
-        print(
-            f"  {label:<30}  {t.median_ms:9.2f}  {t.p95_ms:7.2f}"
-            f"  {t.median_ms / median['floor_b']:8.2f}×   [{spread(medians)}]"
-        )
-    print()
-    print("Ratios of medians (pooled; the rounds' range)")
-    for ratio in RATIOS:
-        value = median[ratio.subject] / median[ratio.base]
-        per_round = [
-            teams.timing(r[ratio.subject]).median_ms / teams.timing(r[ratio.base]).median_ms
-            for r in rounds
-        ]
-        print(f"  {ratio.label:<34} {value:6.2f}×  [{spread(per_round):>11}]")
+    teams.print_medians(rounds, KINDS, RATIOS, kind_width=30, ratio_width=34)
 
 
 def statements(url: str, tenant: Tenant, prefix: str) -> None:

@@ -576,31 +576,54 @@ def measure(
         " calendars' current versions; every timed answer must repeat its question's first"
         " (body and ETag)"
     )
-    rounds = []
-    for _ in range(args.rounds):
-        samples: dict[str, list[float]] = {kind: [] for kind in KINDS}
-        for _ in range(args.runs):
+    return timed_rounds(the_client, rng, KINDS, args.rounds, args.runs)
+
+
+def timed_rounds(
+    the_client: Any, rng: random.Random, kinds: dict[str, str], rounds: int, runs: int
+) -> list[dict[str, list[float]]]:
+    """``rounds`` rounds of ``runs`` iterations of ``the_client`` (its ``iteration(rng)``
+    times each of ``kinds`` once): each round's milliseconds by kind."""
+    timed = []
+    for _ in range(rounds):
+        samples: dict[str, list[float]] = {kind: [] for kind in kinds}
+        for _ in range(runs):
             for kind, elapsed in the_client.iteration(rng).items():
                 samples[kind].append(elapsed)
-        rounds.append(samples)
-    return rounds
+        timed.append(samples)
+    return timed
 
 
 def report(rounds: list[dict[str, list[float]]]) -> None:
-    pooled = {kind: [s for r in rounds for s in r[kind]] for kind in KINDS}
-    median = {kind: timing(pooled[kind]).median_ms for kind in KINDS}
-    print(f"{'sequential, keep-alive':<36}  median ms   p95 ms   ÷ floor B   rounds' medians")
-    for kind, label in KINDS.items():
+    print_medians(rounds, KINDS, RATIOS, kind_width=34, ratio_width=44)
+
+
+def print_medians(
+    rounds: list[dict[str, list[float]]],
+    kinds: dict[str, str],
+    ratios: tuple[Ratio, ...],
+    *,
+    kind_width: int,
+    ratio_width: int,
+) -> None:
+    """Each kind's median and p95 pooled over the rounds, ÷ floor B (``floor_b``), with the
+    rounds' medians; then each ratio of pooled medians with the rounds' range, and its
+    target when it has one."""
+    pooled = {kind: [s for r in rounds for s in r[kind]] for kind in kinds}
+    median = {kind: timing(pooled[kind]).median_ms for kind in kinds}
+    header = "sequential, keep-alive"
+    print(f"{header:<{kind_width + 2}}  median ms   p95 ms   ÷ floor B   rounds' medians")
+    for kind, label in kinds.items():
         t = timing(pooled[kind])
         medians = [timing(r[kind]).median_ms for r in rounds]
         print(
-            f"  {label:<34}  {t.median_ms:9.2f}  {t.p95_ms:7.2f}"
+            f"  {label:<{kind_width}}  {t.median_ms:9.2f}  {t.p95_ms:7.2f}"
             f"  {t.median_ms / median['floor_b']:8.2f}×"
             f"   [{spread(medians)}]"
         )
     print()
     print("Ratios of medians (pooled; the rounds' range)")
-    for ratio in RATIOS:
+    for ratio in ratios:
         value = median[ratio.subject] / median[ratio.base]
         per_round = [
             timing(r[ratio.subject]).median_ms / timing(r[ratio.base]).median_ms for r in rounds
@@ -609,7 +632,7 @@ def report(rounds: list[dict[str, list[float]]]) -> None:
         if ratio.limit is not None:
             met = "met" if value <= ratio.limit else "NOT met"
             verdict = f"  target ≤ {ratio.limit:g}×: {met}"
-        print(f"  {ratio.label:<44} {value:6.2f}×  [{spread(per_round):>11}]{verdict}")
+        print(f"  {ratio.label:<{ratio_width}} {value:6.2f}×  [{spread(per_round):>11}]{verdict}")
 
 
 def in_process(url: str, tenant: Tenant, window: availability.Calendar, profile: bool) -> None:

@@ -47,6 +47,7 @@ from app.models import (
     Booking,
     BookingDayCount,
     BookingHost,
+    CalendarSettings,
     DateOverride,
     EventType,
     EventTypeHost,
@@ -458,6 +459,34 @@ def _range_overlaps(
     )
 
 
+def hours_zone(profile: AvailabilityProfile | None, settings: CalendarSettings) -> str:
+    """The timezone of working hours, which availability counts its days in unless a timezone
+    is asked: the profile's, else the calendar settings'."""
+    return profile.timezone if profile is not None else settings.timezone
+
+
+@dataclass(frozen=True)
+class BookingTerms:
+    """What an event type's bookings keep where its own fields may leave it to the calendar
+    settings: minutes between slot starts, minimum notice in minutes, horizon in days."""
+
+    step_minutes: int
+    notice_minutes: int
+    horizon_days: int
+
+
+def booking_terms(settings: CalendarSettings, event_type: EventType) -> BookingTerms:
+    """The event type's step (its slot interval, else its duration), notice and horizon (its
+    own, else the calendar settings')."""
+    return BookingTerms(
+        step_minutes=event_type.slot_interval or event_type.duration,
+        notice_minutes=_first_set(
+            event_type.minimum_notice_minutes, settings.minimum_notice_minutes
+        ),
+        horizon_days=_first_set(event_type.booking_horizon_days, settings.booking_horizon_days),
+    )
+
+
 def slot_rules(
     sub_account: SubAccount,
     event_type: EventType | None,
@@ -473,10 +502,9 @@ def slot_rules(
         notice, horizon = settings.minimum_notice_minutes, settings.booking_horizon_days
     else:
         minutes = duration_minutes or event_type.duration
-        step = event_type.slot_interval or event_type.duration
+        terms = booking_terms(settings, event_type)
+        step, notice, horizon = terms.step_minutes, terms.notice_minutes, terms.horizon_days
         before, after = event_type.buffer_before, event_type.buffer_after
-        notice = _first_set(event_type.minimum_notice_minutes, settings.minimum_notice_minutes)
-        horizon = _first_set(event_type.booking_horizon_days, settings.booking_horizon_days)
     return SlotRules(
         duration=timedelta(minutes=minutes),
         step=timedelta(minutes=step),

@@ -47,7 +47,12 @@ from app.services.availability.questions import (
 from app.services.common.errors import InvalidRequest
 from app.services.common.lookups import load_document, load_named, refuse_taken_name
 from app.services.integrations.calendars.meetings import require_meeting_connection
-from app.services.scheduling_inputs import get_event_type, profile_for
+from app.services.scheduling_inputs import (
+    booking_terms,
+    get_event_type,
+    hours_zone,
+    profile_for,
+)
 from app.validation import DURATION_MINUTES, Text, booking_limits, describe_errors, reminder_list
 
 
@@ -151,7 +156,6 @@ def offered_event_types(sub_account: SubAccount) -> list[OfferedEventType]:
     settings = sub_account.settings
     hosts = {host.id: host for host in hosts_of(sub_account.id)}
     default = profile_for(sub_account, None)
-    default_zone = default.timezone if default is not None else settings.timezone
     offered = []
     for event_type in db.session.scalars(
         select(EventType)
@@ -166,30 +170,19 @@ def offered_event_types(sub_account: SubAccount) -> list[OfferedEventType]:
                 continue
         else:
             with_hosts = [hosts[event_type.host_id]]
+        terms = booking_terms(settings, event_type)
         offered.append(
             OfferedEventType(
                 event_type=event_type,
                 hosts=with_hosts,
-                timezone=(
-                    event_type.availability_profile.timezone
-                    if event_type.availability_profile is not None
-                    else default_zone
-                ),
-                slot_interval=event_type.slot_interval or event_type.duration,
-                minimum_notice_minutes=_fallback(
-                    event_type.minimum_notice_minutes, settings.minimum_notice_minutes
-                ),
-                booking_horizon_days=_fallback(
-                    event_type.booking_horizon_days, settings.booking_horizon_days
-                ),
+                timezone=hours_zone(event_type.availability_profile or default, settings),
+                slot_interval=terms.step_minutes,
+                minimum_notice_minutes=terms.notice_minutes,
+                booking_horizon_days=terms.horizon_days,
                 questions=responses_schema(event_type.questions),
             )
         )
     return offered
-
-
-def _fallback(own: int | None, calendar: int) -> int:
-    return calendar if own is None else own
 
 
 def create_event_type(sub_account: SubAccount, document: dict[str, Any]) -> EventType:

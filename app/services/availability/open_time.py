@@ -30,6 +30,7 @@ from app.services.scheduling_inputs import (
     TeamMember,
     booking_caps,
     get_event_type,
+    hours_zone,
     load_busy,
     load_busy_by_host,
     load_schedule,
@@ -121,7 +122,7 @@ def compute_slot_set(sub_account: SubAccount, query: AvailabilityQuery) -> SlotS
         else None
     )
     profile = profile_for(sub_account, event_type)
-    tz_name = query.timezone or (profile.timezone if profile else sub_account.settings.timezone)
+    tz_name = query.timezone or hours_zone(profile, sub_account.settings)
     tz = zone(tz_name)
     window = Interval(
         resolve_instant("start_date", query.start_date, tz),

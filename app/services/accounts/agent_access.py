@@ -169,14 +169,7 @@ def take_code(plain_code: str, client: OAuthClient, now: datetime) -> OAuthCode 
         .options(joinedload(OAuthCode.grant))
         .with_for_update(of=OAuthCode)
     )
-    if code is None or code.client_id != client.id:
-        return None
-    if code.used_at is not None:
-        revoke_grant(code.grant, now)
-        return None
-    if code.expires_at <= now or not code.grant.active:
-        return None
-    return code
+    return code if _usable_once(code, client, code.used_at if code else None, now) else None
 
 
 def spend_code(code: OAuthCode, now: datetime) -> None:
@@ -222,16 +215,25 @@ def take_refresh_token(plain: str, client: OAuthClient, now: datetime) -> OAuthT
         .options(joinedload(OAuthToken.grant))
         .with_for_update(of=OAuthToken)
     )
+    return row if _usable_once(row, client, row.refreshed_at if row else None, now) else None
+
+
+def _usable_once(
+    row: OAuthCode | OAuthToken | None,
+    client: OAuthClient,
+    spent_at: datetime | None,
+    now: datetime,
+) -> bool:
+    """The rule of a credential used once (a code, a refresh token), ``row`` locked: usable
+    when it is ``client``'s, not spent, unexpired and its grant active. A spent one presented
+    again is a replay, and revokes its grant with every token of it."""
     if row is None or row.client_id != client.id:
-        return None
-    if row.refreshed_at is not None:
+        return False
+    if spent_at is not None:
         revoke_grant(row.grant, now)
-        return None
-    if not row.grant.active:
-        return None
-    if row.refresh_expires_at is None or row.refresh_expires_at <= now:
-        return None
-    return row
+        return False
+    expires_at = row.expires_at if isinstance(row, OAuthCode) else row.refresh_expires_at
+    return row.grant.active and expires_at is not None and expires_at > now
 
 
 def spend_refresh_token(row: OAuthToken, now: datetime) -> None:
@@ -286,18 +288,25 @@ def authenticate_access_token(plain: str, now: datetime) -> ApiKey:
     """The grant an unexpired, unrevoked access token acts as, checked as an API key is
     (active, unexpired, a usable sub account); else ``AuthenticationFailed`` with the API
     key's words."""
+    return usable_key(_live_access_token(plain, now).grant, now)
+
+
+def _live_access_token(plain: str, now: datetime) -> OAuthToken:
+    """The unexpired, unrevoked access token ``plain`` with its grant, the grant's sub account
+    and settings, and its client, in one statement; else ``AuthenticationFailed``."""
     row = db.session.scalar(
         select(OAuthToken)
         .where(OAuthToken.access_digest == token_digest(plain))
         .options(
             joinedload(OAuthToken.grant)
             .joinedload(ApiKey.sub_account)
-            .joinedload(SubAccount.settings)
+            .joinedload(SubAccount.settings),
+            joinedload(OAuthToken.client),
         )
     )
     if row is None or row.revoked_at is not None or row.access_expires_at <= now:
         raise AuthenticationFailed(INVALID_KEY)
-    return usable_key(row.grant, now)
+    return row
 
 
 def introspect(plain: str | None, now: datetime) -> dict[str, Any]:
@@ -306,17 +315,13 @@ def introspect(plain: str | None, now: datetime) -> dict[str, Any]:
     if not plain:
         return {"active": False}
     try:
-        grant = authenticate_access_token(plain, now)
+        row = _live_access_token(plain, now)
+        grant = usable_key(row.grant, now)
     except AuthenticationFailed:
         return {"active": False}
-    row = db.session.scalar(
-        select(OAuthToken).where(OAuthToken.access_digest == token_digest(plain))
-    )
-    assert row is not None  # authenticated just now
-    client = db.session.get(OAuthClient, row.client_id)
     return {
         "active": True,
-        "client_id": client.client_id if client else None,
+        "client_id": row.client.client_id,
         "scope": " ".join(grant.permissions or []),
         "token_type": "Bearer",
         "exp": int(row.access_expires_at.timestamp()),

@@ -178,17 +178,19 @@ def local_time(instant: str, zone_name: str | None) -> str:
     return moment.astimezone(_zone(zone_name)).isoformat()
 
 
-def with_local_times(item: Any, keys: tuple[str, ...], zone_name: str | None = None) -> Any:
+def with_local_times(
+    item: dict[str, Any], keys: tuple[str, ...], zone_name: str | None = None
+) -> dict[str, Any]:
     """``item`` (an answer's object) with each of its times ``keys`` also as ``<key>Local``,
     in the zone ``item`` names (``timezone``, a booking's), else ``zone_name``, which it then
-    names; lists are done item by item."""
-    if isinstance(item, list):
-        return [with_local_times(each, keys, zone_name) for each in item]
-    if not isinstance(item, dict):
-        return item
+    names."""
+    zone_name = item.get("timezone") or zone_name or "UTC"
+    return {**local_times(item, keys, zone_name), "timezone": zone_name}
+
+
+def local_times(item: dict[str, Any], keys: tuple[str, ...], zone_name: str) -> dict[str, Any]:
+    """``item`` with each of its times ``keys`` also as ``<key>Local`` in ``zone_name``."""
     shown = dict(item)
-    zone_name = shown.get("timezone") or zone_name or "UTC"
-    shown["timezone"] = zone_name
     for key in keys:
         if isinstance(shown.get(key), str):
             shown[f"{key}Local"] = local_time(shown[key], zone_name)
@@ -237,14 +239,7 @@ def days_with_local_times(
         {
             "date": day["date"],
             "timezone": zone_name,
-            "slots": [
-                {
-                    key: value
-                    for key, value in with_local_times(slot, SLOT_TIMES, zone_name).items()
-                    if key != "timezone"
-                }
-                for slot in day["slots"]
-            ],
+            "slots": [local_times(slot, SLOT_TIMES, zone_name) for slot in day["slots"]],
         }
         for day in days
     ]
@@ -258,7 +253,7 @@ def booking_with_local_times(booking: Any) -> Any:
 def page_with_local_times(page: Any) -> Any:
     """A page of bookings, each with its start and end also in its own timezone."""
     shown = as_api_json(page)
-    shown["bookings"] = with_local_times(shown["bookings"], BOOKING_TIMES)
+    shown["bookings"] = [with_local_times(b, BOOKING_TIMES) for b in shown["bookings"]]
     return shown
 
 

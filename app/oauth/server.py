@@ -209,6 +209,24 @@ class Revocation(RevocationEndpoint):
         revoke_token(token.row, token.plain, utcnow())
 
 
+# RFC 7591 §2's metadata by the JSON type it has.
+_LIST_CLAIMS = frozenset({"redirect_uris", "grant_types", "response_types", "contacts"})
+_TEXT_CLAIMS = frozenset(
+    {
+        "client_name",
+        "client_uri",
+        "logo_uri",
+        "scope",
+        "tos_uri",
+        "policy_uri",
+        "jwks_uri",
+        "software_id",
+        "software_version",
+        "token_endpoint_auth_method",
+    }
+)
+
+
 class Registration(ClientRegistrationEndpoint):
     """Open registration (RFC 7591 §3): an MCP client registers itself with no prior
     credential. What it may then do still needs an owner's consent."""
@@ -222,6 +240,23 @@ class Registration(ClientRegistrationEndpoint):
 
     def get_server_metadata(self) -> dict[str, Any]:
         return self._metadata
+
+    def extract_client_metadata(self, request: Any) -> dict[str, Any]:
+        """Authlib's claims, after what its claims classes assume: a JSON object, and lists
+        of strings where RFC 7591 has lists, text where it has text, an object for ``jwks``
+        (else they fail, a 500, instead of refusing the metadata)."""
+        data = request.payload.data
+        if not isinstance(data, dict):
+            raise InvalidClientMetadataError("Send the client's metadata as a JSON object.")
+        for name, value in data.items():
+            if name in _LIST_CLAIMS:
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise InvalidClientMetadataError(f"{name} must be a list of strings.")
+            elif name in _TEXT_CLAIMS and not isinstance(value, str):
+                raise InvalidClientMetadataError(f"{name} must be a string.")
+            elif name == "jwks" and not isinstance(value, dict):
+                raise InvalidClientMetadataError("jwks must be a JSON object.")
+        return dict(super().extract_client_metadata(request))
 
     def generate_client_id(self, request: Any) -> str:
         return CLIENT_ID_PREFIX + new_token()
@@ -261,6 +296,23 @@ class Registration(ClientRegistrationEndpoint):
         )
 
 
+class AgentAuthorizationServer(AuthorizationServer):
+    """Authlib's server whose error answers are also the service's envelope: RFC 6749's
+    ``error`` and ``error_description`` (what OAuth clients read) with ``statusCode`` and
+    ``message`` (what every other error of the service carries). An error sent back to the
+    client's redirect URI stays a redirect."""
+
+    def handle_error_response(self, request: Any, error: Any) -> Any:
+        status, body, headers = error(self.get_error_uri(request, error))
+        if isinstance(body, dict):
+            body = {
+                **body,
+                "statusCode": status,
+                "message": body.get("error_description") or body["error"],
+            }
+        return self.handle_response(status, body, headers)
+
+
 def _query_client(client_id: str) -> Client | None:
     row = find_client(client_id)
     return Client(row) if row is not None else None
@@ -292,7 +344,7 @@ def authorization_server(
             now=utcnow(),
         )
 
-    server = AuthorizationServer(query_client=_query_client, save_token=save_token)
+    server = AgentAuthorizationServer(query_client=_query_client, save_token=save_token)
     server.register_token_generator(
         "default",
         BearerTokenGenerator(

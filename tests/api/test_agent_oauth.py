@@ -416,3 +416,34 @@ def test_a_refused_bearer_token_is_told_where_the_oauth_metadata_is(agent):
         "WWW-Authenticate"
         not in agent.get(EVENT_TYPES, headers={"x-calendar-api-key": "x"}).headers
     )
+
+
+def test_an_oauth_error_is_also_the_services_error_envelope(agent):
+    client_id = register(agent).json["client_id"]
+    refused = refresh(agent, client_id, "cbr_not-a-token")
+    assert refused.status_code == 400
+    assert refused.json["error"] == "invalid_grant"
+    assert refused.json["statusCode"] == 400 and refused.json["message"]
+    unregistered = register(agent, ["http://agent.example/cb"])
+    assert unregistered.json["statusCode"] == 400
+    assert unregistered.json["message"] == unregistered.json["error_description"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [1, 2],
+        "a string",
+        {"redirect_uris": [123]},
+        {"redirect_uris": CALLBACK},
+        {"redirect_uris": [CALLBACK], "client_name": 123},
+        {"redirect_uris": [CALLBACK], "grant_types": "authorization_code"},
+        {"redirect_uris": [CALLBACK], "contacts": [None]},
+        {"redirect_uris": [CALLBACK], "jwks": 5},
+    ],
+)
+def test_registration_metadata_of_the_wrong_shape_is_refused_not_a_500(agent, body):
+    answer = agent.post("/oauth/register", json=body)
+    assert answer.status_code == 400
+    assert answer.json["error"] == "invalid_client_metadata"
+    assert answer.json["statusCode"] == 400
